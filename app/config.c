@@ -1,0 +1,201 @@
+/* config.c — flags, LOCKLAB_* fallbacks and their validation.
+ *
+ * Every option is one row of the table below: its flag, its environment
+ * variable, its kind and where it lands in struct config. Parsing walks
+ * argv, then fills what is still unset from the environment, then from the
+ * defaults, then checks ranges. No getopt: the table is the documentation.
+ */
+#include "config.h"
+#include "util.h"
+#include "../locks/lock.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum opt_kind { OPT_STR, OPT_INT, OPT_FLAG, OPT_SERVERS };
+
+struct opt {
+    const char   *flag;
+    const char   *env;
+    enum opt_kind kind;
+    size_t        offset;
+    const char   *def;
+    long long     min, max;
+};
+
+#define F(m) offsetof(struct config, m)
+static const struct opt opts[] = {
+    { "--listen",         "LOCKLAB_LISTEN",         OPT_STR,  F(listen),         "127.0.0.1", 0, 0 },
+    { "--port",           "LOCKLAB_PORT",           OPT_INT,  F(port),           "8000", 1, 65535 },
+    { "--lock",           "LOCKLAB_LOCK",           OPT_STR,  F(lock),           "none", 0, 0 },
+    { "--name",           "LOCKLAB_NAME",           OPT_STR,  F(name),           NULL, 0, 0 },
+    { "--mysql-host",     "LOCKLAB_MYSQL_HOST",     OPT_STR,  F(mysql_host),     "127.0.0.1", 0, 0 },
+    { "--mysql-port",     "LOCKLAB_MYSQL_PORT",     OPT_INT,  F(mysql_port),     "3306", 1, 65535 },
+    { "--mysql-user",     "LOCKLAB_MYSQL_USER",     OPT_STR,  F(mysql_user),     "locklab", 0, 0 },
+    { "--mysql-password", "LOCKLAB_MYSQL_PASSWORD", OPT_STR,  F(mysql_password), "locklab", 0, 0 },
+    { "--mysql-db",       "LOCKLAB_MYSQL_DB",       OPT_STR,  F(mysql_db),       "locklab", 0, 0 },
+    { "--redis",          "LOCKLAB_REDIS",          OPT_SERVERS, F(redis),       "127.0.0.1:6379", 0, 0 },
+    { "--zk",             "LOCKLAB_ZK",             OPT_STR,  F(zk),             "127.0.0.1:2181", 0, 0 },
+    { "--threads",        "LOCKLAB_THREADS",        OPT_INT,  F(threads),        "16", 1, 1024 },
+    { "--max-connections","LOCKLAB_MAX_CONNECTIONS",OPT_INT,  F(max_connections),"1024", 1, 65536 },
+    { "--lock-wait-ms",   "LOCKLAB_LOCK_WAIT_MS",   OPT_INT,  F(lock_wait_ms),   "10000", 0, 3600000 },
+    { "--retry-ms",       "LOCKLAB_RETRY_MS",       OPT_INT,  F(retry_ms),       "2", 0, 10000 },
+    { "--lease-ms",       "LOCKLAB_LEASE_MS",       OPT_INT,  F(lease_ms),       "30000", 100, 3600000 },
+    { "--allow-faults",   "LOCKLAB_ALLOW_FAULTS",   OPT_FLAG, F(allow_faults),   "0", 0, 1 },
+};
+#undef F
+#define NOPTS (int)(sizeof opts / sizeof opts[0])
+
+const char config_usage[] =
+"usage: locklab [options]   (every option also reads LOCKLAB_<NAME> from the environment)\n"
+"  --listen ADDR          address to bind (127.0.0.1)\n"
+"  --port N               HTTP port (8000)\n"
+"  --lock NAME            default strategy when a request names none (none)\n"
+"  --name NAME            instance name in answers and stats (app-<port>)\n"
+"  --mysql-host H --mysql-port N --mysql-user U --mysql-password P --mysql-db D\n"
+"  --redis H:P[,H:P...]   Redis servers; Redlock uses all of them (127.0.0.1:6379)\n"
+"  --zk H:P[,H:P...]      ZooKeeper connect string (127.0.0.1:2181)\n"
+"  --threads N            worker slots, each with its own backend connections (16)\n"
+"  --max-connections N    HTTP connections served at once (1024)\n"
+"  --lock-wait-ms MS      how long a request may wait for a lock (10000)\n"
+"  --retry-ms MS          spin interval of the spinning strategies, jittered (2)\n"
+"  --lease-ms MS          lease of expiring locks; watchdogs renew at 1/3 (30000)\n"
+"  --allow-faults         accept ?hold_ms=N and ?crash=1 (demonstrations, tests)\n";
+
+int config_parse_servers(const char *list, struct hostport *out, int max)
+{
+    const char *p = list;
+    int n = 0;
+
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        const char *colon = memchr(p, ':', len);
+        char portbuf[8];
+        long long port;
+        size_t hlen;
+
+        if (n == max || colon == NULL)
+            return -1;
+        hlen = (size_t)(colon - p);
+        if (hlen == 0 || hlen >= sizeof out[n].host ||
+            len - hlen - 1 == 0 || len - hlen - 1 >= sizeof portbuf)
+            return -1;
+        memcpy(out[n].host, p, hlen);
+        out[n].host[hlen] = '\0';
+        memcpy(portbuf, colon + 1, len - hlen - 1);
+        portbuf[len - hlen - 1] = '\0';
+        if (parse_int(portbuf, 1, 65535, &port) != 0)
+            return -1;
+        out[n++].port = (int)port;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return n;
+}
+
+static int set_value(struct config *cfg, const struct opt *o, const char *v,
+                     char *err, int errlen)
+{
+    char *field = (char *)cfg + o->offset;
+    long long n;
+
+    switch (o->kind) {
+    case OPT_STR:
+        if (*v == '\0') {
+            snprintf(err, errlen, "%s: empty value", o->flag);
+            return -1;
+        }
+        *(const char **)field = v;
+        return 0;
+    case OPT_INT:
+    case OPT_FLAG:
+        if (parse_int(v, o->min, o->max, &n) != 0) {
+            snprintf(err, errlen, "%s: '%s' is not a whole number from %lld to %lld",
+                     o->flag, v, o->min, o->max);
+            return -1;
+        }
+        *(int *)field = (int)n;
+        return 0;
+    case OPT_SERVERS:
+        cfg->nredis = config_parse_servers(v, cfg->redis, CONFIG_MAX_SERVERS);
+        if (cfg->nredis <= 0) {
+            snprintf(err, errlen, "%s: '%s' is not host:port[,host:port...] (at most %d)",
+                     o->flag, v, CONFIG_MAX_SERVERS);
+            return -1;
+        }
+        return 0;
+    }
+    return -1;
+}
+
+int config_parse(struct config *cfg, int argc, char **argv, char *err, int errlen)
+{
+    int given[NOPTS] = { 0 };
+    int i, k;
+
+    memset(cfg, 0, sizeof *cfg);
+    for (i = 1; i < argc; i++) {
+        const char *arg = argv[i], *val = NULL, *eq;
+        size_t flen;
+
+        if (!strcmp(arg, "--help") || !strcmp(arg, "-h"))
+            return 1;
+        eq = strchr(arg, '=');
+        flen = eq ? (size_t)(eq - arg) : strlen(arg);
+        for (k = 0; k < NOPTS; k++)
+            if (strlen(opts[k].flag) == flen && !strncmp(arg, opts[k].flag, flen))
+                break;
+        if (k == NOPTS) {
+            snprintf(err, errlen, "unknown option '%s' (try --help)", arg);
+            return -1;
+        }
+        if (opts[k].kind == OPT_FLAG && eq == NULL)
+            val = "1";
+        else if (eq)
+            val = eq + 1;
+        else if (i + 1 < argc)
+            val = argv[++i];
+        else {
+            snprintf(err, errlen, "%s needs a value", opts[k].flag);
+            return -1;
+        }
+        if (set_value(cfg, &opts[k], val, err, errlen) != 0)
+            return -1;
+        given[k] = 1;
+    }
+    for (k = 0; k < NOPTS; k++) {
+        const char *v;
+        if (given[k])
+            continue;
+        v = getenv(opts[k].env);
+        if (v != NULL && *v != '\0') {
+            if (set_value(cfg, &opts[k], v, err, errlen) != 0) {
+                size_t used = strlen(err);
+                snprintf(err + used, errlen - used, " (from %s)", opts[k].env);
+                return -1;
+            }
+        } else if (opts[k].def != NULL &&
+                   set_value(cfg, &opts[k], opts[k].def, err, errlen) != 0) {
+            return -1;
+        }
+    }
+    if (lock_find(cfg->lock) == NULL) {
+        snprintf(err, errlen, "--lock: unknown strategy '%s' (GET /locks lists them)", cfg->lock);
+        return -1;
+    }
+    if (cfg->name == NULL) {
+        static char defname[32];
+        snprintf(defname, sizeof defname, "app-%d", cfg->port);
+        cfg->name = defname;
+    }
+    if (strlen(cfg->name) > 48) {
+        snprintf(err, errlen, "--name: longer than 48 characters");
+        return -1;
+    }
+    uuid4(cfg->instance_id);
+    return 0;
+}

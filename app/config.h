@@ -1,0 +1,51 @@
+/* config.h — the server's settings: flags first, LOCKLAB_* environment
+ * variables as fallbacks, then defaults. config_parse() validates every
+ * value and explains the first bad one; the server refuses to start on it.
+ */
+#ifndef LOCKLAB_CONFIG_H
+#define LOCKLAB_CONFIG_H
+
+#define CONFIG_MAX_SERVERS 16
+
+struct hostport {
+    char host[64];
+    int  port;
+};
+
+struct config {
+    const char *listen;          /* address to bind, default 127.0.0.1   */
+    int         port;            /* --port, default 8000                 */
+    const char *lock;            /* default strategy for ?lock=          */
+    const char *name;            /* instance name in answers and stats   */
+
+    const char *mysql_host;
+    int         mysql_port;
+    const char *mysql_user;
+    const char *mysql_password;
+    const char *mysql_db;
+
+    struct hostport redis[CONFIG_MAX_SERVERS];   /* --redis a:p,b:q   */
+    int             nredis;
+    const char     *zk;          /* ZooKeeper connect string, as given   */
+
+    int threads;                 /* worker slots (backend connections)   */
+    int max_connections;         /* HTTP connections (threads) at once   */
+    int lock_wait_ms;            /* how long a request may wait a lock   */
+    int retry_ms;                /* spin interval of spinning strategies */
+    int lease_ms;                /* lease of expiring locks (watchdog)   */
+    int allow_faults;            /* ?hold_ms= and ?crash=1 accepted      */
+
+    char instance_id[37];        /* random UUID, fresh at every start    */
+};
+
+/* Fill cfg from argv and the environment. Returns 0, or -1 after writing
+ * a one-line reason into err. --help writes the usage and returns 1. */
+int config_parse(struct config *cfg, int argc, char **argv,
+                 char *err, int errlen);
+
+/* Parse "host:port[,host:port...]" into out[]; returns the count or -1. */
+int config_parse_servers(const char *list, struct hostport *out, int max);
+
+extern const char config_usage[];
+
+#endif /* LOCKLAB_CONFIG_H */

@@ -1,0 +1,280 @@
+/* db.c — MariaDB access for one worker slot: connect, prepare, bind, fetch.
+ *
+ * A slot owns one MYSQL connection and up to DB_MAX_STMTS prepared
+ * statements, found by the address of their SQL text. Reconnection is lazy:
+ * a dead connection is closed at once, and the next db_exec() after
+ * DB_RETRY_MS tries again, so a stopped server costs a request one refused
+ * connect, not a stuck thread. Autocommit stays on, as in the seeds' MyBatis
+ * service: only mysql-for-update opens transactions, with db_begin().
+ */
+#include "db.h"
+#include "config.h"
+#include "util.h"
+#include "../locks/lock.h"
+
+#include <errmsg.h>
+#include <mysql.h>
+#include <mysqld_error.h>
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DB_MAX_STMTS  32
+#define DB_MAX_PARAMS 8
+#define DB_RETRY_MS   200
+
+struct db_stmt {
+    const char *sql;
+    MYSQL_STMT *stmt;
+};
+
+struct db {
+    const struct config *cfg;
+    MYSQL          *conn;           /* NULL while disconnected           */
+    int64_t         retry_at_ms;    /* no connect attempt before this    */
+    unsigned        last_errno;
+    int             nstmts;
+    struct db_stmt  stmts[DB_MAX_STMTS];
+};
+
+struct db *db_new(const struct config *cfg)
+{
+    struct db *db = xcalloc(1, sizeof *db);
+    db->cfg = cfg;
+    return db;
+}
+
+static void db_disconnect(struct db *db)
+{
+    int i;
+    for (i = 0; i < db->nstmts; i++)
+        mysql_stmt_close(db->stmts[i].stmt);
+    db->nstmts = 0;
+    if (db->conn)
+        mysql_close(db->conn);
+    db->conn = NULL;
+}
+
+void db_free(struct db *db)
+{
+    if (db == NULL)
+        return;
+    db_disconnect(db);
+    free(db);
+}
+
+unsigned db_errno(const struct lock_ctx *ctx)
+{
+    return ctx->db->last_errno;
+}
+
+/* Server gone, refused, killed or shutting down: worth a 503 and a reconnect. */
+static int db_is_unavailable(unsigned err)
+{
+    switch (err) {
+    case CR_CONNECTION_ERROR: case CR_CONN_HOST_ERROR: case CR_SERVER_GONE_ERROR:
+    case CR_SERVER_LOST: case CR_SERVER_LOST_EXTENDED: case CR_UNKNOWN_HOST:
+    case CR_COMMANDS_OUT_OF_SYNC:
+    case ER_SERVER_SHUTDOWN: case ER_CONNECTION_KILLED: case ER_CON_COUNT_ERROR:
+    case ER_QUERY_INTERRUPTED:
+        return 1;
+    }
+    return 0;
+}
+
+/* Turn the error of the last call into ctx's error and a status. */
+static int db_fail(struct lock_ctx *ctx, unsigned err, const char *msg, const char *what)
+{
+    struct db *db = ctx->db;
+
+    db->last_errno = err;
+    if (db_is_unavailable(err) || db->conn == NULL) {
+        db_disconnect(db);
+        db->retry_at_ms = now_ms() + DB_RETRY_MS;
+        return lock_error(ctx, LL_UNAVAILABLE, "mysql", "mysql %s:%d: %s (%u)",
+                          db->cfg->mysql_host, db->cfg->mysql_port, msg, err);
+    }
+    if (err == ER_LOCK_WAIT_TIMEOUT || err == ER_LOCK_DEADLOCK)
+        return lock_error(ctx, LL_TIMEOUT, "mysql", "mysql %s: %s (%u)", what, msg, err);
+    return lock_error(ctx, LL_ERROR, "mysql", "mysql %s: %s (%u)", what, msg, err);
+}
+
+/* SET SESSION innodb_lock_wait_timeout = ?, prepared like everything else. */
+static int db_set_lock_wait(MYSQL *conn, long long seconds)
+{
+    static const char sql[] = "SET SESSION innodb_lock_wait_timeout = ?";
+    MYSQL_STMT *stmt = mysql_stmt_init(conn);
+    MYSQL_BIND b;
+    int rc = -1;
+
+    if (stmt == NULL)
+        return -1;
+    memset(&b, 0, sizeof b);
+    b.buffer_type = MYSQL_TYPE_LONGLONG;
+    b.buffer = &seconds;
+    if (mysql_stmt_prepare(stmt, sql, sizeof sql - 1) == 0 &&
+        mysql_stmt_bind_param(stmt, &b) == 0 && mysql_stmt_execute(stmt) == 0)
+        rc = 0;
+    mysql_stmt_close(stmt);
+    return rc;
+}
+
+static int db_connect(struct lock_ctx *ctx)
+{
+    struct db *db = ctx->db;
+    const struct config *cfg = db->cfg;
+    unsigned timeout = 2, rw_timeout = (unsigned)(cfg->lock_wait_ms / 1000) + 30;
+    my_bool off = 0;
+
+    if (db->conn)
+        return LL_OK;
+    if (now_ms() < db->retry_at_ms)
+        return lock_error(ctx, LL_UNAVAILABLE, "mysql",
+                          "mysql %s:%d: down, retrying shortly", cfg->mysql_host, cfg->mysql_port);
+    db->conn = mysql_init(NULL);
+    if (db->conn == NULL)
+        return lock_error(ctx, LL_ERROR, "mysql", "mysql_init failed");
+    mysql_options(db->conn, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+    mysql_options(db->conn, MYSQL_OPT_READ_TIMEOUT, &rw_timeout);
+    mysql_options(db->conn, MYSQL_OPT_WRITE_TIMEOUT, &rw_timeout);
+    mysql_options(db->conn, MYSQL_OPT_RECONNECT, &off);
+    if (!mysql_real_connect(db->conn, cfg->mysql_host, cfg->mysql_user, cfg->mysql_password,
+                            cfg->mysql_db, (unsigned)cfg->mysql_port, NULL, 0)) {
+        unsigned err = mysql_errno(db->conn);
+        char msg[128];
+        strlcopy(msg, mysql_error(db->conn), sizeof msg);
+        db_disconnect(db);
+        db->retry_at_ms = now_ms() + DB_RETRY_MS;
+        db->last_errno = err;
+        if (err == ER_ACCESS_DENIED_ERROR || err == ER_BAD_DB_ERROR || err == ER_DBACCESS_DENIED_ERROR)
+            return lock_error(ctx, LL_UNAVAILABLE, "mysql", "mysql %s:%d: %s (%u): check --mysql-user/--mysql-db",
+                              cfg->mysql_host, cfg->mysql_port, msg, err);
+        return lock_error(ctx, LL_UNAVAILABLE, "mysql", "mysql %s:%d: %s (%u)",
+                          cfg->mysql_host, cfg->mysql_port, msg, err);
+    }
+    /* A row lock may be waited for as long as a lock of any other kind. */
+    if (db_set_lock_wait(db->conn, cfg->lock_wait_ms / 1000 > 0 ? cfg->lock_wait_ms / 1000 : 1) != 0)
+        return db_fail(ctx, mysql_errno(db->conn), mysql_error(db->conn), "session setup");
+    return LL_OK;
+}
+
+static MYSQL_STMT *db_prepare(struct lock_ctx *ctx, const char *sql, int *status)
+{
+    struct db *db = ctx->db;
+    MYSQL_STMT *stmt;
+    int i;
+
+    *status = db_connect(ctx);
+    if (*status != LL_OK)
+        return NULL;
+    for (i = 0; i < db->nstmts; i++)
+        if (db->stmts[i].sql == sql)
+            return db->stmts[i].stmt;
+    assert(db->nstmts < DB_MAX_STMTS);  /* the SQL texts are a fixed set */
+    stmt = mysql_stmt_init(db->conn);
+    if (stmt == NULL) {
+        *status = db_fail(ctx, mysql_errno(db->conn), mysql_error(db->conn), "prepare");
+        return NULL;
+    }
+    if (mysql_stmt_prepare(stmt, sql, strlen(sql)) != 0) {
+        *status = db_fail(ctx, mysql_stmt_errno(stmt), mysql_stmt_error(stmt), "prepare");
+        mysql_stmt_close(stmt);
+        return NULL;
+    }
+    db->stmts[db->nstmts].sql = sql;
+    db->stmts[db->nstmts++].stmt = stmt;
+    return stmt;
+}
+
+int db_exec(struct lock_ctx *ctx, const char *sql, long long *rows, const char *fmt, ...)
+{
+    MYSQL_BIND in[DB_MAX_PARAMS], out[DB_MAX_PARAMS];
+    unsigned long lens[DB_MAX_PARAMS];
+    long long ints[DB_MAX_PARAMS];
+    int nin = 0, nout = 0, status, found = 0, rc;
+    MYSQL_STMT *stmt;
+    const char *f;
+    va_list ap;
+
+    stmt = db_prepare(ctx, sql, &status);
+    if (stmt == NULL)
+        return status;
+    memset(in, 0, sizeof in);
+    memset(out, 0, sizeof out);
+    va_start(ap, fmt);
+    for (f = fmt; *f && *f != '>'; f++, nin++) {
+        assert(nin < DB_MAX_PARAMS);
+        if (*f == 'l') {
+            ints[nin] = va_arg(ap, long long);
+            in[nin].buffer_type = MYSQL_TYPE_LONGLONG;
+            in[nin].buffer = &ints[nin];
+        } else {
+            char *s = va_arg(ap, char *);
+            assert(*f == 's');
+            lens[nin] = strlen(s);
+            in[nin].buffer_type = MYSQL_TYPE_STRING;
+            in[nin].buffer = s;
+            in[nin].buffer_length = lens[nin];
+            in[nin].length = &lens[nin];
+        }
+    }
+    if (*f == '>')
+        for (f++; *f; f++, nout++) {
+            assert(*f == 'l' && nout < DB_MAX_PARAMS);
+            out[nout].buffer_type = MYSQL_TYPE_LONGLONG;
+            out[nout].buffer = va_arg(ap, long long *);
+        }
+    va_end(ap);
+    assert((unsigned long)nin == mysql_stmt_param_count(stmt));
+
+    if ((nin && mysql_stmt_bind_param(stmt, in)) || mysql_stmt_execute(stmt))
+        return db_fail(ctx, mysql_stmt_errno(stmt), mysql_stmt_error(stmt), "execute");
+    if (mysql_stmt_field_count(stmt) == 0) {
+        if (rows)
+            *rows = (long long)mysql_stmt_affected_rows(stmt);
+        return LL_OK;
+    }
+    if (nout && mysql_stmt_bind_result(stmt, out))
+        return db_fail(ctx, mysql_stmt_errno(stmt), mysql_stmt_error(stmt), "bind result");
+    /* Read the whole (one-row) result so the connection is ready again. */
+    while ((rc = mysql_stmt_fetch(stmt)) == 0 || rc == MYSQL_DATA_TRUNCATED)
+        found = 1;
+    if (rc != MYSQL_NO_DATA)
+        return db_fail(ctx, mysql_stmt_errno(stmt), mysql_stmt_error(stmt), "fetch");
+    if (rows)
+        *rows = found;
+    return LL_OK;
+}
+
+static const char sql_begin[] = "START TRANSACTION";
+static const char sql_commit[] = "COMMIT";
+static const char sql_rollback[] = "ROLLBACK";
+
+int db_begin(struct lock_ctx *ctx)
+{
+    return db_exec(ctx, sql_begin, NULL, "");
+}
+
+int db_commit(struct lock_ctx *ctx)
+{
+    return db_exec(ctx, sql_commit, NULL, "");
+}
+
+void db_rollback(struct lock_ctx *ctx)
+{
+    /* Keep the first error: the rollback's own failure says nothing new.
+     * A dead connection rolls back on the server by itself. */
+    int err = ctx->err;
+    char saved[sizeof ctx->errstr];
+    const char *backend = ctx->backend;
+
+    if (ctx->db->conn == NULL)
+        return;
+    memcpy(saved, ctx->errstr, sizeof saved);
+    db_exec(ctx, sql_rollback, NULL, "");
+    ctx->err = err;
+    ctx->backend = backend;
+    memcpy(ctx->errstr, saved, sizeof saved);
+}

@@ -1,0 +1,43 @@
+/* db.h — one worker slot's MariaDB connection and its prepared statements.
+ *
+ * Every statement goes through db_exec(): it (re)connects when needed,
+ * prepares `sql` once per connection and caches the handle by the string's
+ * address (callers pass string literals / static arrays), binds parameters
+ * from a tiny format and fetches at most one row. There is no other way to
+ * send SQL, so everything is a prepared statement.
+ *
+ * Failures are mapped onto the shared codes: a lost or refused connection
+ * is LL_UNAVAILABLE with backend "mysql" (the connection is dropped and
+ * re-made on a later call, at most every DB_RETRY_MS); an InnoDB lock wait
+ * timeout or deadlock is LL_TIMEOUT; anything else LL_ERROR. db_errno()
+ * keeps the server's error number (e.g. 1062 duplicate key) for callers
+ * that treat one error as an answer.
+ */
+#ifndef LOCKLAB_DB_H
+#define LOCKLAB_DB_H
+
+struct db;
+struct lock_ctx;
+struct config;
+
+#define DB_ER_DUP_ENTRY     1062
+#define DB_ER_LOCK_DEADLOCK 1213
+
+struct db *db_new(const struct config *cfg);
+void       db_free(struct db *db);
+
+/* fmt: one letter a parameter — 'l' long long, 's' const char * — then,
+ * optionally, '>' and one letter a result column — 'l' long long *.
+ * *rows (may be NULL) receives the affected rows of a DML statement, or the
+ * number of rows fetched (0 or 1) of a query. */
+int db_exec(struct lock_ctx *ctx, const char *sql, long long *rows,
+            const char *fmt, ...);
+
+/* Transactions, as prepared statements like the rest. */
+int db_begin(struct lock_ctx *ctx);
+int db_commit(struct lock_ctx *ctx);
+void db_rollback(struct lock_ctx *ctx);   /* best effort, on error paths */
+
+unsigned db_errno(const struct lock_ctx *ctx);
+
+#endif /* LOCKLAB_DB_H */

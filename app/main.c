@@ -1,0 +1,62 @@
+/* main.c — locklab: one HTTP server whose /check/lock sells one unit of
+ * MariaDB stock under a lock strategy chosen per request.
+ *
+ * Startup never waits for a backend: MariaDB, Redis and ZooKeeper are
+ * connected lazily by the worker slots and reconnected after failures, so
+ * an instance started before its databases answers 503 naming them until
+ * they come up. The main thread only waits for SIGINT/SIGTERM.
+ */
+#include "config.h"
+#include "http.h"
+#include "pool.h"
+#include "stats.h"
+#include "../locks/lock.h"
+
+#include <mysql.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+
+int main(int argc, char **argv)
+{
+    static struct config cfg;
+    char err[256];
+    sigset_t sigs;
+    int rc, sig, nlocks;
+
+    rc = config_parse(&cfg, argc, argv, err, sizeof err);
+    if (rc == 1) {
+        fputs(config_usage, stdout);
+        return 0;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "locklab: %s\n", err);
+        return 2;
+    }
+
+    /* Block the stop signals in every thread; main collects them. */
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (mysql_library_init(0, NULL, NULL) != 0) {
+        fprintf(stderr, "locklab: cannot initialise the MariaDB client library\n");
+        return 1;
+    }
+    lock_all(&nlocks);
+    stats_init(nlocks);
+    pool_init(&cfg);
+    if (http_start(&cfg) != 0)
+        return 1;
+    fprintf(stderr, "locklab: %s listening on %s:%d (id %s, default lock %s, %d slots)\n",
+            cfg.name, cfg.listen, cfg.port, cfg.instance_id, cfg.lock, cfg.threads);
+
+    sigwait(&sigs, &sig);
+    fprintf(stderr, "locklab: %s stopping on signal %d\n", cfg.name, sig);
+    http_stop();
+    pool_free();
+    mysql_library_end();
+    return 0;
+}

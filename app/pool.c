@@ -1,0 +1,90 @@
+/* pool.c — worker slots.
+ *
+ * libmicrohttpd runs one thread per HTTP connection (see http.c), and
+ * nginx keeps many upstream connections open, so connections outnumber
+ * the backend connections we want to hold. A request borrows one of
+ * --threads slots for its duration. A slot is the seeds' "thread": it owns
+ * a MariaDB connection, its Redis connections and its identity as a lock
+ * holder ("<instance uuid>:<slot>"), so re-entry is recognised and no two
+ * requests ever share a backend connection. Free slots form a LIFO stack,
+ * so the busiest connections stay warm.
+ */
+#include "pool.h"
+#include "config.h"
+#include "db.h"
+#include "util.h"
+#include "../locks/lock.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <pthread.h>
+#include <time.h>
+
+static struct lock_ctx *slots;
+static struct lock_ctx **free_stack;
+static int nslots, nfree;
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_cond;
+
+void pool_init(const struct config *cfg)
+{
+    pthread_condattr_t attr;
+    int i;
+
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&pool_cond, &attr);
+    pthread_condattr_destroy(&attr);
+
+    nslots = cfg->threads;
+    slots = xcalloc((size_t)nslots, sizeof *slots);
+    free_stack = xcalloc((size_t)nslots, sizeof *free_stack);
+    for (i = 0; i < nslots; i++) {
+        slots[i].slot = i;
+        slots[i].cfg = cfg;
+        slots[i].db = db_new(cfg);
+        free_stack[nslots - 1 - i] = &slots[i];
+    }
+    nfree = nslots;
+}
+
+void pool_free(void)
+{
+    const struct lock_ops *const *all;
+    int i, k, n;
+
+    all = lock_all(&n);
+    for (i = 0; i < nslots; i++) {
+        for (k = 0; k < n; k++)
+            if (all[k]->ctx_free)
+                all[k]->ctx_free(&slots[i]);
+        db_free(slots[i].db);
+    }
+    free(slots);
+    free(free_stack);
+    slots = NULL;
+    nslots = nfree = 0;
+}
+
+struct lock_ctx *pool_get(int64_t deadline_ms)
+{
+    struct lock_ctx *ctx = NULL;
+    struct timespec ts = { deadline_ms / 1000, (deadline_ms % 1000) * 1000000 };
+
+    pthread_mutex_lock(&pool_lock);
+    while (nfree == 0)
+        if (pthread_cond_timedwait(&pool_cond, &pool_lock, &ts) == ETIMEDOUT)
+            break;
+    if (nfree > 0)
+        ctx = free_stack[--nfree];
+    pthread_mutex_unlock(&pool_lock);
+    return ctx;
+}
+
+void pool_put(struct lock_ctx *ctx)
+{
+    pthread_mutex_lock(&pool_lock);
+    free_stack[nfree++] = ctx;
+    pthread_cond_signal(&pool_cond);
+    pthread_mutex_unlock(&pool_lock);
+}

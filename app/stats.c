@@ -1,0 +1,167 @@
+/* stats.c — counters and latency histograms per strategy. */
+#include "stats.h"
+#include "util.h"
+#include "../locks/lock.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+struct lock_stats {
+    _Atomic uint64_t status[LL_STATUS_MAX];
+    _Atomic uint64_t retries, backend_ops, wakeups, release_errors;
+    _Atomic uint64_t bucket[HIST_BUCKETS];
+    _Atomic uint64_t sum_us, max_us;
+};
+
+static struct lock_stats *stats;
+static int nstats;
+
+/* ---------------------------------------------------------------- histogram */
+
+int hist_bucket(int64_t us)
+{
+    int exp, b;
+
+    if (us < HIST_SUB)
+        return us < 0 ? 0 : (int)us;
+    exp = 63 - __builtin_clzll((unsigned long long)us);      /* >= 3 */
+    b = (exp - 2) * HIST_SUB + (int)((us >> (exp - 3)) & (HIST_SUB - 1));
+    return b < HIST_BUCKETS ? b : HIST_BUCKETS - 1;
+}
+
+/* The largest value that lands in bucket b. */
+int64_t hist_bucket_top(int b)
+{
+    int exp, sub;
+
+    if (b < HIST_SUB)
+        return b;
+    exp = b / HIST_SUB + 2;
+    sub = b % HIST_SUB;
+    return ((int64_t)(HIST_SUB + sub + 1) << (exp - 3)) - 1;
+}
+
+void hist_add(struct hist *h, int64_t us)
+{
+    h->bucket[hist_bucket(us)]++;
+    h->count++;
+    h->sum_us += (uint64_t)us;
+    if ((uint64_t)us > h->max_us)
+        h->max_us = (uint64_t)us;
+}
+
+int64_t hist_percentile(const struct hist *h, double q)
+{
+    uint64_t rank, seen = 0;
+    int b;
+
+    if (h->count == 0)
+        return 0;
+    rank = (uint64_t)(q * (double)h->count + 0.5);
+    if (rank < 1)
+        rank = 1;
+    for (b = 0; b < HIST_BUCKETS; b++) {
+        seen += h->bucket[b];
+        if (seen >= rank) {
+            int64_t top = hist_bucket_top(b);
+            return top < (int64_t)h->max_us ? top : (int64_t)h->max_us;
+        }
+    }
+    return (int64_t)h->max_us;
+}
+
+/* ---------------------------------------------------------------- counters */
+
+void stats_init(int nlocks)
+{
+    stats = xcalloc((size_t)nlocks, sizeof *stats);
+    nstats = nlocks;
+}
+
+void stats_record(int lock, int status, int64_t latency_us,
+                  const struct lock_ctx *ctx, int release_failed)
+{
+    struct lock_stats *s = &stats[lock];
+    uint64_t us = latency_us < 0 ? 0 : (uint64_t)latency_us, max;
+
+    atomic_fetch_add_explicit(&s->status[status], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->bucket[hist_bucket((int64_t)us)], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->sum_us, us, memory_order_relaxed);
+    max = atomic_load_explicit(&s->max_us, memory_order_relaxed);
+    while (us > max && !atomic_compare_exchange_weak(&s->max_us, &max, us))
+        ;
+    if (ctx) {
+        atomic_fetch_add_explicit(&s->retries, ctx->retries, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->backend_ops, ctx->backend_ops, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->wakeups, ctx->wakeups, memory_order_relaxed);
+    }
+    if (release_failed)
+        atomic_fetch_add_explicit(&s->release_errors, 1, memory_order_relaxed);
+}
+
+void stats_reset(void)
+{
+    int i, k;
+    for (i = 0; i < nstats; i++) {
+        struct lock_stats *s = &stats[i];
+        for (k = 0; k < LL_STATUS_MAX; k++)
+            atomic_store(&s->status[k], 0);
+        for (k = 0; k < HIST_BUCKETS; k++)
+            atomic_store(&s->bucket[k], 0);
+        atomic_store(&s->retries, 0);
+        atomic_store(&s->backend_ops, 0);
+        atomic_store(&s->wakeups, 0);
+        atomic_store(&s->release_errors, 0);
+        atomic_store(&s->sum_us, 0);
+        atomic_store(&s->max_us, 0);
+    }
+}
+
+static json_t *one_json(struct lock_stats *s)
+{
+    struct hist h;
+    uint64_t n, acquisitions;
+    int k;
+
+    memset(&h, 0, sizeof h);
+    for (k = 0; k < HIST_BUCKETS; k++) {
+        h.bucket[k] = atomic_load_explicit(&s->bucket[k], memory_order_relaxed);
+        h.count += h.bucket[k];
+    }
+    h.sum_us = atomic_load(&s->sum_us);
+    h.max_us = atomic_load(&s->max_us);
+    n = h.count;
+    acquisitions = atomic_load(&s->status[LL_OK]) + atomic_load(&s->status[LL_SOLD_OUT]);
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:{s:f,s:f,s:f,s:f,s:f,s:f}}",
+        "requests", (json_int_t)n,
+        "sold", (json_int_t)atomic_load(&s->status[LL_OK]),
+        "sold_out", (json_int_t)atomic_load(&s->status[LL_SOLD_OUT]),
+        "lock_timeouts", (json_int_t)atomic_load(&s->status[LL_TIMEOUT]),
+        "unavailable", (json_int_t)atomic_load(&s->status[LL_UNAVAILABLE]),
+        "errors", (json_int_t)atomic_load(&s->status[LL_ERROR]),
+        "release_errors", (json_int_t)atomic_load(&s->release_errors),
+        "retries", (json_int_t)atomic_load(&s->retries),
+        "backend_ops", (json_int_t)atomic_load(&s->backend_ops),
+        "wakeups", (json_int_t)atomic_load(&s->wakeups),
+        "backend_ops_per_sale", acquisitions ? (double)atomic_load(&s->backend_ops) / (double)acquisitions : 0.0,
+        "wakeups_per_sale", acquisitions ? (double)atomic_load(&s->wakeups) / (double)acquisitions : 0.0,
+        "latency_ms",
+        "mean", n ? (double)h.sum_us / (double)n / 1000.0 : 0.0,
+        "p50", (double)hist_percentile(&h, 0.50) / 1000.0,
+        "p90", (double)hist_percentile(&h, 0.90) / 1000.0,
+        "p95", (double)hist_percentile(&h, 0.95) / 1000.0,
+        "p99", (double)hist_percentile(&h, 0.99) / 1000.0,
+        "max", (double)h.max_us / 1000.0);
+}
+
+json_t *stats_json(void)
+{
+    const struct lock_ops *const *all;
+    json_t *by = json_object();
+    int i, n;
+
+    all = lock_all(&n);
+    for (i = 0; i < n && i < nstats; i++)
+        json_object_set_new(by, all[i]->name, one_json(&stats[i]));
+    return json_pack("{s:o}", "strategies", by);
+}

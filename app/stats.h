@@ -1,0 +1,35 @@
+/* stats.h — this instance's counters per strategy, lock-free.
+ *
+ * Every answer of /check/lock is counted once, under the strategy that
+ * served it, with its latency in a log-linear histogram (8 sub-buckets per
+ * power of two of microseconds: under 10% error on any percentile).
+ * Counters are relaxed atomics: /stats is a snapshot, not a transaction.
+ */
+#ifndef LOCKLAB_STATS_H
+#define LOCKLAB_STATS_H
+
+#include <stdint.h>
+#include <jansson.h>
+
+struct lock_ctx;
+
+#define HIST_SUB     8
+#define HIST_BUCKETS (40 * HIST_SUB)
+
+struct hist {
+    uint64_t bucket[HIST_BUCKETS];
+    uint64_t count, sum_us, max_us;
+};
+
+void     hist_add(struct hist *h, int64_t us);           /* not atomic */
+int64_t  hist_percentile(const struct hist *h, double q); /* microseconds */
+int      hist_bucket(int64_t us);
+int64_t  hist_bucket_top(int b);
+
+void    stats_init(int nlocks);
+void    stats_record(int lock, int status, int64_t latency_us,
+                     const struct lock_ctx *ctx, int release_failed);
+void    stats_reset(void);
+json_t *stats_json(void);   /* {"strategies":{name:{...}}} */
+
+#endif /* LOCKLAB_STATS_H */

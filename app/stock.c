@@ -1,0 +1,192 @@
+/* stock.c — the sale: the seeds' checkAndLock() around any lock strategy.
+ *
+ *     acquire × reentry                 (strategy)
+ *     SELECT count FROM db_stock …      (autocommit, as MyBatis selectById)
+ *     if count > 0:
+ *         UPDATE db_stock SET count = <count read − 1> …   (updateById)
+ *     release × reentry                 (strategy, on every path)
+ *
+ * The UPDATE writes the absolute value read, not count - 1: that is what
+ * MyBatis's updateById does, and what makes a missing or broken lock lose
+ * updates and oversell — the lesson of the seeds. Strategies with a `sell`
+ * hook replace this whole function (mysql-update's single statement …).
+ *
+ * Product codes are cached once found: rows are created by sql/seed.sql and
+ * never deleted while the server runs.
+ */
+#include "stock.h"
+#include "db.h"
+#include "util.h"
+#include "../locks/lock.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- products */
+
+#define STOCK_CACHE 64
+
+static struct product cache[STOCK_CACHE];
+static int ncache;
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int stock_code_valid(const char *code)
+{
+    size_t i, n = strlen(code);
+
+    if (n == 0 || n > STOCK_CODE_MAX)
+        return 0;
+    for (i = 0; i < n; i++) {
+        char c = code[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '-' || c == '_'))
+            return 0;
+    }
+    return 1;
+}
+
+static int cache_lookup(const char *code, struct product *p)
+{
+    int i, found = 0;
+
+    pthread_mutex_lock(&cache_lock);
+    for (i = 0; i < ncache && !found; i++)
+        if (strcmp(cache[i].code, code) == 0) {
+            *p = cache[i];
+            found = 1;
+        }
+    pthread_mutex_unlock(&cache_lock);
+    return found;
+}
+
+static void cache_store(const struct product *p)
+{
+    pthread_mutex_lock(&cache_lock);
+    if (ncache < STOCK_CACHE) {
+        int i;
+        for (i = 0; i < ncache; i++)
+            if (strcmp(cache[i].code, p->code) == 0)
+                break;
+        if (i == ncache)
+            cache[ncache++] = *p;
+    }
+    pthread_mutex_unlock(&cache_lock);
+}
+
+int stock_find(struct lock_ctx *ctx, const char *code, struct product *p)
+{
+    static const char sql[] =
+        "SELECT id FROM db_stock WHERE product_code = ? AND stock_code = ?";
+    long long rows = 0;
+    int rc;
+
+    if (!stock_code_valid(code))
+        return lock_error(ctx, LL_BADREQ, NULL,
+                          "product must be 1 to %d of [A-Za-z0-9_-]", STOCK_CODE_MAX);
+    if (cache_lookup(code, p))
+        return LL_OK;
+    rc = db_exec(ctx, sql, &rows, "ss>l", code, STOCK_WAREHOUSE, &p->id);
+    if (rc != LL_OK)
+        return rc;
+    if (rows == 0)
+        return lock_error(ctx, LL_BADREQ, NULL, "unknown product '%s' in warehouse %s",
+                          code, STOCK_WAREHOUSE);
+    strlcopy(p->code, code, sizeof p->code);
+    snprintf(p->key, sizeof p->key, "lock:%s", code);
+    cache_store(p);
+    return LL_OK;
+}
+
+/* ---------------------------------------------------------------- statements */
+
+int stock_read(struct lock_ctx *ctx, const struct product *p, long long *count)
+{
+    static const char sql[] = "SELECT count FROM db_stock WHERE id = ?";
+    long long rows = 0;
+    int rc = db_exec(ctx, sql, &rows, "l>l", p->id, count);
+
+    if (rc == LL_OK && rows == 0)
+        return lock_error(ctx, LL_ERROR, "mysql", "db_stock row %lld vanished", p->id);
+    return rc;
+}
+
+int stock_write(struct lock_ctx *ctx, const struct product *p, long long count)
+{
+    static const char sql[] = "UPDATE db_stock SET count = ? WHERE id = ?";
+    return db_exec(ctx, sql, NULL, "ll", count, p->id);
+}
+
+int stock_count(struct lock_ctx *ctx, const struct product *p, long long *count)
+{
+    return stock_read(ctx, p, count);
+}
+
+int stock_set(struct lock_ctx *ctx, const struct product *p, long long count)
+{
+    static const char sql[] = "UPDATE db_stock SET count = ?, version = 0 WHERE id = ?";
+    return db_exec(ctx, sql, NULL, "ll", count, p->id);
+}
+
+void stock_hold(struct lock_ctx *ctx)
+{
+    if (ctx->hold_ms > 0)
+        sleep_us((int64_t)ctx->hold_ms * 1000);
+}
+
+/* ---------------------------------------------------------------- the sale */
+
+static int sell_guarded(struct lock_ctx *ctx, const struct lock_ops *ops,
+                        const struct product *p, long long *remaining)
+{
+    long long count;
+    int rc;
+
+    rc = stock_read(ctx, p, &count);
+    if (rc != LL_OK)
+        return rc;
+    if (count <= 0)
+        return LL_SOLD_OUT;
+    stock_hold(ctx);    /* the window between read and write, stretched */
+    if (ops->check && (rc = ops->check(ctx, p->key)) != LL_OK)
+        return rc;
+    rc = stock_write(ctx, p, count - 1);
+    if (rc == LL_OK)
+        *remaining = count - 1;
+    return rc;
+}
+
+int stock_sell(struct lock_ctx *ctx, const struct lock_ops *ops,
+               const struct product *p, int reentry, long long *remaining)
+{
+    int held = 0, rc = LL_OK, rrc;
+
+    if (ops->sell)
+        return ops->sell(ctx, p, remaining);
+    while (held < reentry && rc == LL_OK) {
+        rc = ops->acquire(ctx, p->key);
+        if (rc == LL_OK)
+            held++;
+    }
+    if (rc == LL_OK) {
+        if (ctx->crash) {       /* fault: the holder dies holding the lock */
+            fprintf(stderr, "locklab: crash requested while holding %s (%s)\n",
+                    p->key, ops->name);
+            _exit(3);
+        }
+        rc = sell_guarded(ctx, ops, p, remaining);
+    }
+    /* Release on every path, innermost first. A failed release after a
+     * sale does not undo the sale: it stays on ctx->err, which the HTTP
+     * layer reports as a warning on the 200 answer. */
+    if (rc == LL_OK || rc == LL_SOLD_OUT)
+        ctx->err = 0;
+    while (held > 0) {
+        rrc = ops->release(ctx, p->key);
+        held--;
+        if (rrc != LL_OK && rc == LL_SOLD_OUT)
+            rc = rrc;
+    }
+    return rc;
+}

@@ -1,0 +1,36 @@
+/* util.h — the few helpers every file uses.
+ *
+ * Out of memory is fatal (antirez's smallchat): a long-running server that
+ * tries to recover from malloc() failure only makes every caller worse, so
+ * xmalloc() and friends print a line and abort. Time is monotonic
+ * milliseconds unless a name says otherwise.
+ */
+#ifndef LOCKLAB_UTIL_H
+#define LOCKLAB_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void *xmalloc(size_t size);
+void *xcalloc(size_t n, size_t size);
+char *xstrdup(const char *s);
+
+int64_t now_ms(void);            /* CLOCK_MONOTONIC, milliseconds */
+int64_t now_us(void);            /* CLOCK_MONOTONIC, microseconds */
+void    sleep_us(int64_t us);
+
+/* A per-thread xorshift generator: cheap jitter without a shared lock. */
+uint64_t rand64(void);
+/* Uniform in [lo, hi]. */
+int64_t  rand_range(int64_t lo, int64_t hi);
+
+/* Copy at most size-1 bytes and always terminate. Returns strlen(src). */
+size_t strlcopy(char *dst, const char *src, size_t size);
+
+/* Parse all of s as a decimal integer in [min, max]. 0 on success. */
+int parse_int(const char *s, long long min, long long max, long long *out);
+
+/* A random RFC 4122 version-4 UUID, 36 chars + NUL. */
+void uuid4(char out[37]);
+
+#endif /* LOCKLAB_UTIL_H */

@@ -1,0 +1,53 @@
+/* lock.c — what every strategy shares: error recording, deadlines, the
+ * jittered spin interval and the holder's name. */
+#include "lock.h"
+#include "../app/config.h"
+#include "../app/util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+const char *ll_status_name(int status)
+{
+    static const char *const names[LL_STATUS_MAX] = {
+        [LL_OK] = "sold", [LL_SOLD_OUT] = "sold_out", [LL_TIMEOUT] = "lock_timeout",
+        [LL_UNAVAILABLE] = "unavailable", [LL_ERROR] = "error", [LL_BADREQ] = "bad_request",
+    };
+    return status >= 0 && status < LL_STATUS_MAX ? names[status] : "error";
+}
+
+int lock_error(struct lock_ctx *ctx, int status, const char *backend, const char *fmt, ...)
+{
+    va_list ap;
+
+    ctx->err = status;
+    ctx->backend = backend;
+    va_start(ap, fmt);
+    vsnprintf(ctx->errstr, sizeof ctx->errstr, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+int64_t lock_time_left(const struct lock_ctx *ctx)
+{
+    return ctx->deadline_ms - now_ms();
+}
+
+int lock_backoff(struct lock_ctx *ctx)
+{
+    int64_t left_us = lock_time_left(ctx) * 1000;
+    int64_t base_us = (int64_t)ctx->cfg->retry_ms * 1000;
+    int64_t us = rand_range(base_us / 2, base_us + base_us / 2);
+
+    if (left_us <= 0)
+        return lock_error(ctx, LL_TIMEOUT, NULL, "lock not obtained within %d ms",
+                          ctx->cfg->lock_wait_ms);
+    ctx->retries++;
+    sleep_us(us < left_us ? us : left_us);
+    return LL_OK;
+}
+
+void lock_owner(const struct lock_ctx *ctx, char *buf, int len)
+{
+    snprintf(buf, (size_t)len, "%s:%d", ctx->cfg->instance_id, ctx->slot);
+}

@@ -1,0 +1,131 @@
+/* lock.h — the contract every lock strategy implements.
+ *
+ * A strategy is a table of functions (struct lock_ops), one per file under
+ * locks/, registered by name in locks/registry.c. The HTTP layer never
+ * knows which strategy it runs: it finds the table with lock_find(name)
+ * and hands it to stock_sell() (app/stock.c), which runs the seeds'
+ * checkAndLock() around it:
+ *
+ *     acquire(key) × reentry; SELECT count; UPDATE count = read − 1;
+ *     release(key) × reentry        (release runs on every path)
+ *
+ * Strategies that change the sale itself rather than guard it
+ * (mysql-update, mysql-optimistic, mysql-for-update) set the `sell` hook
+ * instead of acquire/release; stock_sell() calls it in their place.
+ *
+ * Every call gets a struct lock_ctx: one per worker slot (the "thread" of
+ * the seeds' Java), owning that slot's backend connections, and carrying the
+ * request's deadline, fault switches and the error detail of the last
+ * failure (hiredis style: ctx->err + ctx->errstr, set with lock_error()).
+ *
+ * Return codes are few and shared by every layer (SQLite/nginx style): busy
+ * is not an error. app/http.c maps them to HTTP in one place.
+ */
+#ifndef LOCKLAB_LOCK_H
+#define LOCKLAB_LOCK_H
+
+#include <stdint.h>
+
+/* ---------------------------------------------------------------- codes */
+
+enum ll_status {
+    LL_OK = 0,          /* done: lock held / unit sold                       */
+    LL_SOLD_OUT,        /* the sale ran, there was nothing left to sell      */
+    LL_TIMEOUT,         /* lock not obtained before the deadline (busy)      */
+    LL_UNAVAILABLE,     /* a backend is down or unreachable: ctx->backend    */
+    LL_ERROR,           /* anything else; ctx->errstr says what              */
+    LL_BADREQ,          /* the request itself is wrong (unknown product …)   */
+    LL_STATUS_MAX
+};
+
+const char *ll_status_name(int status);
+
+/* Properties shown by GET /locks and the README table. */
+#define LOCK_DISTRIBUTED  (1u << 0) /* excludes across instances          */
+#define LOCK_REENTRANT    (1u << 1) /* the same holder may acquire again   */
+#define LOCK_AUTO_RELEASE (1u << 2) /* freed when its holder dies          */
+#define LOCK_FAIR         (1u << 3) /* granted in arrival order            */
+#define LOCK_EXACT        (1u << 4) /* claims exact counts (no oversell)   */
+
+/* ---------------------------------------------------------------- context */
+
+struct config;
+struct db;
+struct redis_set;
+struct product;
+
+#define LOCK_MAX_DEPTH 8    /* deepest re-entry a request may ask for */
+
+struct lock_ctx {
+    int                  slot;      /* worker slot number: the seeds' thread  */
+    const struct config *cfg;
+    struct db           *db;        /* this slot's MariaDB connection         */
+    struct redis_set    *redis;     /* this slot's Redis connections (lazy)   */
+    void                *family[4]; /* other per-slot family state, lazy     */
+
+    /* The request being served. */
+    int64_t     deadline_ms;        /* monotonic; acquire gives up after it   */
+    int         hold_ms;            /* fault: stretch the critical section    */
+    int         crash;              /* fault: _exit() while holding the lock  */
+    unsigned    retries;            /* spins / optimistic retries this request*/
+    unsigned    backend_ops;        /* ZooKeeper/Redis round trips (stats)    */
+    unsigned    wakeups;            /* watch / pub-sub wake-ups (stats)       */
+
+    /* The last failure, hiredis style. */
+    int         err;                /* an ll_status, 0 when none              */
+    const char *backend;            /* "mysql", "redis 127.0.0.1:16379", …    */
+    char        errstr[160];
+};
+
+/* Record a failure on ctx and return `status`, so callers can write
+ * `return lock_error(ctx, LL_UNAVAILABLE, "redis", "…%s", c->errstr);` */
+int lock_error(struct lock_ctx *ctx, int status, const char *backend,
+               const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Milliseconds left before the request's deadline (<= 0: none left). */
+int64_t lock_time_left(const struct lock_ctx *ctx);
+
+/* Sleep a jittered retry interval (cfg->retry_ms, ±50%), never past the
+ * deadline. Counts a retry. Returns LL_TIMEOUT when the deadline passed. */
+int lock_backoff(struct lock_ctx *ctx);
+
+/* A string naming this holder across the whole system: "<instance uuid>:<slot>".
+ * Written into buf (at least 64 bytes). */
+void lock_owner(const struct lock_ctx *ctx, char *buf, int len);
+
+/* ---------------------------------------------------------------- the table */
+
+struct lock_ops {
+    const char *name;       /* the ?lock= name, e.g. "redis-lua"            */
+    const char *family;     /* "local", "mysql", "redis", "zookeeper"        */
+    const char *summary;    /* one line for GET /locks and the README        */
+    const char *flaw;       /* what it still gets wrong, or NULL             */
+    unsigned    props;      /* LOCK_* bits                                   */
+
+    /* Guarding strategies: take and give back the lock named `key`
+     * ("lock:1001"). acquire waits no later than ctx->deadline_ms. */
+    int (*acquire)(struct lock_ctx *ctx, const char *key);
+    int (*release)(struct lock_ctx *ctx, const char *key);
+
+    /* Optional: still holding `key`? Called just before the stock is
+     * written; a lost lock (expired session …) aborts the sale. */
+    int (*check)(struct lock_ctx *ctx, const char *key);
+
+    /* Optional: replaces the whole guarded sale (mysql-update …). Returns
+     * LL_OK (sold; *remaining = count left, or -1 if not known),
+     * LL_SOLD_OUT or a failure. */
+    int (*sell)(struct lock_ctx *ctx, const struct product *p, long long *remaining);
+
+    /* Optional: clear leftover state of `key` (POST /stock/reset). */
+    int (*reset)(struct lock_ctx *ctx, const char *key);
+
+    /* Optional: free what this strategy keeps in ctx (worker shutdown). */
+    void (*ctx_free)(struct lock_ctx *ctx);
+};
+
+/* locks/registry.c */
+const struct lock_ops *lock_find(const char *name);
+const struct lock_ops *const *lock_all(int *count);
+int lock_index(const struct lock_ops *ops);  /* position in lock_all() */
+
+#endif /* LOCKLAB_LOCK_H */

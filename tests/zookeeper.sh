@@ -11,7 +11,11 @@
 #      until its session expires; the others go on and the counts stay exact;
 #      `bench/stack up` restores the instance;
 #   4. a ZooKeeper server killed in the middle of a run — a follower, then
-#      the leader — keeps the counts exact; `bench/stack up` restores it.
+#      the leader — keeps the counts exact; `bench/stack up` restores it;
+#   5. a Java client holding Curator's own InterProcessMutex on
+#      /locklab/locks/1002 (tests/CuratorLock.java) and locklab's `curator`
+#      strategy exclude each other, both ways. Skipped without java and
+#      Debian's libcurator-recipes-java.
 #
 # Nothing here asserts timing. The session timeout is a fifth of
 # --lease-ms (6 s by default), which bounds how long a dead holder blocks.
@@ -133,5 +137,41 @@ for run in "zk-sequential follower" "curator leader" "zk-ephemeral leader"; do
     t_ok "((L_sold > 0))" "$lock: sells with two of three ZooKeeper servers"
 done
 t_ok stack_whole "bench/stack up restores the ZooKeeper server"
+
+# ------------------------------------------------------------ 5. Curator itself
+
+CURATOR_CP=/usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar
+curator_java() {
+    java -Xmx64m -XX:+UseSerialGC -cp "$CURATOR_CP" "$HERE/CuratorLock.java" \
+        "$LOCKLAB_ZK" /locklab/locks/1002 "$@" 2>/dev/null
+}
+
+if ! command -v java >/dev/null || [[ ! -r /usr/share/java/curator-recipes.jar ]]; then
+    echo "ok - # SKIP Curator interoperation: needs java and libcurator-recipes-java"
+else
+    out=$(mktemp)
+    t_reset 10 1002
+    curator_java hold 10000 >"$out" &
+    java_pid=$!
+    for ((i = 0; i < 120; i++)); do
+        grep -q '^held' "$out" && break
+        sleep 0.5
+    done
+    echo "# Java: $(head -1 "$out")"
+    t_ok "grep -q '^held .*/_c_.*-lock-[0-9]\{10\}' '$out'" "Curator's node is named _c_<uuid>-lock-<sequence>"
+    t_load "lock=curator&product=1002&wait_ms=1000" 3 3
+    t_ok "((L_sold == 0 && L_lock_timeout == 3))" "locklab waits while Java's Curator holds the lock"
+    wait "$java_pid"
+    t_load "lock=curator&product=1002" 3 3
+    t_ok "((L_sold == 3))" "locklab sells once Curator released it"
+
+    curl -s -m 30 -o /dev/null "${INSTANCES[0]}/check/lock?lock=curator&product=1002&hold_ms=8000" &
+    holder=$!
+    sleep 1
+    t_ok "[[ \$(curator_java try 1000) == busy* ]]" "Java's Curator waits while locklab holds the lock"
+    wait "$holder"
+    t_ok "[[ \$(curator_java try 5000) == acquired* ]]" "Java's Curator acquires once locklab released it"
+    rm -f "$out"
+fi
 
 t_done

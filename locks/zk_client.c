@@ -238,8 +238,8 @@ int zk_connect(struct lock_ctx *ctx, struct zk_conn **out)
             int64_t limit = min64(ctx->deadline_ms, c->down_since + zk_session_ms(ctx));
             if (now_ms() >= limit) {
                 rc = lock_error(ctx, LL_UNAVAILABLE, zk_backend_name,
-                                "not connected to ZooKeeper (%s)",
-                                c->connected ? "reconnecting" : "no server answers");
+                                "no ZooKeeper server has answered for %lld ms",
+                                (long long)(now_ms() - c->down_since));
                 break;
             }
             wait_until(&zk_state, min64(limit, now_ms() + 50));
@@ -667,7 +667,19 @@ int zk_release(struct lock_ctx *ctx, const struct lock_ops *ops, const char *key
                           ops->name, key);
     if (--h->depth > 0)
         return LL_OK;
-    rc = zk_delete_ours(ctx, h->conn, h->node, fixed_path ? h->token : NULL);
+    if (ctx->err) {             /* the sale failed already: keep its reason */
+        int err = ctx->err;
+        const char *backend = ctx->backend;
+        char why[sizeof ctx->errstr];
+
+        memcpy(why, ctx->errstr, sizeof why);
+        rc = zk_delete_ours(ctx, h->conn, h->node, fixed_path ? h->token : NULL);
+        ctx->err = err;
+        ctx->backend = backend;
+        memcpy(ctx->errstr, why, sizeof why);
+    } else {
+        rc = zk_delete_ours(ctx, h->conn, h->node, fixed_path ? h->token : NULL);
+    }
     zk_put(h->conn);
     memset(h, 0, sizeof *h);
     return rc;
@@ -694,7 +706,7 @@ int zk_check(struct lock_ctx *ctx, const struct lock_ops *ops, const char *key)
         else if (!zk_retryable(zrc))
             why = zerror(zrc);
         else if (zk_await(ctx, h->conn, until) != LL_OK)
-            why = ctx->errstr[0] ? ctx->errstr : "connection lost";
+            why = conn_expired(h->conn) ? "session expired" : "connection lost";
     }
     return lock_error(ctx, LL_UNAVAILABLE, zk_backend_name,
                       "lock %s lost before the write: %s", h->node, why ? why : "connection lost");

@@ -9,7 +9,8 @@
 #   3. a holder that dies in its critical section (?crash=1, and
 #      `bench/stack kill app:PORT` during ?hold_ms) keeps the lock only
 #      until its session expires; the others go on and the counts stay exact;
-#      `bench/stack up` restores the instance;
+#      `bench/stack up` restores the instance; a holder paused past its
+#      session timeout (SIGSTOP) does not write when it wakes up;
 #   4. a ZooKeeper server killed in the middle of a run — a follower, then
 #      the leader — keeps the counts exact; `bench/stack up` restores it;
 #   5. a Java client holding Curator's own InterProcessMutex on
@@ -108,6 +109,36 @@ t_load "lock=zk-sequential" 300 32
 t_exact "zk-sequential after app:$(port_of "$victim") was killed holding the lock"
 t_ok "((L_sold > 0))" "zk-sequential: the killed holder's lock was released by its session"
 t_ok stack_whole "bench/stack up restores app:$(port_of "$victim")"
+
+# A holder paused (SIGSTOP) in its critical section past the session
+# timeout: the others sell meanwhile; on SIGCONT its `check` hook finds
+# the session expired and it answers 503 without writing; the instance
+# then opens a new session and sells again.
+PID_DIR=${LOCKLAB_PID_DIR:-${LOCKLAB_ROOT:-$HERE/..}/.run/pids}
+victim=${INSTANCES[0]}
+pidfile="$PID_DIR/app-$(port_of "$victim").pid"
+if [[ ! -r $pidfile ]]; then
+    echo "ok - # SKIP paused holder: no $pidfile"
+else
+    read -r vpid <"$pidfile"
+    for lock in zk-ephemeral curator; do
+        t_reset 10
+        paused=$(mktemp)
+        curl -s -m 60 -o "$paused" "$victim/check/lock?lock=$lock&hold_ms=2000&wait_ms=30000" &
+        holder=$!
+        sleep 0.5
+        kill -STOP "$vpid"
+        other=$(curl -s -m 60 "${INSTANCES[1]}/check/lock?lock=$lock&wait_ms=30000")
+        kill -CONT "$vpid"
+        wait "$holder"
+        t_ok "grep -q '\"result\":\"sold\"' <<<'$other'" "$lock: another instance sells while the holder is paused"
+        t_ok "grep -q 'lost before the write' '$paused'" "$lock: the paused holder's check finds its session expired (503)"
+        t_ok "[[ \$(curl -s $LOCKLAB_URL/stock) == *'\"count\":9'* ]]" "$lock: only the live holder's sale was written"
+        t_ok "curl -s '$victim/check/lock?lock=$lock' | grep -q '\"result\":\"sold\"'" \
+             "$lock: the paused instance sells again on a new session"
+        rm -f "$paused"
+    done
+fi
 
 # ------------------------------------------------------------ 4. ZooKeeper dies
 

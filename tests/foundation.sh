@@ -14,7 +14,8 @@ t_setup
 S=200 R=1000 C=64
 
 echo "== exact strategies, three instances behind nginx"
-for lock in mysql-update mysql-for-update mysql-optimistic mysql-lock-table; do
+for lock in mysql-update mysql-for-update mysql-optimistic mysql-optimistic-recursive \
+            mysql-lock-table; do
     t_reset $S
     t_load "lock=$lock" $R $C
     t_exact "$lock"

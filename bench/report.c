@@ -453,7 +453,7 @@ static void svg_bars(FILE *f, const char *title, const char *unit, const json_t 
     const int label_w = 170, bar_h = 14, gap = 8, width = 760, chart_w = width - label_w - 90;
     size_t n = json_array_size(runs), i;
     double max = 0;
-    int j, y, height;
+    int j, y, height, decimals = strcmp(unit, "units") == 0 ? 0 : 1;
 
     if (n > 64)
         n = 64;
@@ -491,8 +491,8 @@ static void svg_bars(FILE *f, const char *title, const char *unit, const json_t 
             fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\">"
                     "<title>%s: %.1f %s</title></rect>", label_w, y, w > 0 ? w : 1,
                     bar_h - 2, s[j].colour, s[j].label, v, unit);
-            fprintf(f, "<text x=\"%d\" y=\"%d\">%.1f</text>\n", label_w + w + 4,
-                    y + bar_h - 4, v);
+            fprintf(f, "<text x=\"%d\" y=\"%d\">%.*f</text>\n", label_w + w + 4,
+                    y + bar_h - 4, decimals, v);
         }
         y += gap;
     }

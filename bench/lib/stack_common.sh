@@ -217,6 +217,8 @@ STACK_NEEDS=(
     cmd:java:default-jre-headless
     cmd:nginx:nginx-light cmd:wrk:wrk cmd:curl:curl
     cmd:docker-compose:docker-compose
+    cmd:jmeter:jmeter file:/usr/share/jmeter/lib/ext/ApacheJMeter_http.jar:jmeter-http
+    cmd:javac:default-jdk-headless
     cmd:cmake:cmake cmd:make:make cmd:gcc:gcc cmd:pkg-config:pkg-config
     pkg:libc6-dev:libc6-dev
     pkg:libmicrohttpd-dev:libmicrohttpd-dev pkg:libhiredis-dev:libhiredis-dev

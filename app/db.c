@@ -16,6 +16,7 @@
 #include <mysql.h>
 #include <mysqld_error.h>
 #include <assert.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,8 +31,15 @@ struct db_stmt {
     MYSQL_STMT *stmt;
 };
 
+/* Bumped whenever any slot finds the server unavailable: every other slot
+ * then pings before its next statement, so a restarted server costs no
+ * request an error on a stale connection (a ping can be retried safely,
+ * a statement cannot: it may have run). */
+static _Atomic unsigned db_epoch;
+
 struct db {
     const struct config *cfg;
+    unsigned        epoch;          /* db_epoch when last known good     */
     MYSQL          *conn;           /* NULL while disconnected           */
     int64_t         retry_at_ms;    /* no connect attempt before this    */
     unsigned        last_errno;
@@ -91,6 +99,7 @@ static int db_fail(struct lock_ctx *ctx, unsigned err, const char *msg, const ch
 
     db->last_errno = err;
     if (db_is_unavailable(err) || db->conn == NULL) {
+        atomic_fetch_add(&db_epoch, 1);
         db_disconnect(db);
         db->retry_at_ms = now_ms() + DB_RETRY_MS;
         return lock_error(ctx, LL_UNAVAILABLE, "mysql", "mysql %s:%d: %s (%u)",
@@ -128,8 +137,16 @@ static int db_connect(struct lock_ctx *ctx)
     unsigned timeout = 2, rw_timeout = (unsigned)(cfg->lock_wait_ms / 1000) + 30;
     my_bool off = 0;
 
-    if (db->conn)
-        return LL_OK;
+    if (db->conn) {
+        unsigned epoch = atomic_load(&db_epoch);
+        if (db->epoch == epoch)
+            return LL_OK;
+        if (mysql_ping(db->conn) == 0) {
+            db->epoch = epoch;
+            return LL_OK;
+        }
+        db_disconnect(db);      /* stale: reconnect below, nothing was sent */
+    }
     if (now_ms() < db->retry_at_ms)
         return lock_error(ctx, LL_UNAVAILABLE, "mysql",
                           "mysql %s:%d: down, retrying shortly", cfg->mysql_host, cfg->mysql_port);
@@ -157,6 +174,7 @@ static int db_connect(struct lock_ctx *ctx)
     /* A row lock may be waited for as long as a lock of any other kind. */
     if (db_set_lock_wait(db->conn, cfg->lock_wait_ms / 1000 > 0 ? cfg->lock_wait_ms / 1000 : 1) != 0)
         return db_fail(ctx, mysql_errno(db->conn), mysql_error(db->conn), "session setup");
+    db->epoch = atomic_load(&db_epoch);
     return LL_OK;
 }
 

@@ -395,20 +395,20 @@ static enum MHD_Result dispatch(struct MHD_Connection *conn, const char *url, co
 }
 
 /* libmicrohttpd calls this first when the headers are in, then once per
- * piece of body, then once more with no data: answer on the last call. */
+ * piece of body, then once more with no data: answer on the last call.
+ * Answering on the first call would make libmicrohttpd close the connection
+ * after the answer (it cannot know the request is complete), which defeats
+ * nginx's upstream keep-alive. */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
                                   void **con_cls)
 {
-    static int first_call_marker;
-    size_t *body_seen = *con_cls;
+    static int seen_headers;
 
     (void)cls, (void)version, (void)upload_data;
-    if (body_seen == NULL) {
-        *con_cls = &first_call_marker;
-        if (*upload_data_size == 0)
-            return dispatch(conn, url, method) == MHD_YES ? MHD_YES : MHD_NO;
+    if (*con_cls == NULL) {
+        *con_cls = &seen_headers;
         return MHD_YES;
     }
     if (*upload_data_size != 0) {       /* a body nobody asked for: drop it */

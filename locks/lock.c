@@ -7,6 +7,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+/* The spin interval doubles this many times: --retry-ms 2 grows to 64 ms,
+ * so sixty waiters polling one lock do not starve its holder of CPU. */
+#define LOCK_BACKOFF_DOUBLINGS 5
+
 const char *ll_status_name(int status)
 {
     static const char *const names[LL_STATUS_MAX] = {
@@ -36,7 +40,8 @@ int64_t lock_time_left(const struct lock_ctx *ctx)
 int lock_backoff(struct lock_ctx *ctx)
 {
     int64_t left_us = lock_time_left(ctx) * 1000;
-    int64_t base_us = (int64_t)ctx->cfg->retry_ms * 1000;
+    unsigned shift = ctx->retries < LOCK_BACKOFF_DOUBLINGS ? ctx->retries : LOCK_BACKOFF_DOUBLINGS;
+    int64_t base_us = ((int64_t)ctx->cfg->retry_ms * 1000) << shift;
     int64_t us = rand_range(base_us / 2, base_us + base_us / 2);
 
     if (left_us <= 0)

@@ -85,8 +85,10 @@ int lock_error(struct lock_ctx *ctx, int status, const char *backend,
 /* Milliseconds left before the request's deadline (<= 0: none left). */
 int64_t lock_time_left(const struct lock_ctx *ctx);
 
-/* Sleep a jittered retry interval (cfg->retry_ms, ±50%), never past the
- * deadline. Counts a retry. Returns LL_TIMEOUT when the deadline passed. */
+/* Sleep a jittered retry interval, never past the deadline: --retry-ms
+ * ±50%, doubling with each retry of the request up to 32 times that
+ * (exponential backoff, so polling waiters leave the holder room to work).
+ * Counts a retry. Returns LL_TIMEOUT when the deadline passed. */
 int lock_backoff(struct lock_ctx *ctx);
 
 /* A string naming this holder across the whole system: "<instance uuid>:<slot>".

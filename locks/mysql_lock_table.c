@@ -11,7 +11,11 @@
  *   - an expiry: expire_time = now + --lease-ms, and a waiter that finds
  *     the row expired takes it over in one UPDATE, so a crashed holder does
  *     not block the product forever.
- * Re-entry and take-over are a single conditional UPDATE:
+ * Waiters do not hammer the table with failing INSERTs (each takes an
+ * InnoDB lock on the duplicate key and convoys the holder's DELETE): after
+ * one failed attempt they poll with a plain SELECT, which takes no locks,
+ * and write again only when the row is gone or takeable
+ * (test-and-test-and-set). Re-entry and take-over are one conditional UPDATE:
  *
  *     UPDATE db_lock SET hold_count = IF(<ours>, hold_count + 1, 1), ...
  *      WHERE lock_name = ? AND (<ours> OR expire_time < NOW(3))
@@ -37,50 +41,78 @@ static void owner_of(const struct lock_ctx *ctx, struct owner *o)
     lock_owner(ctx, o->thread, sizeof o->thread);
 }
 
-static int table_try(struct lock_ctx *ctx, const char *key, const struct owner *o, int *got)
+/* Not holding yet: is the lock free, ours or expired (takeable), or held? */
+enum table_state { TABLE_FREE, TABLE_TAKEABLE, TABLE_HELD };
+
+static int table_insert(struct lock_ctx *ctx, const char *key, const struct owner *o, int *got)
 {
-    static const char insert_sql[] =
+    static const char sql[] =
         "INSERT INTO db_lock (lock_name, class_name, method_name, server_name, thread_name,"
         " hold_count, create_time, expire_time)"
         " VALUES (?, 'StockService', 'checkAndLock', ?, ?, 1, NOW(3),"
         " TIMESTAMPADD(MICROSECOND, ?, NOW(3)))";
-    static const char take_sql[] =
+    int rc = db_exec(ctx, sql, NULL, "sssl", key, o->server, o->thread,
+                     (long long)ctx->cfg->lease_ms * 1000);
+
+    *got = rc == LL_OK;
+    if (rc != LL_OK && (db_errno(ctx) == DB_ER_DUP_ENTRY || db_errno(ctx) == DB_ER_LOCK_DEADLOCK))
+        rc = LL_OK;     /* taken, or InnoDB chose us as a deadlock victim */
+    return rc;
+}
+
+static int table_take(struct lock_ctx *ctx, const char *key, const struct owner *o, int *got)
+{
+    static const char sql[] =
         "UPDATE db_lock SET"
         " hold_count = IF(server_name = ? AND thread_name = ?, hold_count + 1, 1),"
         " server_name = ?, thread_name = ?, create_time = NOW(3),"
         " expire_time = TIMESTAMPADD(MICROSECOND, ?, NOW(3))"
         " WHERE lock_name = ? AND ((server_name = ? AND thread_name = ?) OR expire_time < NOW(3))";
-    long long lease_us = (long long)ctx->cfg->lease_ms * 1000, rows = 0;
-    int rc;
+    long long rows = 0;
+    int rc = db_exec(ctx, sql, &rows, "sssslsss", o->server, o->thread, o->server, o->thread,
+                     (long long)ctx->cfg->lease_ms * 1000, key, o->server, o->thread);
 
-    *got = 0;
-    rc = db_exec(ctx, insert_sql, &rows, "sssl", key, o->server, o->thread, lease_us);
-    if (rc == LL_OK) {
-        *got = 1;
-        return LL_OK;
-    }
-    if (db_errno(ctx) == DB_ER_DUP_ENTRY)
-        rc = db_exec(ctx, take_sql, &rows, "sssslsss", o->server, o->thread, o->server,
-                     o->thread, lease_us, key, o->server, o->thread);
-    if (rc == LL_OK && rows == 1)
-        *got = 1;
+    *got = rc == LL_OK && rows == 1;
     if (rc == LL_TIMEOUT && db_errno(ctx) == DB_ER_LOCK_DEADLOCK)
-        rc = LL_OK;     /* InnoDB chose us as a deadlock victim: just spin again */
+        rc = LL_OK;
     return rc;
 }
 
+/* A plain consistent read: waiting costs the database no locks and no writes. */
+static int table_peek(struct lock_ctx *ctx, const char *key, const struct owner *o,
+                      enum table_state *state)
+{
+    static const char sql[] =
+        "SELECT (server_name = ? AND thread_name = ?) OR expire_time < NOW(3)"
+        " FROM db_lock WHERE lock_name = ?";
+    long long rows = 0, takeable = 0;
+    int rc = db_exec(ctx, sql, &rows, "sss>l", o->server, o->thread, key, &takeable);
+
+    *state = rows == 0 ? TABLE_FREE : takeable ? TABLE_TAKEABLE : TABLE_HELD;
+    return rc;
+}
+
+/* Insert; when the row exists, re-enter or take it over if we may; else
+ * wait with reads until it is gone or expired, and start again. */
 static int table_acquire(struct lock_ctx *ctx, const char *key)
 {
+    enum table_state state = TABLE_FREE;
     struct owner o;
     int got, rc;
 
     owner_of(ctx, &o);
     for (;;) {
-        rc = table_try(ctx, key, &o, &got);
+        rc = state == TABLE_FREE ? table_insert(ctx, key, &o, &got)
+                                 : table_take(ctx, key, &o, &got);
         if (rc != LL_OK || got)
             return rc;
-        if ((rc = lock_backoff(ctx)) != LL_OK)
-            return rc;
+        state = state == TABLE_FREE ? TABLE_TAKEABLE : TABLE_HELD;
+        while (state == TABLE_HELD) {
+            if ((rc = lock_backoff(ctx)) != LL_OK)
+                return rc;
+            if ((rc = table_peek(ctx, key, &o, &state)) != LL_OK)
+                return rc;
+        }
     }
 }
 

@@ -9,7 +9,7 @@
 
 extern const struct lock_ops lock_none, lock_mutex;
 extern const struct lock_ops lock_mysql_update, lock_mysql_for_update,
-       lock_mysql_optimistic, lock_mysql_lock_table;
+       lock_mysql_optimistic, lock_mysql_optimistic_recursive, lock_mysql_lock_table;
 extern const struct lock_ops lock_zk_ephemeral, lock_zk_sequential_poll,
        lock_zk_sequential, lock_curator;
 
@@ -19,6 +19,7 @@ static const struct lock_ops *const registry[] = {
     &lock_mysql_update,
     &lock_mysql_for_update,
     &lock_mysql_optimistic,
+    &lock_mysql_optimistic_recursive,
     &lock_mysql_lock_table,
 
     /* ZooKeeper (seed 000 §4) */

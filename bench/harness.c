@@ -1,0 +1,209 @@
+/* harness.c — oversold, lost updates, efficiency, ceilings, merged latency.
+ *
+ * See harness.h for the definitions. The ceiling table is the one place
+ * that says which physical limit bounds which strategy: a strategy that
+ * serialises every sale behind one lock can go no faster than one client
+ * doing its critical section back to back (the serial_* ceilings); the
+ * MySQL strategies that let InnoDB order the sales are bounded by the
+ * concurrent rate of their statement on the hot row.
+ */
+#include "harness.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- counts */
+
+long long harness_oversold(long long stock, long long sold)
+{
+    return sold > stock ? sold - stock : 0;
+}
+
+long long harness_lost(long long stock, long long sold, long long final_stock)
+{
+    return sold - (stock - final_stock);
+}
+
+double harness_rate(long long n, double seconds)
+{
+    return seconds > 0 ? (double)n / seconds : 0.0;
+}
+
+double harness_efficiency(double rate, double ceiling)
+{
+    return ceiling > 0 ? rate / ceiling : -1.0;
+}
+
+/* ---------------------------------------------------------------- ceilings */
+
+enum rule_kind { BY_NAME, BY_FAMILY, BY_PREFIX };
+
+static const struct ceiling_rule {
+    enum rule_kind kind;
+    const char    *match;
+    const char    *ceiling;
+} rules[] = {
+    /* InnoDB orders the sales: bounded by the concurrent statement rate. */
+    { BY_NAME,   "mysql-update",     CEIL_MYSQL_UPDATE },
+    { BY_NAME,   "mysql-for-update", CEIL_FOR_UPDATE },
+    { BY_NAME,   "mysql-optimistic", CEIL_FOR_UPDATE },
+    /* One sale at a time around the plain SELECT + UPDATE. */
+    { BY_NAME,   "mysql-lock-table", CEIL_SERIAL_MYSQL },
+    { BY_NAME,   "none",             CEIL_SERIAL_MYSQL },
+    { BY_NAME,   "mutex",            CEIL_SERIAL_MYSQL },
+    { BY_NAME,   "redisson",         CEIL_SERIAL_REDIS },
+    { BY_NAME,   "curator",          CEIL_SERIAL_ZK },
+    { BY_FAMILY, "redis",            CEIL_SERIAL_REDIS },
+    { BY_FAMILY, "zookeeper",        CEIL_SERIAL_ZK },
+    { BY_FAMILY, "zk",               CEIL_SERIAL_ZK },
+    { BY_FAMILY, "local",            CEIL_SERIAL_MYSQL },
+    { BY_FAMILY, "mysql",            CEIL_SERIAL_MYSQL },
+    { BY_PREFIX, "redis",            CEIL_SERIAL_REDIS },
+    { BY_PREFIX, "zk-",              CEIL_SERIAL_ZK },
+    { BY_PREFIX, "mysql-",           CEIL_SERIAL_MYSQL },
+};
+
+#define NRULES (sizeof rules / sizeof rules[0])
+
+static const char *find_rule(enum rule_kind kind, const char *s)
+{
+    size_t i;
+
+    if (s == NULL)
+        return NULL;
+    for (i = 0; i < NRULES; i++) {
+        const struct ceiling_rule *r = &rules[i];
+        if (r->kind != kind)
+            continue;
+        if (kind == BY_PREFIX ? strncmp(s, r->match, strlen(r->match)) == 0
+                              : strcmp(s, r->match) == 0)
+            return r->ceiling;
+    }
+    return NULL;
+}
+
+const char *harness_ceiling(const char *name, const char *family)
+{
+    const char *c = find_rule(BY_NAME, name);
+
+    if (c == NULL)
+        c = find_rule(BY_FAMILY, family);
+    if (c == NULL)
+        c = find_rule(BY_PREFIX, name);
+    return c;
+}
+
+const char *harness_ceiling_text(const char *key)
+{
+    static const struct { const char *key, *text; } texts[] = {
+        { CEIL_MYSQL_UPDATE, "hot-row conditional UPDATE, concurrent connections" },
+        { CEIL_FOR_UPDATE,   "SELECT … FOR UPDATE + UPDATE transaction, concurrent connections" },
+        { CEIL_SERIAL_MYSQL, "SELECT + UPDATE back to back from one client" },
+        { CEIL_SERIAL_REDIS, "Redis SET NX PX, SELECT + UPDATE, Lua compare-and-delete, one client" },
+        { CEIL_SERIAL_ZK,    "ZooKeeper create EPHEMERAL, SELECT + UPDATE, delete, one client" },
+    };
+    size_t i;
+
+    for (i = 0; key && i < sizeof texts / sizeof texts[0]; i++)
+        if (strcmp(texts[i].key, key) == 0)
+            return texts[i].text;
+    return "";
+}
+
+/* ---------------------------------------------------------------- latency */
+
+double harness_lat_cdf(const struct lat_summary *s, double x)
+{
+    const double px[] = { 0.0, s->p50, s->p90, s->p95, s->p99, s->max };
+    const double py[] = { 0.0, 0.50,   0.90,   0.95,   0.99,   1.0 };
+    size_t i;
+
+    if (x <= 0)
+        return 0.0;
+    if (x >= s->max)
+        return 1.0;
+    for (i = 1; i < sizeof px / sizeof px[0]; i++) {
+        if (x > px[i])
+            continue;
+        if (px[i] <= px[i - 1])          /* a step: all of it lies at px[i] */
+            return py[i];
+        return py[i - 1] + (py[i] - py[i - 1]) * (x - px[i - 1]) / (px[i] - px[i - 1]);
+    }
+    return 1.0;
+}
+
+/* The x at which the n-weighted CDF of the k summaries reaches q. */
+static double merged_quantile(const struct lat_summary *in, size_t k, long long total,
+                              double max, double q)
+{
+    double lo = 0.0, hi = max;
+    int it;
+
+    for (it = 0; it < 60; it++) {
+        double mid = (lo + hi) / 2, below = 0;
+        size_t i;
+        for (i = 0; i < k; i++)
+            below += (double)in[i].n * harness_lat_cdf(&in[i], mid);
+        if (below >= q * (double)total)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    return hi;
+}
+
+void harness_lat_merge(const struct lat_summary *in, size_t k, struct lat_summary *out)
+{
+    double sum = 0;
+    size_t i, used = 0, last = 0;
+
+    memset(out, 0, sizeof *out);
+    for (i = 0; i < k; i++) {
+        if (in[i].n <= 0)
+            continue;
+        out->n += in[i].n;
+        sum += in[i].mean * (double)in[i].n;
+        if (in[i].max > out->max)
+            out->max = in[i].max;
+        used++;
+        last = i;
+    }
+    if (out->n == 0)
+        return;
+    out->mean = sum / (double)out->n;
+    if (used == 1) {                     /* nothing to merge: keep it exact */
+        *out = in[last];
+        return;
+    }
+    out->p50 = merged_quantile(in, k, out->n, out->max, 0.50);
+    out->p90 = merged_quantile(in, k, out->n, out->max, 0.90);
+    out->p95 = merged_quantile(in, k, out->n, out->max, 0.95);
+    out->p99 = merged_quantile(in, k, out->n, out->max, 0.99);
+}
+
+/* ---------------------------------------------------------------- samples */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double harness_percentile(double *v, size_t n, double q)
+{
+    size_t rank;
+
+    if (n == 0)
+        return 0.0;
+    qsort(v, n, sizeof *v, cmp_double);
+    rank = (size_t)(q * (double)n);
+    if ((double)rank < q * (double)n)
+        rank++;                          /* ceil without libm */
+    if (rank < 1)
+        rank = 1;
+    if (rank > n)
+        rank = n;
+    assert(rank >= 1 && rank <= n);
+    return v[rank - 1];
+}

@@ -1,0 +1,74 @@
+/* harness.h — the arithmetic of the comparison, apart from any I/O.
+ *
+ * bench/compare measures; ll-report (report.c) turns the measurements into
+ * a table and reports with the functions below, and tests/test_harness.c
+ * checks them. Nothing here allocates or prints.
+ *
+ * Definitions (the same as tests/lib.sh). With initial stock S, sold = the
+ * number of 200 answers and final = the stock after the run:
+ *     oversold     = max(0, sold − S)
+ *     lost_updates = sold − (S − final)     units sold but never subtracted
+ *     efficiency   = sold per second ÷ the ceiling of the strategy's path
+ * The ceiling of a path is measured by ll-limits on the same servers with no
+ * HTTP in between; harness_ceiling() says which one applies to a strategy.
+ */
+#ifndef LOCKLAB_HARNESS_H
+#define LOCKLAB_HARNESS_H
+
+#include <stddef.h>
+
+/* ---------------------------------------------------------------- counts */
+
+long long harness_oversold(long long stock, long long sold);
+long long harness_lost(long long stock, long long sold, long long final_stock);
+
+/* n per second over `seconds`; 0 when seconds <= 0. */
+double harness_rate(long long n, double seconds);
+
+/* rate ÷ ceiling, or -1 when there is no usable ceiling (<= 0). */
+double harness_efficiency(double rate, double ceiling);
+
+/* ---------------------------------------------------------------- ceilings */
+
+/* The ceilings ll-limits measures, by the key it writes them under. */
+#define CEIL_MYSQL_UPDATE   "mysql_update"      /* hot-row conditional UPDATE, concurrent */
+#define CEIL_FOR_UPDATE     "mysql_for_update"  /* SELECT … FOR UPDATE txn, concurrent    */
+#define CEIL_SERIAL_MYSQL   "serial_mysql"      /* SELECT + UPDATE, one client            */
+#define CEIL_SERIAL_REDIS   "serial_redis"      /* SET NX PX, SELECT + UPDATE, Lua del    */
+#define CEIL_SERIAL_ZK      "serial_zk"         /* create EPHEMERAL, SELECT + UPDATE, del */
+
+/* Which ceiling bounds strategy `name` of family `family` (either may be
+ * NULL): an exact name rule first, then a family rule, then a name prefix
+ * rule; NULL when nothing matches. The rules are one table in harness.c. */
+const char *harness_ceiling(const char *name, const char *family);
+
+/* A one-line description of a ceiling key, for reports; "" when unknown. */
+const char *harness_ceiling_text(const char *key);
+
+/* ---------------------------------------------------------------- latency */
+
+/* One instance's latency summary as /stats gives it, in milliseconds. */
+struct lat_summary {
+    long long n;                          /* requests behind the summary */
+    double    mean, p50, p90, p95, p99, max;
+};
+
+/* The fraction of instance s's requests at or below x ms, reading its
+ * summary as a piecewise-linear distribution through (0 ms, 0), (p50, .50),
+ * (p90, .90), (p95, .95), (p99, .99), (max, 1). */
+double harness_lat_cdf(const struct lat_summary *s, double x);
+
+/* Merge k summaries into one: n adds up, the mean is weighted by n, the
+ * max is the largest; each percentile q solves Σ nᵢ·cdfᵢ(x) = q·Σ nᵢ for x
+ * by bisection on [0, max], so a merged p99 is the latency 99 % of all the
+ * instances' requests stayed under, as far as the summaries tell. Exact
+ * when one summary has every request; an estimate otherwise. */
+void harness_lat_merge(const struct lat_summary *in, size_t k, struct lat_summary *out);
+
+/* ---------------------------------------------------------------- samples */
+
+/* JMeter's aggregate-report percentile of n samples: the value of rank
+ * ceil(q·n) in ascending order. Sorts v in place; 0 when n is 0. */
+double harness_percentile(double *v, size_t n, double q);
+
+#endif /* LOCKLAB_HARNESS_H */

@@ -1,0 +1,283 @@
+# shellcheck shell=bash
+# bench/lib/stack_common.sh — the process bookkeeping under bench/stack.
+#
+# bench/stack runs every server of the topology as a plain background
+# process of the current user, with all of its state under <repo>/.run.
+# This file holds what every service shares:
+#
+#   * output: one "stack: ..." line per step, errors on stderr and exit 1;
+#   * pid files in .run/pids/<name>.pid, and the identity check that makes
+#     them safe: a pid is trusted only while /proc/PID shows our process
+#     (its command line holds a mark of ours, such as the data folder, or
+#     its working directory is ours), so a recycled pid is never signalled;
+#   * starting a detached process (setsid + nohup, stdin from /dev/null),
+#     stopping one (SIGTERM, bounded wait, SIGKILL) and bounded waits;
+#   * loopback port probes with bash's /dev/tcp, so no netcat is needed;
+#   * installing the Debian packages the stack needs, once, when root.
+#
+# It is sourced by bench/stack, which sets ROOT and RUN first; it defines
+# functions only.
+
+# ------------------------------------------------------------------ output
+
+say() { printf 'stack: %s\n' "$*"; }
+warn() { printf 'stack: warning: %s\n' "$*" >&2; }
+die() { printf 'stack: error: %s\n' "$*" >&2; exit 1; }
+
+# Print the last lines of a log to stderr, indented, to explain a failure.
+log_tail() {
+    local file=$1 lines=${2:-20}
+    if [[ -s $file ]]; then
+        printf 'stack: last %d lines of %s:\n' "$lines" "$file" >&2
+        tail -n "$lines" "$file" | sed 's/^/    /' >&2
+    else
+        printf 'stack: (%s is empty or missing)\n' "$file" >&2
+    fi
+}
+
+# Seconds since the epoch with milliseconds, for timings.
+now_ms() { date +%s%3N; }
+
+# ------------------------------------------------------------- pid files
+
+pid_file() { printf '%s/pids/%s.pid\n' "$RUN" "$1"; }
+
+# proc_is_ours PID MARK: true when PID is a live process whose command line
+# contains MARK or whose working directory is MARK. Redis renames its
+# process title ("redis-server 127.0.0.1:16379"), hence the cwd test.
+proc_is_ours() {
+    local pid=$1 mark=$2 cmdline cwd
+    [[ $pid =~ ^[0-9]+$ ]] || return 1
+    [[ -r /proc/$pid/cmdline ]] || return 1
+    cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+    [[ -n $cmdline ]] || return 1          # a zombie has an empty cmdline
+    [[ $cmdline == *"$mark"* ]] && return 0
+    cwd=$(readlink "/proc/$pid/cwd" 2>/dev/null) || return 1
+    [[ $cwd == "$mark" ]]
+}
+
+# svc_pid NAME: print the pid of service NAME if it is running as ours.
+# The mark comes from svc_mark (defined by bench/stack for every service).
+svc_pid() {
+    local name=$1 file pid
+    file=$(pid_file "$name")
+    [[ -r $file ]] || return 1
+    read -r pid <"$file" || return 1
+    proc_is_ours "$pid" "$(svc_mark "$name")" || return 1
+    printf '%s\n' "$pid"
+}
+
+svc_running() { svc_pid "$1" >/dev/null; }
+
+# proc_group PID: the process group of PID.
+proc_group() {
+    local stat rest
+    stat=$(<"/proc/$1/stat") || return 1
+    rest=${stat##*) }                     # the name in (...) may hold spaces
+    read -r _ _ rest _ <<<"$rest"         # state ppid pgrp
+    printf '%s
+' "$rest"
+}
+
+# group_alive PGID: a process of group PGID is alive. Zombies do not count:
+# they are dead, and some init processes (a VM's or a container's) reap
+# orphans only every second or two.
+group_alive() {
+    cat /proc/[0-9]*/stat 2>/dev/null | awk -v g="$1" '
+        { s = $0; sub(/^.*\) /, "", s); split(s, f, " ")
+          if (f[3] == g && f[1] != "Z") { alive = 1; exit } }
+        END { exit !alive }'
+}
+
+# svc_signal PID SIG: every server here leads its own session (spawn's
+# setsid, or its own daemonising), so the whole group is signalled: nginx's
+# workers do not die with a SIGKILLed master and would keep the port.
+svc_signal() {
+    local pid=$1 sig=$2
+    if [[ $(proc_group "$pid" 2>/dev/null) == "$pid" ]]; then
+        kill -s "$sig" -- "-$pid" 2>/dev/null || true
+    else
+        kill -s "$sig" "$pid" 2>/dev/null || true
+    fi
+}
+
+# svc_stop NAME [BOUND_S] [SIGNAL]: stop service NAME. TERM, then KILL once
+# BOUND_S seconds have passed; SIGNAL=KILL skips the polite step (crash
+# tests). Returns once the process and its group are gone; the pid file
+# goes away in every case, stale or not.
+svc_stop() {
+    local name=$1 bound=${2:-15} sig=${3:-TERM} pid file shown waited=0 group=0
+    file=$(pid_file "$name")
+    shown=${name/-/:}                     # redis-2 -> redis:2, as users write it
+    if ! pid=$(svc_pid "$name"); then
+        [[ -e $file ]] && rm -f "$file"
+        say "$shown not running"
+        return 0
+    fi
+    [[ $(proc_group "$pid" 2>/dev/null) == "$pid" ]] && group=1
+    svc_signal "$pid" "$sig"
+    while proc_is_ours "$pid" "$(svc_mark "$name")" ||
+        { ((group)) && group_alive "$pid"; }; do
+        if [[ $sig != KILL ]] && ((waited >= bound * 10)); then
+            warn "$shown (pid $pid) still running ${bound}s after SIG$sig, sending SIGKILL"
+            sig=KILL
+            if ((group)); then kill -s KILL -- "-$pid" 2>/dev/null || true; else kill -s KILL "$pid" 2>/dev/null || true; fi
+        fi
+        ((waited < (bound + 30) * 10)) || die "$shown (pid $pid) survives SIGKILL"
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    rm -f "$file"
+    if [[ ${3:-TERM} == KILL ]]; then
+        say "$shown killed (pid $pid)"
+    else
+        say "$shown stopped (pid $pid)"
+    fi
+}
+
+# spawn LOG CMD...: start CMD detached from this shell (own session, no
+# terminal, SIGHUP ignored, without fd 9 = .run/stack.lock, which a server
+# would otherwise hold for its whole life), appending to LOG; prints its pid. A background
+# child of a non-interactive shell is never a process-group leader, so
+# setsid calls setsid(2) and execs in place: $! is the server's own pid.
+spawn() {
+    local log=$1
+    shift
+    printf '=== %s: %s\n' "$(date '+%F %T')" "$*" >>"$log"
+    setsid nohup "$@" >>"$log" 2>&1 </dev/null 9>&- &
+    printf '%s\n' "$!"
+}
+
+# ------------------------------------------------------------------- waits
+
+# wait_for DESC BOUND_S PID LOG CMD...: poll CMD every 0.1 s until it
+# succeeds. Fails with LOG's tail when PID (if not "-") dies or when BOUND_S
+# seconds pass.
+wait_for() {
+    local desc=$1 bound=$2 pid=$3 log=$4 tries=0
+    shift 4
+    until "$@" >/dev/null 2>&1; do
+        if [[ $pid != - ]] && ! kill -0 "$pid" 2>/dev/null; then
+            log_tail "$log"
+            die "$desc: the process (pid $pid) exited during start-up"
+        fi
+        if ((tries >= bound * 10)); then
+            log_tail "$log"
+            die "$desc: not ready after ${bound}s"
+        fi
+        sleep 0.1
+        tries=$((tries + 1))
+    done
+}
+
+# ------------------------------------------------------------------- ports
+
+# port_open PORT: something accepts connections on 127.0.0.1:PORT.
+port_open() {
+    # shellcheck disable=SC2016 # $1 expands in the inner bash
+    timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1"' _ "$1" 2>/dev/null
+}
+
+# port_free_or_die PORT WHAT: refuse to start WHAT on a port someone else
+# holds (a system service, another checkout's stack): never fight over it.
+port_free_or_die() {
+    if port_open "$1"; then
+        die "port 127.0.0.1:$1 is in use by a process bench/stack did not start; cannot start $2"
+    fi
+}
+
+# tcp_chat PORT TEXT: send TEXT, print the answer until the peer closes
+# (ZooKeeper's four-letter words work this way).
+tcp_chat() {
+    # shellcheck disable=SC2016 # $1 and $2 expand in the inner bash
+    timeout 3 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+                       printf "%s" "$2" >&3
+                       cat <&3' _ "$1" "$2" 2>/dev/null
+}
+
+# http_ok URL: GET URL answers 200.
+http_ok() {
+    local code
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$1" 2>/dev/null) || return 1
+    [[ $code == 200 ]]
+}
+
+# ---------------------------------------------------------------- packages
+
+# The Debian packages the stack and the server's build need, as
+# "test:package" pairs: cmd:NAME must be on PATH, file:PATH must exist,
+# pkg:NAME must be installed (libraries and headers have no command).
+STACK_NEEDS=(
+    cmd:mariadbd:mariadb-server cmd:mariadb-install-db:mariadb-server
+    cmd:mariadb:mariadb-client cmd:mariadb-admin:mariadb-client
+    cmd:redis-server:redis-server cmd:redis-cli:redis-server
+    file:/usr/share/java/zookeeper.jar:zookeeper
+    file:/usr/share/java/slf4j-log4j12.jar:zookeeper
+    file:/usr/share/java/log4j-1.2.jar:zookeeper
+    cmd:java:default-jre-headless
+    cmd:nginx:nginx-light cmd:wrk:wrk cmd:curl:curl
+    cmd:docker-compose:docker-compose
+    cmd:jmeter:jmeter file:/usr/share/jmeter/lib/ext/ApacheJMeter_http.jar:jmeter-http
+    cmd:javac:default-jdk-headless
+    cmd:cmake:cmake cmd:make:make cmd:gcc:gcc cmd:pkg-config:pkg-config
+    pkg:libc6-dev:libc6-dev
+    pkg:libmicrohttpd-dev:libmicrohttpd-dev pkg:libhiredis-dev:libhiredis-dev
+    pkg:libmariadb-dev:libmariadb-dev pkg:libzookeeper-mt-dev:libzookeeper-mt-dev
+    pkg:libjansson-dev:libjansson-dev
+)
+
+pkg_installed() {
+    [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) == "install ok installed" ]]
+}
+
+# missing_packages: print the packages whose test fails, once each.
+missing_packages() {
+    local need kind what pkg
+    local -A seen=()
+    for need in "${STACK_NEEDS[@]}"; do
+        kind=${need%%:*}
+        what=${need#*:}
+        pkg=${what##*:}
+        what=${what%:*}
+        case $kind in
+            cmd) command -v "$what" >/dev/null 2>&1 && continue ;;
+            file) [[ -e $what ]] && continue ;;
+            pkg) pkg_installed "$what" && continue ;;
+        esac
+        [[ -n ${seen[$pkg]:-} ]] && continue
+        seen[$pkg]=1
+        printf '%s\n' "$pkg"
+    done
+}
+
+# ensure_packages: install what is missing when root (one apt-get update,
+# one install, no recommends), or explain what to install otherwise. While
+# installing, a policy-rc.d (unless the machine has one) keeps the
+# packages' own services (MariaDB on 3306, Redis on 6379, nginx on 80,
+# ZooKeeper on 2181) from starting: the stack never runs system services.
+ensure_packages() {
+    local missing policy=/usr/sbin/policy-rc.d own_policy=0 rc=0
+    mapfile -t missing < <(missing_packages)
+    ((${#missing[@]} == 0)) && return 0
+    if ((EUID != 0)); then
+        die "missing packages: ${missing[*]}; install them with: sudo apt-get install -y --no-install-recommends ${missing[*]}"
+    fi
+    say "installing ${missing[*]}"
+    if [[ ! -e $policy ]]; then
+        printf '#!/bin/sh\n# written by locklab bench/stack during apt-get install\nexit 101\n' >"$policy"
+        chmod 755 "$policy"
+        own_policy=1
+    fi
+    {
+        DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+                --no-install-recommends "${missing[@]}"
+    } >>"$RUN/logs/apt.log" 2>&1 || rc=$?
+    ((own_policy)) && rm -f "$policy"
+    if ((rc != 0)); then
+        log_tail "$RUN/logs/apt.log"
+        die "apt-get install failed (exit $rc)"
+    fi
+    mapfile -t missing < <(missing_packages)
+    ((${#missing[@]} == 0)) || die "still missing after install: ${missing[*]}"
+}

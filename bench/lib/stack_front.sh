@@ -1,0 +1,193 @@
+# shellcheck shell=bash
+# bench/lib/stack_front.sh — the locklab instances and nginx in front.
+#
+# Instance i (from 0) listens on 127.0.0.1:8000+100*i and is named
+# app-<port>, as in the seeds (8000, 8100, 8200). Each is the build's
+# locklab binary started detached, logging to .run/logs/app-<port>.log
+# (appended, so the log of a crashed run survives the restart), and is
+# ready when GET /health answers 200.
+#
+# An instance's "spec" — the binary, its modification time and its
+# arguments — is kept in .run/apps/app-<port>.spec. `up` leaves a running
+# instance alone unless its spec changed: a rebuilt binary or a changed
+# topology (another Redis or ZooKeeper list) restarts it, since a process
+# still running the old binary or talking to the old servers is never what
+# the next benchmark means to measure.
+#
+# nginx's config is nginx/nginx.conf.in with its placeholders filled, in
+# .run/nginx/nginx.conf. A running nginx whose config would change (the
+# instance count changed) is tested and reloaded with SIGHUP, so the front
+# port never goes away.
+
+APP_BASE_PORT=$((8000 + STACK_OFFSET))
+APP_PORT_STEP=100
+NGINX_PORT=$((8080 + STACK_OFFSET))
+
+app_port() { printf '%d\n' $((APP_BASE_PORT + APP_PORT_STEP * $1)); }
+
+# The server binary: $LOCKLAB_BUILD_DIR/locklab, the build dir relative to
+# the repository unless absolute.
+build_dir() {
+    local dir=${LOCKLAB_BUILD_DIR:-build}
+    [[ $dir == /* ]] || dir="$ROOT/$dir"
+    printf '%s\n' "$dir"
+}
+
+locklab_bin() { printf '%s/locklab\n' "$(build_dir)"; }
+
+# ensure_binary: build the server (incremental). An existing
+# build folder keeps its own cache (e.g. a sanitizer build configured by
+# hand); a new one is configured as a Release build.
+ensure_binary() {
+    local dir bin log="$RUN/logs/build.log"
+    dir=$(build_dir)
+    bin=$(locklab_bin)
+    if [[ ! -f $ROOT/CMakeLists.txt ]]; then
+        [[ -x $bin ]] && return 0
+        die "no $bin and no CMakeLists.txt to build it (LOCKLAB_STACK_NO_APPS=1 starts the servers only)"
+    fi
+    # Always build: incremental, about a second when nothing changed, and a
+    # benchmark of a stale binary is never what anyone means to measure.
+    [[ -x $bin ]] || say "building $bin (log: ${log#"$ROOT"/})"
+    : >"$log"
+    if [[ ! -f $dir/CMakeCache.txt ]]; then
+        cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release >>"$log" 2>&1 ||
+            { log_tail "$log" 30; die "cmake configure failed"; }
+    fi
+    cmake --build "$dir" -j2 >>"$log" 2>&1 ||
+        { log_tail "$log" 30; die "build failed"; }
+    [[ -x $bin ]] || die "the build finished but made no $bin"
+}
+
+# ------------------------------------------------------------- instances
+
+# app_args PORT: the instance's command line after the binary, one per line.
+app_args() {
+    local port=$1
+    printf '%s\n' --listen 127.0.0.1 --port "$port" --name "app-$port" \
+        --mysql-host 127.0.0.1 --mysql-port "$MYSQL_PORT" \
+        --mysql-user locklab --mysql-password locklab --mysql-db locklab \
+        --redis "$(redis_list "$TOPO_REDIS")" --zk "$(zk_list "$TOPO_ZK")"
+    [[ -n $TOPO_THREADS ]] && printf '%s\n' --threads "$TOPO_THREADS"
+    [[ -n $TOPO_LOCK_WAIT_MS ]] && printf '%s\n' --lock-wait-ms "$TOPO_LOCK_WAIT_MS"
+    [[ -n $TOPO_LEASE_MS ]] && printf '%s\n' --lease-ms "$TOPO_LEASE_MS"
+    printf '%s\n' --allow-faults
+}
+
+app_spec() {
+    local bin
+    bin=$(locklab_bin)
+    printf 'binary %s %s\n' "$bin" "$(stat -c %Y "$bin" 2>/dev/null || echo missing)"
+    app_args "$1"
+}
+
+app_start() {
+    local port=$1 name="app-$1" pid
+    local -a args
+    mapfile -t args < <(app_args "$port")
+    port_free_or_die "$port" "$name"
+    mkdir -p "$RUN/apps"
+    pid=$(cd "$ROOT" && spawn "$RUN/logs/$name.log" "$(locklab_bin)" "${args[@]}")
+    printf '%s\n' "$pid" >"$(pid_file "$name")"
+    app_spec "$port" >"$RUN/apps/$name.spec"
+}
+
+# apps_up N: instances 0..N-1 running the current spec, none beyond.
+apps_up() {
+    local n=$1 i port name pid file
+    local -a started=()
+    local -A wanted=()
+    for ((i = 0; i < n; i++)); do
+        port=$(app_port "$i")
+        name="app-$port"
+        wanted[$name]=1
+        if pid=$(svc_pid "$name"); then
+            if [[ -r $RUN/apps/$name.spec && $(<"$RUN/apps/$name.spec") == "$(app_spec "$port")" ]]; then
+                say "app:$port already running (pid $pid)"
+                continue
+            fi
+            say "app:$port: binary or arguments changed, restarting"
+            svc_stop "$name" 10
+        fi
+        app_start "$port"
+        started+=("$port")
+    done
+    for file in "$RUN/pids"/app-*.pid; do
+        [[ -e $file ]] || continue
+        name=${file##*/}
+        name=${name%.pid}
+        [[ -n ${wanted[$name]:-} ]] || svc_stop "$name" 10
+    done
+    for port in "${started[@]}"; do
+        read -r pid <"$(pid_file "app-$port")"
+        wait_for "app:$port" "$STACK_TIMEOUT" "$pid" "$RUN/logs/app-$port.log" \
+            http_ok "http://127.0.0.1:$port/health"
+        say "app:$port up (pid $pid)"
+    done
+}
+
+# ------------------------------------------------------------------ nginx
+
+# nginx_render N: nginx/nginx.conf.in with the placeholders filled.
+# Comment lines are copied as they are (they mention the placeholders).
+nginx_render() {
+    local n=$1 i line upstreams="" user_line=""
+    local prefix="$RUN/nginx"
+    for ((i = 0; i < n; i++)); do
+        upstreams+="        server 127.0.0.1:$(app_port "$i");"$'\n'
+    done
+    upstreams=${upstreams%$'\n'}
+    ((EUID == 0)) && user_line="user $(id -un) $(id -gn);"
+    # bash 5.2 would read & in a replacement as "the match".
+    shopt -u patsub_replacement 2>/dev/null || true
+    while IFS= read -r line || [[ -n $line ]]; do
+        if [[ $line =~ ^[[:space:]]*# ]]; then
+            printf '%s\n' "$line"
+            continue
+        fi
+        line=${line//@PREFIX@/$prefix}
+        line=${line//@PIDFILE@/$(pid_file nginx)}
+        line=${line//@LISTEN@/127.0.0.1:$NGINX_PORT}
+        line=${line//@USER_LINE@/$user_line}
+        line=${line//@UPSTREAMS@/$upstreams}
+        [[ $line =~ @[A-Z_]+@ ]] && die "nginx/nginx.conf.in: unknown placeholder ${BASH_REMATCH[0]}"
+        printf '%s\n' "$line"
+    done <"$ROOT/nginx/nginx.conf.in"
+}
+
+nginx_cmd() { nginx -p "$RUN/nginx/" -c nginx.conf "$@"; }
+
+nginx_test() {
+    local out
+    out=$(nginx_cmd -t -q 2>&1) || { printf '%s\n' "$out" >&2; die "nginx rejects .run/nginx/nginx.conf"; }
+}
+
+nginx_up() {
+    local n=$1 dir="$RUN/nginx" pid
+    mkdir -p "$dir/logs" "$dir/tmp"
+    nginx_render "$n" >"$dir/nginx.conf.new"
+    if pid=$(svc_pid nginx); then
+        if cmp -s "$dir/nginx.conf.new" "$dir/nginx.conf"; then
+            rm -f "$dir/nginx.conf.new"
+            say "nginx already running (pid $pid)"
+            return 0
+        fi
+        mv "$dir/nginx.conf.new" "$dir/nginx.conf"
+        nginx_test
+        kill -HUP "$pid"
+        sleep 0.3
+        wait_for "nginx" "$STACK_TIMEOUT" "$pid" "$dir/logs/error.log" \
+            http_ok "http://127.0.0.1:$NGINX_PORT/health"
+        say "nginx reloaded on 127.0.0.1:$NGINX_PORT with $n upstream(s)"
+        return 0
+    fi
+    port_free_or_die "$NGINX_PORT" nginx
+    mv "$dir/nginx.conf.new" "$dir/nginx.conf"
+    rm -f "$(pid_file nginx)"
+    nginx_test
+    nginx_cmd 2>>"$dir/logs/error.log" 9>&- || { log_tail "$dir/logs/error.log"; die "nginx failed to start"; }
+    wait_for "nginx" "$STACK_TIMEOUT" - "$dir/logs/error.log" svc_running nginx
+    wait_for "nginx" "$STACK_TIMEOUT" - "$dir/logs/error.log" \
+        http_ok "http://127.0.0.1:$NGINX_PORT/health"
+    say "nginx up on 127.0.0.1:$NGINX_PORT -> $n instance(s) (pid $(svc_pid nginx))"
+}

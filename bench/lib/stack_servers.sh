@@ -1,0 +1,322 @@
+# shellcheck shell=bash
+# bench/lib/stack_servers.sh — the backends: MariaDB, Redis, ZooKeeper.
+#
+# Each backend runs from the Debian packages' binaries with a private data
+# folder under .run and a non-default port on 127.0.0.1, so the stack can
+# live next to system services and other checkouts without touching them:
+#
+#   MariaDB    13306         .run/mysql/data, socket .run/mysql/mysqld.sock
+#   Redis K    16379+K-1     .run/redis/K (no persistence: locks only)
+#   ZooKeeper  12181+K-1     .run/zk/K (myid, zoo.cfg, snapshots);
+#              quorum 12888+K-1, election 13888+K-1 when K > 1 servers
+#
+# Every *_up function is idempotent: it starts what is not running, leaves
+# what runs alone (unless its configuration changed), waits until the
+# server answers, and stops members beyond the requested count.
+#
+# ZooKeeper is started the way the package's zkServer.sh does it, without
+# its /etc/zookeeper/conf: QuorumPeerMain from /usr/share/java/zookeeper.jar,
+# whose manifest Class-Path brings netty, jute, jackson, ... The manifest
+# has slf4j-api but no binding, so slf4j-log4j12 + log4j-1.2 are added to
+# the class path, configured by our own log4j.properties to log to the
+# console (our log file). Without them the server runs but logs nothing.
+
+MYSQL_PORT=$((13306 + STACK_OFFSET))
+REDIS_BASE_PORT=$((16379 + STACK_OFFSET))
+ZK_CLIENT_BASE=$((12181 + STACK_OFFSET))
+ZK_QUORUM_BASE=$((12888 + STACK_OFFSET))
+ZK_ELECTION_BASE=$((13888 + STACK_OFFSET))
+STACK_TIMEOUT=${LOCKLAB_STACK_TIMEOUT:-90}
+
+# ----------------------------------------------------------------- MariaDB
+
+# The OS account that owns the server and its socket-authenticated admin
+# login (root@localhost via unix_socket when run as root).
+mysql_admin() { id -un; }
+
+# mysql_socket [create]: the socket path. Unix socket paths are limited to
+# about 108 bytes, so a deep checkout gets a short mktemp folder instead,
+# recorded in .run/mysql/socket-dir so every command finds the same one.
+mysql_socket() {
+    local sock="$RUN/mysql/mysqld.sock" record="$RUN/mysql/socket-dir" dir
+    if ((${#sock} <= 100)); then
+        printf '%s\n' "$sock"
+        return 0
+    fi
+    if [[ -r $record ]]; then
+        read -r dir <"$record"
+        if [[ -d $dir || ${1:-} != create ]]; then
+            printf '%s/mysqld.sock\n' "$dir"
+            return 0
+        fi
+    fi
+    [[ ${1:-} == create ]] || return 1
+    dir=$(mktemp -d /tmp/locklab-mysql.XXXXXX)
+    printf '%s\n' "$dir" >"$record"
+    printf '%s/mysqld.sock\n' "$dir"
+}
+
+mysql_root() {
+    mariadb --no-defaults --socket="$(mysql_socket)" -u "$(mysql_admin)" "$@"
+}
+
+mysql_ping() {
+    mariadb-admin --no-defaults --socket="$(mysql_socket)" -u "$(mysql_admin)" ping
+}
+
+# Initialise the data folder once. mariadb-install-db runs into a scratch
+# folder that is renamed on success, so an interrupted run is redone.
+mysql_init() {
+    local data="$RUN/mysql/data" tmp="$RUN/mysql/data.init" log="$RUN/logs/mysql-install.log"
+    local -a as_user=()
+    [[ -d $data/mysql ]] && return 0
+    rm -rf "$tmp"
+    mkdir -p "$tmp"
+    ((EUID == 0)) && as_user=(--user=root)
+    say "initialising MariaDB data in ${data#"$ROOT"/}"
+    if ! mariadb-install-db --no-defaults --datadir="$tmp" "${as_user[@]}" \
+        --auth-root-authentication-method=socket \
+        --auth-root-socket-user="$(mysql_admin)" \
+        --skip-test-db --skip-name-resolve >"$log" 2>&1; then
+        log_tail "$log"
+        die "mariadb-install-db failed"
+    fi
+    rm -rf "$data"
+    mv "$tmp" "$data"
+}
+
+# The database, the application's least-privilege account (no DDL, no
+# GRANT, nothing outside locklab.*) and the schema + seed, every time: all
+# of it is idempotent, and REVOKE first means a widened grant is narrowed.
+mysql_setup() {
+    local user sql=""
+    for user in "'locklab'@'127.0.0.1'" "'locklab'@'localhost'"; do
+        sql+="CREATE USER IF NOT EXISTS $user IDENTIFIED BY 'locklab';
+              ALTER USER $user IDENTIFIED BY 'locklab';
+              REVOKE ALL PRIVILEGES, GRANT OPTION FROM $user;
+              GRANT SELECT, INSERT, UPDATE, DELETE ON locklab.* TO $user;"
+    done
+    mysql_root -e "CREATE DATABASE IF NOT EXISTS locklab CHARACTER SET utf8mb4; $sql" ||
+        die "could not create the locklab database and user"
+    mysql_root locklab <"$ROOT/sql/schema.sql" || die "loading sql/schema.sql failed"
+    mysql_root locklab <"$ROOT/sql/seed.sql" || die "loading sql/seed.sql failed"
+}
+
+mysql_up() {
+    local pid log="$RUN/logs/mysql.log" sock
+    local -a as_user=()
+    mkdir -p "$RUN/mysql"
+    sock=$(mysql_socket create)
+    if pid=$(svc_pid mysql); then
+        say "mariadb already running (pid $pid)"
+    else
+        port_free_or_die "$MYSQL_PORT" mariadb
+        mysql_init
+        rm -f "$sock" "$(pid_file mysql)"
+        ((EUID == 0)) && as_user=(--user=root)
+        pid=$(spawn "$log" mariadbd --no-defaults "${as_user[@]}" \
+            --datadir="$RUN/mysql/data" \
+            --socket="$sock" --port="$MYSQL_PORT" --bind-address=127.0.0.1 \
+            --pid-file="$(pid_file mysql)" --log-error="$log" \
+            --skip-name-resolve --max-connections=1000 --max-connect-errors=1000000 \
+            --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 \
+            --skip-log-bin --innodb-lock-wait-timeout=10 --performance-schema=OFF)
+        wait_for "mariadb" "$STACK_TIMEOUT" "$pid" "$log" mysql_ping
+        # mariadbd writes the pid file itself; make sure it is there.
+        [[ -s $(pid_file mysql) ]] || printf '%s\n' "$pid" >"$(pid_file mysql)"
+    fi
+    mysql_setup
+    say "mariadb up on 127.0.0.1:$MYSQL_PORT (socket $sock)"
+}
+
+# ------------------------------------------------------------------- Redis
+
+redis_port() { printf '%d\n' $((REDIS_BASE_PORT + $1 - 1)); }
+
+redis_ping() {
+    [[ $(redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null) == PONG ]]
+}
+
+# redis_up N: servers 1..N; any K > N left from a bigger topology stops.
+redis_up() {
+    local n=$1 k port dir pid log
+    for ((k = 1; k <= n; k++)); do
+        port=$(redis_port "$k")
+        dir="$RUN/redis/$k"
+        log="$RUN/logs/redis-$k.log"
+        if pid=$(svc_pid "redis-$k"); then
+            say "redis:$k already running (pid $pid)"
+            continue
+        fi
+        port_free_or_die "$port" "redis:$k"
+        mkdir -p "$dir"
+        rm -f "$(pid_file "redis-$k")"
+        printf '=== %s: redis-server on %s\n' "$(date '+%F %T')" "$port" >>"$log"
+        # Locks only: no RDB snapshots, no AOF. A restarted server is empty,
+        # which is exactly the failure the Redis strategies must survive.
+        (cd "$dir" && redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" \
+            --save '' --appendonly no --maxclients 10000 \
+            --daemonize yes --pidfile "$(pid_file "redis-$k")" --logfile "$log" 9>&-) ||
+            { log_tail "$log"; die "redis:$k failed to start"; }
+        wait_for "redis:$k" "$STACK_TIMEOUT" - "$log" redis_ping "$port"
+        say "redis:$k up on 127.0.0.1:$port"
+    done
+    for_each_extra redis "$n" 10
+}
+
+# for_each_extra KIND N BOUND: stop KIND-K for every pid file with K > N.
+for_each_extra() {
+    local kind=$1 n=$2 bound=$3 file k
+    for file in "$RUN/pids/$kind"-*.pid; do
+        [[ -e $file ]] || continue
+        k=${file##*/"$kind"-}
+        k=${k%.pid}
+        [[ $k =~ ^[0-9]+$ ]] || continue
+        ((k > n)) && svc_stop "$kind-$k" "$bound"
+    done
+    return 0
+}
+
+# --------------------------------------------------------------- ZooKeeper
+
+ZK_CLASSPATH=/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-log4j12.jar:/usr/share/java/log4j-1.2.jar
+
+zk_port() { printf '%d\n' $((ZK_CLIENT_BASE + $1 - 1)); }
+
+# zk_mode K: "leader", "follower", "standalone", or nothing when server K
+# does not serve (down, or an ensemble member without a quorum).
+zk_mode() {
+    tcp_chat "$(zk_port "$1")" srvr | sed -n 's/^Mode: //p'
+}
+
+# zk_cfg K N: server K's zoo.cfg for an ensemble of N. Short ticks make
+# session expiry and leader election quick, which is what crash tests wait
+# on: sessions live 2..20 ticks = 1..10 s, a follower may lag 5 ticks.
+zk_cfg() {
+    local k=$1 n=$2 j
+    cat <<EOF
+# generated by bench/stack: ZooKeeper $k of $n
+tickTime=500
+initLimit=20
+syncLimit=5
+dataDir=$RUN/zk/$k
+clientPort=$(zk_port "$k")
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+4lw.commands.whitelist=*
+admin.enableServer=false
+autopurge.snapRetainCount=3
+autopurge.purgeInterval=1
+EOF
+    ((n > 1)) || return 0
+    for ((j = 1; j <= n; j++)); do
+        printf 'server.%d=127.0.0.1:%d:%d\n' "$j" \
+            $((ZK_QUORUM_BASE + j - 1)) $((ZK_ELECTION_BASE + j - 1))
+    done
+}
+
+zk_log4j() {
+    cat <<'EOF'
+# generated by bench/stack: ZooKeeper logs to the console = .run/logs/zk-K.log
+log4j.rootLogger=INFO, CONSOLE
+log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender
+log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
+log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %c{1}: %m%n
+EOF
+}
+
+# zk_prepare K N: write server K's myid and zoo.cfg. A changed zoo.cfg
+# (the ensemble grew or shrank) restarts a running server with its
+# snapshots wiped: ZooKeeper holds nothing here but lock znodes, and mixing
+# histories of different ensembles is how a quorum refuses to form.
+zk_prepare() {
+    local k=$1 n=$2 dir="$RUN/zk/$1" cfg new
+    mkdir -p "$dir"
+    printf '%d\n' "$k" >"$dir/myid"
+    cfg="$dir/zoo.cfg"
+    new=$(zk_cfg "$k" "$n")
+    if [[ -r $cfg && $(<"$cfg") == "$new" ]]; then
+        return 0
+    fi
+    if [[ -r $cfg ]]; then
+        say "zk:$k: ensemble changed to $n server(s), restarting it with fresh data"
+        svc_stop "zk-$k" 15
+        rm -rf "$dir/version-2"
+    fi
+    printf '%s\n' "$new" >"$cfg"
+}
+
+zk_start() {
+    local k=$1 n=$2 port pid
+    port=$(zk_port "$k")
+    port_free_or_die "$port" "zk:$k"
+    if ((n > 1)); then
+        port_free_or_die $((ZK_QUORUM_BASE + k - 1)) "zk:$k (quorum port)"
+        port_free_or_die $((ZK_ELECTION_BASE + k - 1)) "zk:$k (election port)"
+    fi
+    # Serial GC: three JVMs share two cores with MariaDB and the servers.
+    pid=$(spawn "$RUN/logs/zk-$k.log" java -Xms32m -Xmx256m -XX:+UseSerialGC \
+        -Djava.net.preferIPv4Stack=true \
+        -Dlog4j.configuration="file:$RUN/zk/log4j.properties" \
+        -Dzookeeper.admin.enableServer=false \
+        -cp "$ZK_CLASSPATH" \
+        org.apache.zookeeper.server.quorum.QuorumPeerMain "$RUN/zk/$k/zoo.cfg")
+    printf '%s\n' "$pid" >"$(pid_file "zk-$k")"
+}
+
+# zk_serving K: server K answers and has a role.
+zk_serving() {
+    local mode
+    mode=$(zk_mode "$1")
+    [[ $mode == leader || $mode == follower || $mode == standalone ]]
+}
+
+# zk_has_leader N: exactly one of servers 1..N is the leader.
+zk_has_leader() {
+    local n=$1 k leaders=0
+    for ((k = 1; k <= n; k++)); do
+        [[ $(zk_mode "$k") == leader ]] && leaders=$((leaders + 1))
+    done
+    ((leaders == 1))
+}
+
+# zk_leader N: print the K of the leader (1 for a standalone server).
+zk_leader() {
+    local n=$1 k mode
+    for ((k = 1; k <= n; k++)); do
+        mode=$(zk_mode "$k")
+        if [[ $mode == leader || $mode == standalone ]]; then
+            printf '%d\n' "$k"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# zk_up N: 1 = standalone, N > 1 = an ensemble that is waited on until
+# every member serves and one of them leads.
+zk_up() {
+    local n=$1 k pid
+    local -a started=()
+    mkdir -p "$RUN/zk"
+    zk_log4j >"$RUN/zk/log4j.properties"
+    for_each_extra zk "$n" 15
+    for ((k = 1; k <= n; k++)); do
+        zk_prepare "$k" "$n"
+        if pid=$(svc_pid "zk-$k"); then
+            say "zk:$k already running (pid $pid)"
+        else
+            zk_start "$k" "$n"
+            started+=("$k")
+        fi
+    done
+    for k in "${started[@]}"; do
+        read -r pid <"$(pid_file "zk-$k")"
+        wait_for "zk:$k" "$STACK_TIMEOUT" "$pid" "$RUN/logs/zk-$k.log" zk_serving "$k"
+        say "zk:$k up on 127.0.0.1:$(zk_port "$k") ($(zk_mode "$k"))"
+    done
+    if ((n > 1)); then
+        wait_for "zk ensemble" "$STACK_TIMEOUT" - "$RUN/logs/zk-1.log" zk_has_leader "$n"
+        say "zk ensemble of $n serving, leader zk:$(zk_leader "$n")"
+    fi
+}

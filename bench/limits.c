@@ -1,0 +1,672 @@
+/* limits.c — ll-limits: the physical limits the strategies are measured
+ * against, on the same servers, from C, with no HTTP in between.
+ *
+ *     ll-limits [--seconds S] [--connections N] [--product CODE]
+ *               [--only KEY[,KEY…]] [--mysql-host H] [--mysql-port N]
+ *               [--mysql-user U] [--mysql-password P] [--mysql-db D]
+ *               [--redis H:P[,…]] [--zk H:P[,…]]
+ *
+ * Every option falls back to the LOCKLAB_* variable that bench/stack writes
+ * to .run/stack.env (LOCKLAB_MYSQL_PORT, LOCKLAB_REDIS, LOCKLAB_ZK, …).
+ *
+ * What it measures, for S seconds each (default 3), under the keys of
+ * bench/harness.h:
+ *   mysql_update      N connections (default 32), each looping the prepared
+ *                     UPDATE db_stock SET count = count - 1
+ *                     WHERE id = ? AND count > 0  — the hot-row limit.
+ *   mysql_for_update  N connections, each looping BEGIN; SELECT count …
+ *                     FOR UPDATE; UPDATE … SET count = ?; COMMIT.
+ *   serial_mysql      one connection: SELECT count, UPDATE count = read − 1
+ *                     (autocommit) — the critical section of every sale.
+ *   serial_redis      one client: SET key token NX PX 30000, the same
+ *                     SELECT + UPDATE, then EVALSHA of the compare-and-delete
+ *                     script — one lock round trip on each side.
+ *   serial_zk         one session: create(EPHEMERAL), the SELECT + UPDATE,
+ *                     delete — what a ZooKeeper lock costs at the least.
+ * A serial ceiling is the rate of a strategy that lets one sale at a time
+ * through at no cost beyond its backend's round trips: no strategy of that
+ * family can sell faster through the same row.
+ *
+ * The row. It works on product --product (default 1002, not the 1001 the
+ * comparison sells) in warehouse 001: it sets its count to 10^9 first so
+ * that nothing runs out, and puts the old count back at the end.
+ *
+ * Output: one JSON object on stdout,
+ *     {"seconds":3,"connections":32,"product":"1002",
+ *      "versions":{"mariadb":"…","redis":"…"},
+ *      "ceilings":{"mysql_update":{"rate":…,"ops":…,"seconds":…,
+ *                  "connections":32,"what":"…"}, …}}
+ * A ceiling whose backend cannot be reached has "error" instead of "rate".
+ * Exit status 0 when it ran (even with errors in it), 2 on bad usage.
+ */
+#define _GNU_SOURCE            /* clock_gettime, nanosleep, pthread barriers */
+#include "harness.h"
+
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <jansson.h>
+#include <mysql.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zookeeper/zookeeper.h>
+
+#define MAX_CONNS   256
+#define ERR_LEN     200
+#define ROW_FILL    1000000000LL
+#define REDIS_KEY   "locklab:limits:lock"
+#define ZK_PARENT   "/locklab-limits"
+#define ZK_NODE     ZK_PARENT "/lock"
+
+static const char release_lua[] =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then "
+    "return redis.call('del', KEYS[1]) else return 0 end";
+
+/* ---------------------------------------------------------------- options */
+
+struct opts {
+    const char *mysql_host, *mysql_user, *mysql_password, *mysql_db;
+    int         mysql_port;
+    char        redis_host[128];
+    int         redis_port;
+    const char *zk;
+    const char *product;
+    const char *only;
+    double      seconds;
+    int         connections;
+};
+
+static const char usage[] =
+"usage: ll-limits [--seconds S] [--connections N] [--product CODE] [--only KEY,...]\n"
+"                 [--mysql-host H] [--mysql-port N] [--mysql-user U]\n"
+"                 [--mysql-password P] [--mysql-db D] [--redis H:P] [--zk H:P,...]\n"
+"keys: mysql_update mysql_for_update serial_mysql serial_redis serial_zk\n";
+
+static const char *env_or(const char *name, const char *def)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : def;
+}
+
+static int set_redis(struct opts *o, const char *list)
+{
+    const char *colon = strchr(list, ':'), *comma = strchr(list, ',');
+    size_t hlen;
+
+    if (colon == NULL || (comma && comma < colon))
+        return -1;
+    hlen = (size_t)(colon - list);
+    if (hlen == 0 || hlen >= sizeof o->redis_host)
+        return -1;
+    memcpy(o->redis_host, list, hlen);
+    o->redis_host[hlen] = '\0';
+    o->redis_port = atoi(colon + 1);         /* the first server is enough */
+    return o->redis_port > 0 && o->redis_port < 65536 ? 0 : -1;
+}
+
+static int parse_opts(struct opts *o, int argc, char **argv)
+{
+    int i;
+
+    o->mysql_host = env_or("LOCKLAB_MYSQL_HOST", "127.0.0.1");
+    o->mysql_port = atoi(env_or("LOCKLAB_MYSQL_PORT", "3306"));
+    o->mysql_user = env_or("LOCKLAB_MYSQL_USER", "locklab");
+    o->mysql_password = env_or("LOCKLAB_MYSQL_PASSWORD", "locklab");
+    o->mysql_db = env_or("LOCKLAB_MYSQL_DB", "locklab");
+    o->zk = env_or("LOCKLAB_ZK", "127.0.0.1:2181");
+    o->product = "1002";
+    o->only = NULL;
+    o->seconds = 3.0;
+    o->connections = 32;
+    if (set_redis(o, env_or("LOCKLAB_REDIS", "127.0.0.1:6379")) != 0)
+        return -1;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help") || v == NULL)
+            return -1;
+        i++;
+        if (!strcmp(a, "--seconds"))               o->seconds = atof(v);
+        else if (!strcmp(a, "--connections"))      o->connections = atoi(v);
+        else if (!strcmp(a, "--product"))          o->product = v;
+        else if (!strcmp(a, "--only"))             o->only = v;
+        else if (!strcmp(a, "--mysql-host"))       o->mysql_host = v;
+        else if (!strcmp(a, "--mysql-port"))       o->mysql_port = atoi(v);
+        else if (!strcmp(a, "--mysql-user"))       o->mysql_user = v;
+        else if (!strcmp(a, "--mysql-password"))   o->mysql_password = v;
+        else if (!strcmp(a, "--mysql-db"))         o->mysql_db = v;
+        else if (!strcmp(a, "--zk"))               o->zk = v;
+        else if (!strcmp(a, "--redis")) {
+            if (set_redis(o, v) != 0)
+                return -1;
+        } else
+            return -1;
+    }
+    if (o->seconds <= 0 || o->seconds > 600 || o->connections < 1 ||
+        o->connections > MAX_CONNS || o->mysql_port <= 0 || o->mysql_port > 65535)
+        return -1;
+    return 0;
+}
+
+static int wanted(const struct opts *o, const char *key)
+{
+    const char *p = o->only;
+    size_t n = strlen(key);
+
+    if (p == NULL)
+        return 1;
+    while ((p = strstr(p, key)) != NULL) {
+        if ((p == o->only || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
+            return 1;
+        p += n;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- results */
+
+struct ceiling {
+    long long ops;
+    double    seconds;
+    int       connections;
+    char      err[ERR_LEN];
+};
+
+static void set_err(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void set_err(char *err, const char *fmt, ...)
+{
+    va_list ap;
+    if (err[0])
+        return;                              /* the first failure tells most */
+    va_start(ap, fmt);
+    vsnprintf(err, ERR_LEN, fmt, ap);
+    va_end(ap);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static json_t *ceiling_json(const char *key, const struct ceiling *c)
+{
+    json_t *o = json_pack("{s:I,s:f,s:i,s:s}", "ops", (json_int_t)c->ops,
+                          "seconds", c->seconds, "connections", c->connections,
+                          "what", harness_ceiling_text(key));
+    if (c->err[0])
+        json_object_set_new(o, "error", json_string(c->err));
+    else
+        json_object_set_new(o, "rate", json_real(harness_rate(c->ops, c->seconds)));
+    return o;
+}
+
+/* ---------------------------------------------------------------- MariaDB */
+
+/* One connection and its prepared statements, bound once to its fields. */
+struct db {
+    MYSQL      *conn;
+    MYSQL_STMT *select, *select_fu, *write, *decrement;
+    long long   id, value, read;
+    MYSQL_BIND  b_id, b_write[2], b_read;
+};
+
+static MYSQL_STMT *prepare(struct db *d, const char *sql, MYSQL_BIND *params,
+                           int with_result, char *err)
+{
+    MYSQL_STMT *st = mysql_stmt_init(d->conn);
+
+    if (st == NULL || mysql_stmt_prepare(st, sql, (unsigned long)strlen(sql)) != 0 ||
+        mysql_stmt_bind_param(st, params) != 0 ||
+        (with_result && mysql_stmt_bind_result(st, &d->b_read) != 0)) {
+        set_err(err, "mysql: prepare '%.40s…': %s", sql,
+                st ? mysql_stmt_error(st) : mysql_error(d->conn));
+        if (st)
+            mysql_stmt_close(st);
+        return NULL;
+    }
+    return st;
+}
+
+static void bind_ll(MYSQL_BIND *b, long long *v)
+{
+    memset(b, 0, sizeof *b);
+    b->buffer_type = MYSQL_TYPE_LONGLONG;
+    b->buffer = v;
+}
+
+static void db_close(struct db *d)
+{
+    MYSQL_STMT *all[] = { d->select, d->select_fu, d->write, d->decrement };
+    size_t i;
+
+    for (i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i])
+            mysql_stmt_close(all[i]);
+    if (d->conn)
+        mysql_close(d->conn);
+    memset(d, 0, sizeof *d);
+}
+
+static int db_open(struct db *d, const struct opts *o, long long id, char *err)
+{
+    unsigned timeout = 10;
+
+    memset(d, 0, sizeof *d);
+    d->id = id;
+    d->conn = mysql_init(NULL);
+    if (d->conn == NULL) {
+        set_err(err, "mysql: out of memory");
+        return -1;
+    }
+    mysql_options(d->conn, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+    if (mysql_real_connect(d->conn, o->mysql_host, o->mysql_user, o->mysql_password,
+                           o->mysql_db, (unsigned)o->mysql_port, NULL, 0) == NULL) {
+        set_err(err, "mysql %s:%d: %s", o->mysql_host, o->mysql_port, mysql_error(d->conn));
+        db_close(d);
+        return -1;
+    }
+    bind_ll(&d->b_id, &d->id);
+    bind_ll(&d->b_write[0], &d->value);
+    bind_ll(&d->b_write[1], &d->id);
+    bind_ll(&d->b_read, &d->read);
+    d->select = prepare(d, "SELECT count FROM db_stock WHERE id = ?", &d->b_id, 1, err);
+    d->select_fu = prepare(d, "SELECT count FROM db_stock WHERE id = ? FOR UPDATE",
+                           &d->b_id, 1, err);
+    d->write = prepare(d, "UPDATE db_stock SET count = ? WHERE id = ?", d->b_write, 0, err);
+    d->decrement = prepare(d, "UPDATE db_stock SET count = count - 1 "
+                              "WHERE id = ? AND count > 0", &d->b_id, 0, err);
+    if (!d->select || !d->select_fu || !d->write || !d->decrement) {
+        db_close(d);
+        return -1;
+    }
+    return 0;
+}
+
+static int run_stmt(struct db *d, MYSQL_STMT *st, char *err)
+{
+    if (mysql_stmt_execute(st) != 0) {
+        set_err(err, "mysql: %s", mysql_stmt_error(st));
+        return -1;
+    }
+    if (mysql_stmt_field_count(st) > 0) {
+        int rc = mysql_stmt_fetch(st);
+        mysql_stmt_free_result(st);
+        if (rc != 0) {
+            set_err(err, "mysql: db_stock row %lld not found", d->id);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int sale_plain(struct db *d, char *err)         /* SELECT + UPDATE */
+{
+    if (run_stmt(d, d->select, err) != 0)
+        return -1;
+    d->value = d->read - 1;
+    return run_stmt(d, d->write, err);
+}
+
+static int sale_for_update(struct db *d, char *err)
+{
+    if (mysql_query(d->conn, "BEGIN") != 0) {
+        set_err(err, "mysql: BEGIN: %s", mysql_error(d->conn));
+        return -1;
+    }
+    if (run_stmt(d, d->select_fu, err) != 0)
+        goto rollback;
+    d->value = d->read - 1;
+    if (run_stmt(d, d->write, err) != 0)
+        goto rollback;
+    if (mysql_commit(d->conn) == 0)
+        return 0;
+    set_err(err, "mysql: COMMIT: %s", mysql_error(d->conn));
+rollback:
+    mysql_rollback(d->conn);
+    return -1;
+}
+
+static int sale_decrement(struct db *d, char *err)
+{
+    return run_stmt(d, d->decrement, err);
+}
+
+/* ---------------------------------------------------------------- concurrency */
+
+/* N workers each open a connection, meet at the barrier, then sell until
+ * the main thread raises `stop` S seconds later: connect time is not
+ * counted, and every worker runs for the same interval. */
+struct race {
+    const struct opts *o;
+    long long          id;
+    int              (*sale)(struct db *d, char *err);
+    pthread_barrier_t  start;
+    atomic_int         stop;
+};
+
+struct worker {
+    pthread_t    tid;
+    struct race *race;
+    long long    ops;
+    char         err[ERR_LEN];
+};
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct race *r = w->race;
+    struct db d;
+    int ok = db_open(&d, r->o, r->id, w->err) == 0;
+
+    pthread_barrier_wait(&r->start);
+    if (!ok)
+        return NULL;
+    while (!atomic_load_explicit(&r->stop, memory_order_relaxed) && r->sale(&d, w->err) == 0)
+        w->ops++;
+    db_close(&d);
+    return NULL;
+}
+
+static void measure_concurrent(const struct opts *o, long long id,
+                               int (*sale)(struct db *, char *), struct ceiling *c)
+{
+    struct worker *w = calloc((size_t)o->connections, sizeof *w);
+    struct timespec nap;
+    struct race r;
+    double t0;
+    int i;
+
+    if (w == NULL)
+        abort();                              /* out of memory: nothing to save */
+    memset(c, 0, sizeof *c);
+    c->connections = o->connections;
+    r.o = o;
+    r.id = id;
+    r.sale = sale;
+    atomic_init(&r.stop, 0);
+    pthread_barrier_init(&r.start, NULL, (unsigned)o->connections + 1);
+    for (i = 0; i < o->connections; i++) {
+        w[i].race = &r;
+        if (pthread_create(&w[i].tid, NULL, worker_main, &w[i]) != 0) {
+            fprintf(stderr, "ll-limits: cannot start thread %d\n", i);
+            abort();                          /* the barrier would wait forever */
+        }
+    }
+    pthread_barrier_wait(&r.start);
+    t0 = now_s();
+    nap.tv_sec = (time_t)o->seconds;
+    nap.tv_nsec = (long)((o->seconds - (double)nap.tv_sec) * 1e9);
+    while (nanosleep(&nap, &nap) != 0 && errno == EINTR)
+        ;
+    atomic_store(&r.stop, 1);
+    for (i = 0; i < o->connections; i++)
+        pthread_join(w[i].tid, NULL);
+    c->seconds = now_s() - t0;
+    for (i = 0; i < o->connections; i++) {
+        c->ops += w[i].ops;
+        if (w[i].err[0])
+            set_err(c->err, "%s", w[i].err);
+    }
+    pthread_barrier_destroy(&r.start);
+    free(w);
+}
+
+/* ---------------------------------------------------------------- serial */
+
+static void measure_serial(const struct opts *o, struct db *d,
+                           int (*step)(void *arg, struct db *d, char *err), void *arg,
+                           struct ceiling *c)
+{
+    double t0 = now_s(), until = t0 + o->seconds;
+
+    memset(c, 0, sizeof *c);
+    c->connections = 1;
+    while (now_s() < until) {
+        if (step(arg, d, c->err) != 0)
+            break;
+        c->ops++;
+    }
+    c->seconds = now_s() - t0;
+}
+
+static int step_mysql(void *arg, struct db *d, char *err)
+{
+    (void)arg;
+    return sale_plain(d, err);
+}
+
+/* Redis: SET NX PX around the sale, released by compare-and-delete. */
+struct redis_lock {
+    redisContext *rc;
+    char          sha[64];
+    long long     n;
+};
+
+static int step_redis(void *arg, struct db *d, char *err)
+{
+    struct redis_lock *r = arg;
+    char token[64];
+    redisReply *rep;
+    int ok;
+
+    snprintf(token, sizeof token, "limits-%ld-%lld", (long)getpid(), r->n++);
+    rep = redisCommand(r->rc, "SET %s %s NX PX 30000", REDIS_KEY, token);
+    if (rep == NULL || rep->type != REDIS_REPLY_STATUS) {
+        set_err(err, "redis: SET NX PX: %s", rep ? (rep->type == REDIS_REPLY_ERROR ? rep->str :
+                "lock held by someone else") : r->rc->errstr);
+        freeReplyObject(rep);
+        return -1;
+    }
+    freeReplyObject(rep);
+    if (sale_plain(d, err) != 0)
+        return -1;
+    rep = redisCommand(r->rc, "EVALSHA %s 1 %s %s", r->sha, REDIS_KEY, token);
+    ok = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+    if (!ok)
+        set_err(err, "redis: release: %s", rep ? (rep->type == REDIS_REPLY_ERROR ? rep->str :
+                "lock was no longer ours") : r->rc->errstr);
+    freeReplyObject(rep);
+    return ok ? 0 : -1;
+}
+
+static void measure_redis(const struct opts *o, struct db *d, struct ceiling *c, char *version)
+{
+    struct timeval tv = { 5, 0 };
+    struct redis_lock r;
+    redisReply *rep;
+    char *v;
+
+    memset(&r, 0, sizeof r);
+    memset(c, 0, sizeof *c);
+    r.rc = redisConnectWithTimeout(o->redis_host, o->redis_port, tv);
+    if (r.rc == NULL || r.rc->err) {
+        set_err(c->err, "redis %s:%d: %s", o->redis_host, o->redis_port,
+                r.rc ? r.rc->errstr : "out of memory");
+        goto out;
+    }
+    redisSetTimeout(r.rc, tv);
+    rep = redisCommand(r.rc, "INFO server");
+    if (rep && rep->type == REDIS_REPLY_STRING && (v = strstr(rep->str, "redis_version:"))) {
+        sscanf(v + 14, "%31[^\r\n]", version);
+    }
+    freeReplyObject(rep);
+    rep = redisCommand(r.rc, "SCRIPT LOAD %s", release_lua);
+    if (rep == NULL || rep->type != REDIS_REPLY_STRING) {
+        set_err(c->err, "redis: SCRIPT LOAD: %s", rep && rep->str ? rep->str : r.rc->errstr);
+        freeReplyObject(rep);
+        goto out;
+    }
+    snprintf(r.sha, sizeof r.sha, "%s", rep->str);
+    freeReplyObject(rep);
+    measure_serial(o, d, step_redis, &r, c);
+out:
+    if (r.rc)
+        redisFree(r.rc);
+}
+
+/* ZooKeeper: create an ephemeral node around the sale, delete it after. */
+static void zk_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh, (void)type, (void)state, (void)path, (void)ctx;
+}
+
+static int step_zk(void *arg, struct db *d, char *err)
+{
+    zhandle_t *zh = arg;
+    int rc = zoo_create(zh, ZK_NODE, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0);
+
+    if (rc != ZOK) {
+        set_err(err, "zookeeper: create %s: %s", ZK_NODE, zerror(rc));
+        return -1;
+    }
+    if (sale_plain(d, err) != 0)
+        return -1;
+    rc = zoo_delete(zh, ZK_NODE, -1);
+    if (rc != ZOK) {
+        set_err(err, "zookeeper: delete %s: %s", ZK_NODE, zerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+static void measure_zk(const struct opts *o, struct db *d, struct ceiling *c)
+{
+    zhandle_t *zh;
+    double until;
+    int rc;
+
+    memset(c, 0, sizeof *c);
+    zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+    zh = zookeeper_init(o->zk, zk_watcher, 10000, NULL, NULL, 0);
+    if (zh == NULL) {
+        set_err(c->err, "zookeeper %s: %s", o->zk, strerror(errno));
+        return;
+    }
+    until = now_s() + 10.0;
+    while (zoo_state(zh) != ZOO_CONNECTED_STATE && now_s() < until)
+        nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+    if (zoo_state(zh) != ZOO_CONNECTED_STATE) {
+        set_err(c->err, "zookeeper %s: no session within 10 s", o->zk);
+        zookeeper_close(zh);
+        return;
+    }
+    rc = zoo_create(zh, ZK_PARENT, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    if (rc != ZOK && rc != ZNODEEXISTS) {
+        set_err(c->err, "zookeeper: create %s: %s", ZK_PARENT, zerror(rc));
+        zookeeper_close(zh);
+        return;
+    }
+    zoo_delete(zh, ZK_NODE, -1);              /* a leftover of a killed run */
+    measure_serial(o, d, step_zk, zh, c);
+    zoo_delete(zh, ZK_NODE, -1);
+    zoo_delete(zh, ZK_PARENT, -1);
+    zookeeper_close(zh);
+}
+
+/* ---------------------------------------------------------------- main */
+
+/* The id and count of the product's row; 0 on success. */
+static int find_row(struct db *d, const char *product, long long *id, char *err)
+{
+    char sql[200], esc[80];
+    MYSQL_RES *res;
+    MYSQL_ROW row;
+
+    if (strlen(product) > 32) {
+        set_err(err, "product code too long");
+        return -1;
+    }
+    mysql_real_escape_string(d->conn, esc, product, (unsigned long)strlen(product));
+    snprintf(sql, sizeof sql, "SELECT id FROM db_stock WHERE product_code = '%s' "
+             "AND stock_code = '001'", esc);
+    if (mysql_query(d->conn, sql) != 0 || (res = mysql_store_result(d->conn)) == NULL) {
+        set_err(err, "mysql: %s", mysql_error(d->conn));
+        return -1;
+    }
+    row = mysql_fetch_row(res);
+    if (row)
+        *id = atoll(row[0]);
+    mysql_free_result(res);
+    if (row == NULL)
+        set_err(err, "mysql: no db_stock row for product %s in warehouse 001", product);
+    return row ? 0 : -1;
+}
+
+static int set_count(struct db *d, long long count, char *err)
+{
+    d->value = count;
+    return run_stmt(d, d->write, err);
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o;
+    struct db d;
+    struct ceiling c;
+    char err[ERR_LEN] = "", redis_version[32] = "";
+    long long id = 0, saved = -1;
+    json_t *out, *ceilings, *versions;
+
+    if (parse_opts(&o, argc, argv) != 0) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    mysql_library_init(0, NULL, NULL);
+    ceilings = json_object();
+    versions = json_object();
+    out = json_pack("{s:f,s:i,s:s,s:o,s:o}", "seconds", o.seconds,
+                    "connections", o.connections, "product", o.product,
+                    "versions", versions, "ceilings", ceilings);
+    memset(&d, 0, sizeof d);
+    if (db_open(&d, &o, 0, err) == 0 && find_row(&d, o.product, &id, err) == 0) {
+        d.id = id;
+        json_object_set_new(versions, "mariadb", json_string(mysql_get_server_info(d.conn)));
+        if (run_stmt(&d, d.select, err) == 0)
+            saved = d.read;
+    }
+    if (saved < 0 || set_count(&d, ROW_FILL, err) != 0) {
+        json_object_set_new(out, "error", json_string(err));
+        fprintf(stderr, "ll-limits: %s\n", err);
+    } else {
+        if (wanted(&o, CEIL_MYSQL_UPDATE)) {
+            measure_concurrent(&o, id, sale_decrement, &c);
+            json_object_set_new(ceilings, CEIL_MYSQL_UPDATE, ceiling_json(CEIL_MYSQL_UPDATE, &c));
+            set_count(&d, ROW_FILL, err);
+        }
+        if (wanted(&o, CEIL_FOR_UPDATE)) {
+            measure_concurrent(&o, id, sale_for_update, &c);
+            json_object_set_new(ceilings, CEIL_FOR_UPDATE, ceiling_json(CEIL_FOR_UPDATE, &c));
+            set_count(&d, ROW_FILL, err);
+        }
+        if (wanted(&o, CEIL_SERIAL_MYSQL)) {
+            measure_serial(&o, &d, step_mysql, NULL, &c);
+            json_object_set_new(ceilings, CEIL_SERIAL_MYSQL, ceiling_json(CEIL_SERIAL_MYSQL, &c));
+        }
+        if (wanted(&o, CEIL_SERIAL_REDIS)) {
+            measure_redis(&o, &d, &c, redis_version);
+            json_object_set_new(ceilings, CEIL_SERIAL_REDIS, ceiling_json(CEIL_SERIAL_REDIS, &c));
+        }
+        if (wanted(&o, CEIL_SERIAL_ZK)) {
+            measure_zk(&o, &d, &c);
+            json_object_set_new(ceilings, CEIL_SERIAL_ZK, ceiling_json(CEIL_SERIAL_ZK, &c));
+        }
+        if (set_count(&d, saved, err) != 0)
+            fprintf(stderr, "ll-limits: could not restore product %s to %lld: %s\n",
+                    o.product, saved, err);
+    }
+    if (redis_version[0])
+        json_object_set_new(versions, "redis", json_string(redis_version));
+    db_close(&d);
+    mysql_library_end();
+    json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    fputc('\n', stdout);
+    json_decref(out);
+    return 0;
+}

@@ -1,0 +1,1222 @@
+/* load.c — ll-load, an exact HTTP/1.1 load generator for loopback.
+ *
+ * wrk runs for a duration; the test suite and the comparison harness need
+ * to send EXACTLY N purchases and count what came back, by HTTP status and
+ * by the JSON "result" field of each answer. ll-load does only that:
+ *
+ *     ll-load [-c CONNECTIONS] [-n REQUESTS | -d SECONDS] [-m GET|POST]
+ *             [-t TIMEOUT_S] [--json] [--progress] URL
+ *
+ * How it works. One thread per connection, each keeping one keep-alive TCP
+ * connection (TCP_NODELAY, non-blocking, waited on with poll so that every
+ * request has a deadline). Before each request a thread takes a ticket from
+ * one shared atomic counter, so with -n exactly N requests leave in total;
+ * with -d the main thread raises a stop flag when the time is up and
+ * requests already in flight finish. A thread (re)connects lazily, when it
+ * has a ticket and no open connection, and closes after "Connection: close",
+ * a close-delimited body, a timeout or any transport failure.
+ *
+ * A request is never replayed: a purchase must not be sold twice. A request
+ * that fails below HTTP — refused connect, reset or EOF before the whole
+ * answer, timeout, unparsable answer — is counted as a transport error of
+ * its kind and its ticket is spent.
+ *
+ * Answers are read properly: status line, headers, then a body delimited by
+ * Content-Length, by chunked transfer-encoding (nginx may send it) or by
+ * EOF. The first BODY_CAP bytes of each body are kept and scanned for
+ * "result" : "..." to count answers by result.
+ *
+ * Every thread counts into its own struct tally (statuses, results, errors,
+ * a latency histogram from load_stats.c): the hot path takes no lock, and
+ * the main thread merges the tallies after joining the threads. Latency runs
+ * from the ticket to the last byte of the answer, connect included when one
+ * was needed.
+ *
+ * Output is key=value lines with names [a-z0-9_] and values free of spaces
+ * and quotes, so that a shell can `eval` it, or one JSON object (--json).
+ * Exit status: 0 when it ran (whatever the answers), 2 on bad usage, 1 when
+ * not a single connection could be opened.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE            /* memmem, strcasestr */
+#endif
+
+#include "load_stats.h"
+
+#include <arpa/inet.h>
+#include <assert.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- limits */
+
+#define MAX_CONNS    4096               /* -c upper bound                    */
+#define CONN_BUF     16384              /* an answer's head must fit here    */
+#define BODY_CAP     8192               /* body bytes kept to find "result"  */
+#define RESULT_MAX   32                 /* distinct results per tally        */
+#define RESULT_LEN   48                 /* longest result kept, NUL included */
+#define STATUS_MAX   600                /* status codes 100..599             */
+#define CHUNK_MAX    (UINT64_C(1) << 40)
+#define STACK_SIZE   (256 * 1024)
+#define NS_PER_S     INT64_C(1000000000)
+#define OVERFLOW_RESULT "_overflow"     /* where results past RESULT_MAX go  */
+
+enum exit_code { EXIT_RAN = 0, EXIT_NOCONNECT = 1, EXIT_USAGE = 2 };
+
+/* Outcome of one I/O step. Anything but IO_OK ends the request. */
+enum io_rc { IO_OK = 0, IO_EOF, IO_ERR, IO_TIMEOUT, IO_PROTO, IO_CONNECT };
+
+/* Transport error kinds, reported as err_<name>. */
+enum err_kind { ERR_CONNECT, ERR_TIMEOUT, ERR_IO, ERR_PROTOCOL, ERR_KINDS };
+static const char *const err_names[ERR_KINDS] = {
+    "connect", "timeout", "io", "protocol"
+};
+
+/* ---------------------------------------------------------------- types */
+
+struct load_opts {
+    int         conns;                  /* -c                                */
+    uint64_t    requests;               /* -n; 0 in duration mode            */
+    int64_t     duration_ns;            /* -d; 0 in count mode               */
+    int64_t     timeout_ns;             /* -t                                */
+    const char *method;                 /* "GET" or "POST"                   */
+    bool        json, progress;
+    char        authority[256];         /* host[:port] as given, for Host:   */
+    struct sockaddr_in addr;
+    char       *request;                /* the whole request, built once     */
+    size_t      request_len;
+};
+
+struct result_count {
+    char     name[RESULT_LEN];
+    uint64_t n;
+};
+
+/* Everything one thread counts; merged after the join. */
+struct tally {
+    uint64_t status[STATUS_MAX];
+    uint64_t errors[ERR_KINDS];
+    uint64_t missing;                   /* answers without a "result"        */
+    uint64_t connects;                  /* TCP connections opened            */
+    unsigned nresults;
+    struct result_count result[RESULT_MAX];
+    struct hist latency;
+};
+
+struct conn {
+    int    fd;                          /* -1 when closed                    */
+    size_t head, tail;                  /* unread bytes: buf[head..tail)     */
+    char   buf[CONN_BUF];
+};
+
+struct response {
+    int     status;
+    bool    close;                      /* the server closes after it        */
+    bool    chunked;
+    int64_t length;                     /* Content-Length, -1 if none        */
+    size_t  body_len;                   /* bytes kept in body                */
+    char    body[BODY_CAP];
+};
+
+/* What the threads share: the tickets, the stop flag and the gates. */
+struct load {
+    const struct load_opts *opts;
+    atomic_uint_fast64_t issued;
+    atomic_bool          stop;
+    pthread_mutex_t      mu;
+    pthread_cond_t       go_cond;       /* main → workers: start             */
+    pthread_cond_t       done_cond;     /* workers → main: one finished      */
+    bool                 go;
+    int                  finished;
+};
+
+struct worker {
+    atomic_uint_fast64_t done;          /* requests completed, for progress  */
+    struct load   *load;
+    pthread_t      tid;
+    int            connect_errno;       /* first connect failure             */
+    struct conn    conn;
+    struct response resp;
+    struct tally   tally;
+};
+
+/* ---------------------------------------------------------------- utilities */
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("ll-load: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(EXIT_NOCONNECT);
+}
+
+/* Out of memory is fatal: a load generator that cannot allocate its
+ * workers has nothing useful left to do, and checking at every call site
+ * would only hide the real work. */
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n, size);
+    if (p == NULL) {
+        fputs("ll-load: out of memory\n", stderr);
+        abort();
+    }
+    return p;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+static struct timespec ns_to_timespec(int64_t ns)
+{
+    struct timespec ts = { .tv_sec = ns / NS_PER_S, .tv_nsec = ns % NS_PER_S };
+    return ts;
+}
+
+static void sleep_ns(int64_t ns)
+{
+    struct timespec ts = ns_to_timespec(ns);
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* ---------------------------------------------------------------- usage */
+
+static const char usage_text[] =
+    "usage: ll-load [-c CONNECTIONS] [-n REQUESTS | -d SECONDS] [-m GET|POST]\n"
+    "               [-t TIMEOUT_S] [--json] [--progress] URL\n"
+    "\n"
+    "  -c, --connections N  keep-alive connections, one thread each (default 64)\n"
+    "  -n, --requests N     send exactly N requests in total (default 1000)\n"
+    "  -d, --duration S     send requests for S seconds instead of -n\n"
+    "  -m, --method M       GET or POST (default GET)\n"
+    "  -t, --timeout S      per-request timeout in seconds (default 30)\n"
+    "      --json           print one JSON object instead of key=value lines\n"
+    "      --progress       print progress to stderr every second (default:\n"
+    "                       only when stderr is a terminal)\n"
+    "  URL                  http://host[:port]/path?query (IPv4 or a name)\n";
+
+static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("ll-load: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs("\n\n", stderr);
+    fputs(usage_text, stderr);
+    va_end(ap);
+    exit(EXIT_USAGE);
+}
+
+static uint64_t opt_count(const char *arg, const char *what, uint64_t lo, uint64_t hi)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(arg, &end, 10);
+    if (arg[0] < '0' || arg[0] > '9' || *end != '\0' || errno != 0 || v < lo || v > hi)
+        usage_error("%s wants a whole number in %llu..%llu, got '%s'", what,
+                    (unsigned long long)lo, (unsigned long long)hi, arg);
+    return v;
+}
+
+static int64_t opt_seconds(const char *arg, const char *what)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (end == arg || *end != '\0' || errno != 0 || !(v > 0.0) || v > 1e6)
+        usage_error("%s wants a number of seconds > 0, got '%s'", what, arg);
+    return (int64_t)(v * (double)NS_PER_S);
+}
+
+static const char *opt_method(const char *arg)
+{
+    if (strcasecmp(arg, "GET") == 0)
+        return "GET";
+    if (strcasecmp(arg, "POST") == 0)
+        return "POST";
+    usage_error("-m wants GET or POST, got '%s'", arg);
+}
+
+/* ---------------------------------------------------------------- URL */
+
+/* Resolve host to an IPv4 address, port in host order. */
+static void url_resolve(const char *host, int port, struct sockaddr_in *addr)
+{
+    struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
+    struct addrinfo *res = NULL;
+    int rc = getaddrinfo(host, NULL, &hints, &res);
+    if (rc != 0 || res == NULL)
+        usage_error("cannot resolve '%s' to an IPv4 address: %s", host, gai_strerror(rc));
+    memcpy(addr, res->ai_addr, sizeof *addr);
+    addr->sin_port = htons((uint16_t)port);
+    freeaddrinfo(res);
+}
+
+/* Split "host[:port]" and resolve it. */
+static void url_authority(const char *auth, size_t len, struct load_opts *o)
+{
+    if (len == 0 || len >= sizeof o->authority)
+        usage_error("URL has an empty or overlong host");
+    memcpy(o->authority, auth, len);
+    o->authority[len] = '\0';
+    if (strpbrk(o->authority, "@[]"))
+        usage_error("URL host '%s' is not supported (IPv4 or a name only)", o->authority);
+
+    char host[256];
+    strcpy(host, o->authority);
+    int port = 80;
+    char *colon = strchr(host, ':');
+    if (colon) {
+        *colon = '\0';
+        port = (int)opt_count(colon + 1, "the URL port", 1, 65535);
+    }
+    if (host[0] == '\0')
+        usage_error("URL has an empty host");
+    url_resolve(host, port, &o->addr);
+}
+
+/* Parse http://host[:port]/path?query and build the request once. */
+static void url_parse(const char *url, struct load_opts *o)
+{
+    for (const char *p = url; *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == 0x7f)
+            usage_error("URL must not contain spaces or control characters");
+    if (strncasecmp(url, "https://", 8) == 0)
+        usage_error("https is not supported (plain http on loopback only)");
+    if (strncasecmp(url, "http://", 7) != 0)
+        usage_error("URL must start with http://, got '%s'", url);
+
+    const char *auth = url + 7;
+    size_t auth_len = strcspn(auth, "/?#");
+    url_authority(auth, auth_len, o);
+
+    const char *target = auth + auth_len;
+    size_t target_len = strcspn(target, "#");
+    const char *slash = (target_len == 0 || target[0] == '?') ? "/" : "";
+
+    const char *extra = strcmp(o->method, "POST") == 0 ? "Content-Length: 0\r\n" : "";
+    const char *fmt = "%s %s%.*s HTTP/1.1\r\nHost: %s\r\nUser-Agent: ll-load\r\n"
+                      "Accept: */*\r\n%s\r\n";
+    int n = snprintf(NULL, 0, fmt, o->method, slash, (int)target_len, target,
+                     o->authority, extra);
+    assert(n > 0);
+    o->request = xcalloc((size_t)n + 1, 1);
+    snprintf(o->request, (size_t)n + 1, fmt, o->method, slash, (int)target_len, target,
+             o->authority, extra);
+    o->request_len = (size_t)n;
+}
+
+/* ---------------------------------------------------------------- options */
+
+enum { OPT_JSON = 256, OPT_PROGRESS };
+
+static const struct option long_options[] = {
+    { "connections", required_argument, NULL, 'c' },
+    { "requests",    required_argument, NULL, 'n' },
+    { "duration",    required_argument, NULL, 'd' },
+    { "method",      required_argument, NULL, 'm' },
+    { "timeout",     required_argument, NULL, 't' },
+    { "json",        no_argument,       NULL, OPT_JSON },
+    { "progress",    no_argument,       NULL, OPT_PROGRESS },
+    { "help",        no_argument,       NULL, 'h' },
+    { NULL, 0, NULL, 0 }
+};
+
+static void opts_parse(int argc, char **argv, struct load_opts *o)
+{
+    bool have_n = false;
+    *o = (struct load_opts){ .conns = 64, .requests = 1000, .timeout_ns = 30 * NS_PER_S,
+                             .method = "GET", .progress = isatty(STDERR_FILENO) };
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, ":c:n:d:m:t:h", long_options, NULL)) != -1) {
+        switch (ch) {
+        case 'c': o->conns = (int)opt_count(optarg, "-c", 1, MAX_CONNS); break;
+        case 'n':
+            o->requests = opt_count(optarg, "-n", 1, UINT64_C(1000000000000));
+            have_n = true;
+            break;
+        case 'd': o->duration_ns = opt_seconds(optarg, "-d"); break;
+        case 'm': o->method = opt_method(optarg); break;
+        case 't': o->timeout_ns = opt_seconds(optarg, "-t"); break;
+        case OPT_JSON: o->json = true; break;
+        case OPT_PROGRESS: o->progress = true; break;
+        case 'h': fputs(usage_text, stdout); exit(EXIT_RAN);
+        case ':': usage_error("option '%s' needs a value", argv[optind - 1]);
+        default:
+            if (optopt)
+                usage_error("unknown option '-%c'", optopt);
+            usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (have_n && o->duration_ns)
+        usage_error("give -n or -d, not both");
+    if (o->duration_ns)
+        o->requests = 0;
+    if (optind != argc - 1)
+        usage_error(optind == argc ? "missing URL" : "exactly one URL, please");
+    url_parse(argv[optind], o);
+}
+
+/* ---------------------------------------------------------------- connection */
+
+/* Wait until fd is ready for `events` or the deadline passes. Readiness
+ * includes errors and hang-ups: the following recv/send reports them. */
+static int conn_wait(int fd, short events, int64_t deadline)
+{
+    for (;;) {
+        int64_t left = deadline - now_ns();
+        if (left <= 0)
+            return IO_TIMEOUT;
+        struct pollfd p = { .fd = fd, .events = events };
+        int n = poll(&p, 1, (int)((left + 999999) / 1000000));
+        if (n > 0)
+            return IO_OK;
+        if (n < 0 && errno != EINTR)
+            return IO_ERR;
+    }
+}
+
+/* Open a non-blocking TCP_NODELAY connection; 0 or an errno value. */
+static int conn_open(struct conn *c, const struct sockaddr_in *addr, int64_t deadline)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return errno;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+
+    int err = 0;
+    if (connect(fd, (const struct sockaddr *)addr, sizeof *addr) != 0) {
+        if (errno != EINPROGRESS)
+            err = errno;
+        else if (conn_wait(fd, POLLOUT, deadline) != IO_OK)
+            err = ETIMEDOUT;
+        else {
+            socklen_t len = sizeof err;
+            if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+                err = errno;
+        }
+    }
+    if (err) {
+        close(fd);
+        return err;
+    }
+    c->fd = fd;
+    c->head = c->tail = 0;
+    return 0;
+}
+
+static void conn_close(struct conn *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    c->head = c->tail = 0;
+}
+
+/* True when an idle keep-alive connection was closed by the server (or
+ * holds bytes nobody asked for): reusing it would lose the next request. */
+static bool conn_is_stale(const struct conn *c)
+{
+    char byte;
+    if (c->head != c->tail)
+        return true;
+    ssize_t n = recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+}
+
+static int conn_send_all(struct conn *c, const char *p, size_t n, int64_t deadline)
+{
+    while (n > 0) {
+        ssize_t k = send(c->fd, p, n, MSG_NOSIGNAL);
+        if (k > 0) {
+            p += k;
+            n -= (size_t)k;
+        } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            int rc = conn_wait(c->fd, POLLOUT, deadline);
+            if (rc != IO_OK)
+                return rc;
+        } else if (!(k < 0 && errno == EINTR)) {
+            return IO_ERR;
+        }
+    }
+    return IO_OK;
+}
+
+/* Read more bytes into the buffer, first sliding unread bytes to its
+ * start. IO_PROTO when the buffer is full of one unfinished line. */
+static int conn_fill(struct conn *c, int64_t deadline)
+{
+    if (c->head > 0) {
+        memmove(c->buf, c->buf + c->head, c->tail - c->head);
+        c->tail -= c->head;
+        c->head = 0;
+    }
+    if (c->tail == sizeof c->buf)
+        return IO_PROTO;
+    for (;;) {
+        int rc = conn_wait(c->fd, POLLIN, deadline);
+        if (rc != IO_OK)
+            return rc;
+        ssize_t n = recv(c->fd, c->buf + c->tail, sizeof c->buf - c->tail, 0);
+        if (n > 0) {
+            c->tail += (size_t)n;
+            return IO_OK;
+        }
+        if (n == 0)
+            return IO_EOF;
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            return IO_ERR;
+    }
+}
+
+/* Next line, without its CR LF, NUL-terminated in place. *line stays
+ * valid until the next read from the connection. */
+static int conn_line(struct conn *c, int64_t deadline, char **line, size_t *len)
+{
+    size_t scanned = 0;
+    for (;;) {
+        char *start = c->buf + c->head;
+        char *nl = memchr(start + scanned, '\n', c->tail - c->head - scanned);
+        if (nl != NULL) {
+            size_t n = (size_t)(nl - start);
+            c->head += n + 1;
+            if (n > 0 && start[n - 1] == '\r')
+                n--;
+            start[n] = '\0';
+            *line = start;
+            *len = n;
+            return IO_OK;
+        }
+        scanned = c->tail - c->head;
+        int rc = conn_fill(c, deadline);
+        if (rc != IO_OK)
+            return rc;
+    }
+}
+
+/* ---------------------------------------------------------------- response */
+
+/* Keep the first BODY_CAP bytes of the body, drop the rest. */
+static void resp_keep(struct response *r, const char *p, size_t n)
+{
+    size_t room = sizeof r->body - r->body_len;
+    if (n > room)
+        n = room;
+    memcpy(r->body + r->body_len, p, n);
+    r->body_len += n;
+}
+
+/* Consume exactly n body bytes. */
+static int resp_take(struct conn *c, struct response *r, uint64_t n, int64_t deadline)
+{
+    while (n > 0) {
+        if (c->head == c->tail) {
+            int rc = conn_fill(c, deadline);
+            if (rc != IO_OK)
+                return rc;
+        }
+        size_t k = c->tail - c->head;
+        if (k > n)
+            k = (size_t)n;
+        resp_keep(r, c->buf + c->head, k);
+        c->head += k;
+        n -= k;
+    }
+    return IO_OK;
+}
+
+/* A body delimited by the end of the connection. */
+static int resp_until_eof(struct conn *c, struct response *r, int64_t deadline)
+{
+    for (;;) {
+        resp_keep(r, c->buf + c->head, c->tail - c->head);
+        c->head = c->tail;
+        int rc = conn_fill(c, deadline);
+        if (rc == IO_EOF)
+            return IO_OK;
+        if (rc != IO_OK)
+            return rc;
+    }
+}
+
+static int resp_chunk_size(const char *line, uint64_t *size)
+{
+    char *end;
+    if (!((line[0] >= '0' && line[0] <= '9') || (line[0] >= 'a' && line[0] <= 'f') ||
+          (line[0] >= 'A' && line[0] <= 'F')))
+        return IO_PROTO;
+    errno = 0;
+    unsigned long long v = strtoull(line, &end, 16);
+    if (errno != 0 || v > CHUNK_MAX || (*end != '\0' && *end != ';' && *end != ' ' && *end != '\t'))
+        return IO_PROTO;
+    *size = v;
+    return IO_OK;
+}
+
+/* Transfer-Encoding: chunked — size line, data, CR LF, ..., 0, trailers. */
+static int resp_chunked(struct conn *c, struct response *r, int64_t deadline)
+{
+    char *line;
+    size_t len;
+    for (;;) {
+        uint64_t size;
+        int rc = conn_line(c, deadline, &line, &len);
+        if (rc == IO_OK)
+            rc = resp_chunk_size(line, &size);
+        if (rc != IO_OK)
+            return rc;
+        if (size == 0)
+            break;
+        rc = resp_take(c, r, size, deadline);
+        if (rc == IO_OK)
+            rc = conn_line(c, deadline, &line, &len);
+        if (rc != IO_OK)
+            return rc;
+        if (len != 0)
+            return IO_PROTO;
+    }
+    do {                                /* trailers, up to the empty line */
+        int rc = conn_line(c, deadline, &line, &len);
+        if (rc != IO_OK)
+            return rc;
+    } while (len != 0);
+    return IO_OK;
+}
+
+/* "HTTP/1.x SSS reason" */
+static int resp_status_line(struct conn *c, struct response *r, int64_t deadline)
+{
+    char *line;
+    size_t len;
+    int rc = conn_line(c, deadline, &line, &len);
+    if (rc != IO_OK)
+        return rc;
+    if (len < 12 || memcmp(line, "HTTP/1.", 7) != 0 || line[8] != ' ' ||
+        (len > 12 && line[12] != ' '))
+        return IO_PROTO;
+    int status = 0;
+    for (int i = 9; i < 12; i++) {
+        if (line[i] < '0' || line[i] > '9')
+            return IO_PROTO;
+        status = status * 10 + (line[i] - '0');
+    }
+    if (status < 100 || status >= STATUS_MAX)
+        return IO_PROTO;
+    r->status = status;
+    r->close = line[7] == '0';          /* HTTP/1.0 closes unless told not to */
+    return IO_OK;
+}
+
+static int resp_header(struct response *r, char *line, size_t len)
+{
+    char *colon = memchr(line, ':', len);
+    if (colon == NULL)
+        return IO_PROTO;
+    *colon = '\0';
+    char *value = colon + 1;
+    while (*value == ' ' || *value == '\t')
+        value++;
+
+    if (strcasecmp(line, "Content-Length") == 0) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(value, &end, 10);
+        if (*value < '0' || *value > '9' || errno != 0 || v > INT64_MAX ||
+            (*end != '\0' && *end != ' ' && *end != '\t'))
+            return IO_PROTO;
+        r->length = (int64_t)v;
+    } else if (strcasecmp(line, "Transfer-Encoding") == 0) {
+        r->chunked = strcasestr(value, "chunked") != NULL;
+    } else if (strcasecmp(line, "Connection") == 0) {
+        if (strcasestr(value, "close"))
+            r->close = true;
+        else if (strcasestr(value, "keep-alive"))
+            r->close = false;
+    }
+    return IO_OK;
+}
+
+static int resp_headers(struct conn *c, struct response *r, int64_t deadline)
+{
+    for (;;) {
+        char *line;
+        size_t len;
+        int rc = conn_line(c, deadline, &line, &len);
+        if (rc != IO_OK)
+            return rc;
+        if (len == 0)
+            return IO_OK;
+        rc = resp_header(r, line, len);
+        if (rc != IO_OK)
+            return rc;
+    }
+}
+
+static int resp_body(struct conn *c, struct response *r, int64_t deadline)
+{
+    if (r->status < 200 || r->status == 204 || r->status == 304)
+        return IO_OK;
+    if (r->chunked)
+        return resp_chunked(c, r, deadline);
+    if (r->length >= 0)
+        return resp_take(c, r, (uint64_t)r->length, deadline);
+    r->close = true;
+    return resp_until_eof(c, r, deadline);
+}
+
+/* Read one whole answer. Interim 1xx answers are skipped; 101 is refused
+ * (ll-load never asks to switch protocols). */
+static int resp_read(struct conn *c, struct response *r, int64_t deadline)
+{
+    int rc;
+    do {
+        r->status = 0;
+        r->close = r->chunked = false;
+        r->length = -1;
+        r->body_len = 0;
+        rc = resp_status_line(c, r, deadline);
+        if (rc == IO_OK && r->status == 101)
+            rc = IO_PROTO;
+        if (rc == IO_OK)
+            rc = resp_headers(c, r, deadline);
+    } while (rc == IO_OK && r->status < 200);
+    if (rc != IO_OK)
+        return rc;
+    return resp_body(c, r, deadline);
+}
+
+static bool is_json_space(char ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n';
+}
+
+/* The string value of the body's "result" key, if any, into out. */
+static bool resp_result(const struct response *r, char *out, size_t cap)
+{
+    static const char key[] = "\"result\"";
+    const char *end = r->body + r->body_len;
+    const char *p = memmem(r->body, r->body_len, key, sizeof key - 1);
+    if (p == NULL)
+        return false;
+    for (p += sizeof key - 1; p < end && is_json_space(*p); p++)
+        ;
+    if (p == end || *p++ != ':')
+        return false;
+    for (; p < end && is_json_space(*p); p++)
+        ;
+    if (p == end || *p++ != '"')
+        return false;
+    const char *q = memchr(p, '"', (size_t)(end - p));
+    if (q == NULL)
+        return false;
+    size_t n = (size_t)(q - p) < cap - 1 ? (size_t)(q - p) : cap - 1;
+    memcpy(out, p, n);
+    out[n] = '\0';
+    return true;
+}
+
+/* ---------------------------------------------------------------- tally */
+
+static void tally_init(struct tally *t)
+{
+    memset(t, 0, sizeof *t);
+    hist_init(&t->latency);
+}
+
+/* Count n answers with result `name`. The last slot is kept for
+ * OVERFLOW_RESULT, so that a flood of distinct results still adds up. */
+static void tally_result(struct tally *t, const char *name, uint64_t n)
+{
+    for (unsigned i = 0; i < t->nresults; i++) {
+        if (strcmp(t->result[i].name, name) == 0) {
+            t->result[i].n += n;
+            return;
+        }
+    }
+    if (t->nresults == RESULT_MAX - 1 && strcmp(name, OVERFLOW_RESULT) != 0) {
+        tally_result(t, OVERFLOW_RESULT, n);
+        return;
+    }
+    assert(t->nresults < RESULT_MAX);
+    struct result_count *rc = &t->result[t->nresults++];
+    snprintf(rc->name, sizeof rc->name, "%s", name);
+    rc->n = n;
+}
+
+static void tally_answer(struct tally *t, const struct response *r, int64_t ns)
+{
+    char result[RESULT_LEN];
+    t->status[r->status]++;
+    hist_add(&t->latency, (uint64_t)((ns + 500) / 1000));
+    if (resp_result(r, result, sizeof result))
+        tally_result(t, result, 1);
+    else
+        t->missing++;
+}
+
+static void tally_merge(struct tally *dst, const struct tally *src)
+{
+    for (int i = 0; i < STATUS_MAX; i++)
+        dst->status[i] += src->status[i];
+    for (int i = 0; i < ERR_KINDS; i++)
+        dst->errors[i] += src->errors[i];
+    dst->missing += src->missing;
+    dst->connects += src->connects;
+    for (unsigned i = 0; i < src->nresults; i++)
+        tally_result(dst, src->result[i].name, src->result[i].n);
+    hist_merge(&dst->latency, &src->latency);
+}
+
+static uint64_t tally_errors(const struct tally *t)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < ERR_KINDS; i++)
+        n += t->errors[i];
+    return n;
+}
+
+/* ---------------------------------------------------------------- worker */
+
+static int worker_connect(struct worker *w, int64_t deadline)
+{
+    struct conn *c = &w->conn;
+    if (c->fd >= 0 && conn_is_stale(c))
+        conn_close(c);
+    if (c->fd >= 0)
+        return IO_OK;
+    int err = conn_open(c, &w->load->opts->addr, deadline);
+    if (err != 0) {
+        if (w->connect_errno == 0)
+            w->connect_errno = err;
+        return IO_CONNECT;
+    }
+    w->tally.connects++;
+    return IO_OK;
+}
+
+static void worker_failed(struct worker *w, int rc)
+{
+    static const enum err_kind kind[] = {
+        [IO_EOF] = ERR_IO, [IO_ERR] = ERR_IO, [IO_TIMEOUT] = ERR_TIMEOUT,
+        [IO_PROTO] = ERR_PROTOCOL, [IO_CONNECT] = ERR_CONNECT,
+    };
+    assert(rc > IO_OK && rc <= IO_CONNECT);
+    w->tally.errors[kind[rc]]++;
+    conn_close(&w->conn);
+    /* In duration mode, do not spin on a refused port. */
+    if (rc == IO_CONNECT && w->load->opts->duration_ns)
+        sleep_ns(10 * 1000 * 1000);
+}
+
+/* One ticket: (re)connect if needed, send, read the whole answer. */
+static void worker_request(struct worker *w)
+{
+    const struct load_opts *o = w->load->opts;
+    int64_t start = now_ns();
+    int64_t deadline = start + o->timeout_ns;
+
+    int rc = worker_connect(w, deadline);
+    if (rc == IO_OK)
+        rc = conn_send_all(&w->conn, o->request, o->request_len, deadline);
+    if (rc == IO_OK)
+        rc = resp_read(&w->conn, &w->resp, deadline);
+    if (rc != IO_OK) {
+        worker_failed(w, rc);
+        return;
+    }
+    tally_answer(&w->tally, &w->resp, now_ns() - start);
+    if (w->resp.close)
+        conn_close(&w->conn);
+}
+
+static bool load_take_ticket(struct load *l)
+{
+    if (atomic_load_explicit(&l->stop, memory_order_relaxed))
+        return false;
+    if (l->opts->requests == 0)         /* duration mode */
+        return true;
+    return atomic_fetch_add_explicit(&l->issued, 1, memory_order_relaxed) < l->opts->requests;
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct load *l = w->load;
+
+    pthread_mutex_lock(&l->mu);
+    while (!l->go)
+        pthread_cond_wait(&l->go_cond, &l->mu);
+    pthread_mutex_unlock(&l->mu);
+
+    uint64_t done = 0;
+    while (load_take_ticket(l)) {
+        worker_request(w);
+        atomic_store_explicit(&w->done, ++done, memory_order_relaxed);
+    }
+    conn_close(&w->conn);
+
+    pthread_mutex_lock(&l->mu);
+    l->finished++;
+    pthread_cond_signal(&l->done_cond);
+    pthread_mutex_unlock(&l->mu);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- run */
+
+static void load_init(struct load *l, const struct load_opts *o)
+{
+    memset(l, 0, sizeof *l);
+    l->opts = o;
+    atomic_init(&l->issued, 0);
+    atomic_init(&l->stop, false);
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->go_cond, NULL);
+
+    pthread_condattr_t attr;            /* done_cond waits on CLOCK_MONOTONIC */
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->done_cond, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+/* Each connection needs a descriptor: raise the soft limit if it is low. */
+static void load_raise_nofile(int conns)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= (rlim_t)conns + 64)
+        return;
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+static struct worker *load_spawn(struct load *l)
+{
+    int n = l->opts->conns;
+    struct worker *w = xcalloc((size_t)n, sizeof *w);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, STACK_SIZE);
+    for (int i = 0; i < n; i++) {
+        w[i].load = l;
+        w[i].conn.fd = -1;
+        atomic_init(&w[i].done, 0);
+        tally_init(&w[i].tally);
+        int rc = pthread_create(&w[i].tid, &attr, worker_main, &w[i]);
+        if (rc != 0)
+            die("cannot start thread %d of %d: %s (try a smaller -c)", i + 1, n, strerror(rc));
+    }
+    pthread_attr_destroy(&attr);
+    return w;
+}
+
+static uint64_t load_done(const struct worker *w, int n)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += atomic_load_explicit(&w[i].done, memory_order_relaxed);
+    return sum;
+}
+
+/* The progress line: overwritten in place on a terminal, one per second
+ * otherwise. */
+static void load_progress(const struct worker *w, int n, int64_t now, int64_t *last_ns,
+                          uint64_t *last_done)
+{
+    uint64_t done = load_done(w, n);
+    double rate = (double)(done - *last_done) * (double)NS_PER_S / (double)(now - *last_ns);
+    bool tty = isatty(STDERR_FILENO);
+    fprintf(stderr, "%sll-load: %llu done, %.0f/s%s", tty ? "\r" : "",
+            (unsigned long long)done, rate, tty ? "\033[K" : "\n");
+    fflush(stderr);
+    *last_ns = now;
+    *last_done = done;
+}
+
+/* Release the workers, stop them when the duration is up, print progress,
+ * and return the elapsed time once every worker has finished. */
+static int64_t load_supervise(struct load *l, const struct worker *w)
+{
+    const struct load_opts *o = l->opts;
+    pthread_mutex_lock(&l->mu);
+    int64_t start = now_ns(), last_ns = start;
+    int64_t stop_at = o->duration_ns ? start + o->duration_ns : INT64_MAX;
+    int64_t tick_at = o->progress ? start + NS_PER_S : INT64_MAX;
+    uint64_t last_done = 0;
+    bool printed = false;
+    l->go = true;
+    pthread_cond_broadcast(&l->go_cond);
+
+    while (l->finished < o->conns) {
+        int64_t wake = stop_at < tick_at ? stop_at : tick_at;
+        struct timespec ts = ns_to_timespec(wake);
+        if (wake == INT64_MAX)
+            pthread_cond_wait(&l->done_cond, &l->mu);
+        else
+            pthread_cond_timedwait(&l->done_cond, &l->mu, &ts);
+        int64_t now = now_ns();
+        if (now >= stop_at) {
+            atomic_store(&l->stop, true);
+            stop_at = INT64_MAX;
+        }
+        if (now >= tick_at && l->finished < o->conns) {
+            load_progress(w, o->conns, now, &last_ns, &last_done);
+            printed = true;
+            tick_at += NS_PER_S;
+        }
+    }
+    int64_t elapsed = now_ns() - start;
+    pthread_mutex_unlock(&l->mu);
+    if (printed && isatty(STDERR_FILENO))
+        fputc('\n', stderr);
+    return elapsed;
+}
+
+/* ---------------------------------------------------------------- output */
+
+#define FIELDS_MAX 32
+
+/* One scalar of the summary, already formatted: both outputs share them. */
+struct field {
+    char name[24];
+    char value[32];
+};
+
+struct summary {
+    struct field field[FIELDS_MAX];
+    int          nfields;
+    struct tally total;
+};
+
+static void summary_add(struct summary *s, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void summary_add(struct summary *s, const char *name, const char *fmt, ...)
+{
+    assert(s->nfields < FIELDS_MAX);
+    struct field *f = &s->field[s->nfields++];
+    snprintf(f->name, sizeof f->name, "%s", name);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->value, sizeof f->value, fmt, ap);
+    va_end(ap);
+}
+
+static void summary_latency(struct summary *s)
+{
+    static const struct { const char *name; double q; } pct[] = {
+        { "lat_p50_ms", 0.50 }, { "lat_p90_ms", 0.90 }, { "lat_p95_ms", 0.95 },
+        { "lat_p99_ms", 0.99 }, { "lat_p999_ms", 0.999 },
+    };
+    const struct hist *h = &s->total.latency;
+    summary_add(s, "lat_mean_ms", "%.3f", hist_mean(h) / 1000.0);
+    summary_add(s, "lat_min_ms", "%.3f", (double)hist_min(h) / 1000.0);
+    for (size_t i = 0; i < sizeof pct / sizeof pct[0]; i++)
+        summary_add(s, pct[i].name, "%.3f", (double)hist_percentile(h, pct[i].q) / 1000.0);
+    summary_add(s, "lat_max_ms", "%.3f", (double)hist_max(h) / 1000.0);
+}
+
+static int result_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct result_count *)a)->name, ((const struct result_count *)b)->name);
+}
+
+static void summary_build(struct summary *s, const struct worker *w, int n, int64_t elapsed_ns)
+{
+    memset(s, 0, sizeof *s);
+    tally_init(&s->total);
+    for (int i = 0; i < n; i++)
+        tally_merge(&s->total, &w[i].tally);
+    qsort(s->total.result, s->total.nresults, sizeof s->total.result[0], result_cmp);
+
+    const struct tally *t = &s->total;
+    uint64_t answers = hist_count(&t->latency), errors = tally_errors(t);
+    double elapsed = (double)elapsed_ns / (double)NS_PER_S;
+    char name[24];
+
+    summary_add(s, "requests", "%llu", (unsigned long long)(answers + errors));
+    summary_add(s, "responses", "%llu", (unsigned long long)answers);
+    summary_add(s, "transport_errors", "%llu", (unsigned long long)errors);
+    for (int i = 0; i < ERR_KINDS; i++) {
+        snprintf(name, sizeof name, "err_%s", err_names[i]);
+        summary_add(s, name, "%llu", (unsigned long long)t->errors[i]);
+    }
+    summary_add(s, "connections", "%d", n);
+    summary_add(s, "tcp_connects", "%llu", (unsigned long long)t->connects);
+    summary_add(s, "elapsed_s", "%.3f", elapsed);
+    summary_add(s, "rps", "%.1f", elapsed > 0 ? (double)(answers + errors) / elapsed : 0.0);
+    summary_latency(s);
+    summary_add(s, "results_missing", "%llu", (unsigned long long)t->missing);
+}
+
+/* Result names as shell-safe key suffixes: [a-z0-9_], anything else '_'. */
+static void kv_name(const char *in, char *out)
+{
+    for (; *in; in++, out++) {
+        char ch = *in;
+        *out = ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9')) ? ch : '_';
+    }
+    *out = '\0';
+}
+
+/* Results, with names made shell-safe; names that become equal add up. */
+static void kv_results(const struct tally *t)
+{
+    struct result_count safe[RESULT_MAX];
+    for (unsigned i = 0; i < t->nresults; i++) {
+        kv_name(t->result[i].name, safe[i].name);
+        safe[i].n = t->result[i].n;
+    }
+    qsort(safe, t->nresults, sizeof safe[0], result_cmp);
+    for (unsigned i = 0; i < t->nresults; i++) {
+        uint64_t n = safe[i].n;
+        while (i + 1 < t->nresults && strcmp(safe[i].name, safe[i + 1].name) == 0)
+            n += safe[++i].n;
+        printf("result_%s=%llu\n", safe[i].name, (unsigned long long)n);
+    }
+}
+
+static void print_kv(const struct summary *s)
+{
+    for (int i = 0; i < s->nfields; i++)
+        printf("%s=%s\n", s->field[i].name, s->field[i].value);
+    for (int code = 0; code < STATUS_MAX; code++)
+        if (s->total.status[code])
+            printf("status_%d=%llu\n", code, (unsigned long long)s->total.status[code]);
+    kv_results(&s->total);
+}
+
+/* Length of the valid UTF-8 sequence starting at p (a byte >= 0x80), or 0
+ * when it is not one: overlongs, surrogates and values past U+10FFFF fail. */
+static size_t utf8_len(const unsigned char *p)
+{
+    size_t n = *p >= 0xf0 ? 4 : *p >= 0xe0 ? 3 : *p >= 0xc2 ? 2 : 0;
+    if (n == 0 || *p > 0xf4)
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
+        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
+        return 0;
+    return n;
+}
+
+/* A JSON string. Valid UTF-8 passes through; a stray byte becomes \u00XX,
+ * so the output is valid JSON whatever the server sent. */
+static void json_string(const char *str)
+{
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
+        size_t n = *p >= 0x80 ? utf8_len(p) : 0;
+        if (n > 0) {
+            fwrite(p, 1, n, stdout);
+            p += n - 1;
+        } else if (*p == '"' || *p == '\\') {
+            printf("\\%c", *p);
+        } else if (*p < 0x20 || *p >= 0x7f) {
+            printf("\\u%04x", *p);
+        } else {
+            putchar(*p);
+        }
+    }
+    putchar('"');
+}
+
+static void print_json(const struct summary *s)
+{
+    const struct tally *t = &s->total;
+    putchar('{');
+    for (int i = 0; i < s->nfields; i++)
+        printf("\"%s\":%s,", s->field[i].name, s->field[i].value);
+    printf("\"status\":{");
+    const char *sep = "";
+    for (int code = 0; code < STATUS_MAX; code++) {
+        if (t->status[code]) {
+            printf("%s\"%d\":%llu", sep, code, (unsigned long long)t->status[code]);
+            sep = ",";
+        }
+    }
+    printf("},\"result\":{");
+    for (unsigned i = 0; i < t->nresults; i++) {
+        printf("%s", i ? "," : "");
+        json_string(t->result[i].name);
+        printf(":%llu", (unsigned long long)t->result[i].n);
+    }
+    printf("}}\n");
+}
+
+/* ---------------------------------------------------------------- main */
+
+/* The first connect error any worker saw, 0 if one connection opened. */
+static int load_connect_failure(const struct worker *w, int n, const struct tally *total)
+{
+    if (total->connects > 0)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (w[i].connect_errno)
+            return w[i].connect_errno;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static struct load_opts opts;
+    static struct load load;
+    static struct summary summary;
+
+    opts_parse(argc, argv, &opts);
+    load_raise_nofile(opts.conns);
+    load_init(&load, &opts);
+
+    struct worker *w = load_spawn(&load);
+    int64_t elapsed = load_supervise(&load, w);
+    for (int i = 0; i < opts.conns; i++)
+        pthread_join(w[i].tid, NULL);
+
+    summary_build(&summary, w, opts.conns, elapsed);
+    if (opts.json)
+        print_json(&summary);
+    else
+        print_kv(&summary);
+    fflush(stdout);
+
+    int err = load_connect_failure(w, opts.conns, &summary.total);
+    free(w);
+    free(opts.request);
+    if (err) {
+        fprintf(stderr, "ll-load: could not connect to %s: %s\n", opts.authority, strerror(err));
+        return EXIT_NOCONNECT;
+    }
+    return EXIT_RAN;
+}

@@ -1,0 +1,68 @@
+/* load_stats.h — a latency histogram for ll-load (and anything else).
+ *
+ * A fixed-size, allocation-free, log-linear histogram of durations in
+ * microseconds, in the manner of HdrHistogram: values below 32 µs each get
+ * their own bucket; above that, every power of two is split into 32 equal
+ * buckets, so a bucket is never wider than 1/32 (3.1 %) of the values it
+ * holds. Percentiles answer with the bucket's midpoint, hence within 1.6 % of
+ * the exact order statistic. The range covers 0 µs to HIST_MAX_US (about
+ * 134 s); larger values are counted in the top bucket. Count, sum (so the
+ * mean), minimum and maximum are kept exactly, whatever the bucket.
+ *
+ * One struct hist is about 6 KB and owns no memory: embed it, copy it,
+ * memset it. It is not thread-safe; the intended use is one histogram per
+ * thread, merged with hist_merge() after the threads are joined, so that the
+ * hot path takes no lock.
+ *
+ *     struct hist h;
+ *     hist_init(&h);
+ *     hist_add(&h, 1250);                    // one sample of 1.25 ms
+ *     uint64_t p99 = hist_percentile(&h, 0.99);
+ */
+#ifndef LOCKLAB_LOAD_STATS_H
+#define LOCKLAB_LOAD_STATS_H
+
+#include <stdint.h>
+
+#define HIST_SUB_BITS 5                          /* 32 buckets per octave */
+#define HIST_SUB      (1u << HIST_SUB_BITS)
+#define HIST_TOP_BIT  27                         /* values < 2^27 µs       */
+#define HIST_MAX_US   ((UINT64_C(1) << HIST_TOP_BIT) - 1)
+#define HIST_BUCKETS  ((HIST_TOP_BIT - HIST_SUB_BITS + 1) * HIST_SUB)
+
+/* The fields are private: read them through the functions below. */
+struct hist {
+    uint64_t count;                  /* samples added                     */
+    uint64_t sum_us;                 /* exact sum, for the mean           */
+    uint64_t min_us;                 /* UINT64_MAX while empty            */
+    uint64_t max_us;                 /* 0 while empty                     */
+    uint64_t bucket[HIST_BUCKETS];
+};
+
+/* Make h empty. A zero-filled struct hist is NOT empty-ready (min_us must
+ * start at UINT64_MAX): always call this first. */
+void hist_init(struct hist *h);
+
+/* Record one sample of `us` microseconds. */
+void hist_add(struct hist *h, uint64_t us);
+
+/* Add every sample of src to dst (src is unchanged). */
+void hist_merge(struct hist *dst, const struct hist *src);
+
+/* Number of samples recorded. */
+uint64_t hist_count(const struct hist *h);
+
+/* Arithmetic mean in microseconds (exact); 0 when empty. */
+double hist_mean(const struct hist *h);
+
+/* Smallest and largest sample in microseconds (exact); 0 when empty. */
+uint64_t hist_min(const struct hist *h);
+uint64_t hist_max(const struct hist *h);
+
+/* The q-quantile in microseconds, q in [0, 1] (0.99 for p99): the value of
+ * the sample of rank ceil(q × count), approximated by its bucket's midpoint
+ * and clamped to [min, max]. q <= 0 gives the exact minimum, q >= 1 the
+ * exact maximum, and an empty histogram gives 0. */
+uint64_t hist_percentile(const struct hist *h, double q);
+
+#endif /* LOCKLAB_LOAD_STATS_H */

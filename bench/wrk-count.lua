@@ -1,0 +1,74 @@
+-- wrk-count.lua — make wrk count its answers like ll-load does.
+--
+--     wrk -t2 -c64 -d10s -s bench/wrk-count.lua 'http://127.0.0.1:8080/check/lock?lock=none'
+--
+-- wrk itself reports only "Non-2xx or 3xx responses". This script counts
+-- every answer by HTTP status and by the JSON "result" field of its body
+-- (sold, sold_out, lock_timeout, …), one table per wrk thread, and done()
+-- merges the threads' tables and prints ONE line of JSON with the keys of
+-- `ll-load --json` (requests, responses, transport_errors, elapsed_s, rps,
+-- lat_*_ms, status{}, result{}), so bench/compare reads either the same way.
+-- Requests still in flight when the duration ends are not counted: the
+-- server may have sold them (at most one per connection).
+
+local threads = {}
+
+function setup(thread)
+   table.insert(threads, thread)
+end
+
+function init(args)
+   statuses = {}
+   results = {}
+end
+
+function response(status, headers, body)
+   local s = tostring(status)
+   statuses[s] = (statuses[s] or 0) + 1
+   local r = body and body:match('"result"%s*:%s*"([%w_]+)"')
+   if r then
+      results[r] = (results[r] or 0) + 1
+   end
+end
+
+local function merge(into, from)
+   for k, v in pairs(from or {}) do
+      into[k] = (into[k] or 0) + v
+   end
+end
+
+local function object(t)
+   local keys, parts = {}, {}
+   for k in pairs(t) do table.insert(keys, k) end
+   table.sort(keys)
+   for _, k in ipairs(keys) do
+      table.insert(parts, string.format('"%s":%d', k, t[k]))
+   end
+   return "{" .. table.concat(parts, ",") .. "}"
+end
+
+function done(summary, latency, requests)
+   local st, rs = {}, {}
+   for _, t in ipairs(threads) do
+      merge(st, t:get("statuses"))
+      merge(rs, t:get("results"))
+   end
+   local e = summary.errors
+   local transport = e.connect + e.read + e.write + e.timeout
+   local seconds = summary.duration / 1e6
+   local function ms(us) return us / 1000.0 end
+   io.write(string.format(
+      '{"driver":"wrk","requests":%d,"responses":%d,"transport_errors":%d,' ..
+      '"err_connect":%d,"err_read":%d,"err_write":%d,"err_timeout":%d,' ..
+      '"threads":%d,"elapsed_s":%.3f,"rps":%.1f,' ..
+      '"lat_mean_ms":%.3f,"lat_min_ms":%.3f,"lat_p50_ms":%.3f,"lat_p90_ms":%.3f,' ..
+      '"lat_p95_ms":%.3f,"lat_p99_ms":%.3f,"lat_max_ms":%.3f,' ..
+      '"status":%s,"result":%s}\n',
+      summary.requests + transport, summary.requests, transport,
+      e.connect, e.read, e.write, e.timeout, #threads,
+      seconds, seconds > 0 and (summary.requests + transport) / seconds or 0,
+      ms(latency.mean), ms(latency.min), ms(latency:percentile(50)),
+      ms(latency:percentile(90)), ms(latency:percentile(95)),
+      ms(latency:percentile(99)), ms(latency.max),
+      object(st), object(rs)))
+end

@@ -1,0 +1,12 @@
+-- docker/mariadb/00-users.sql — the application's account, least privilege.
+--
+-- The mariadb image runs /docker-entrypoint-initdb.d/* in name order on a
+-- fresh volume, against MARIADB_DATABASE (locklab): this file (00), then
+-- sql/schema.sql mounted as 10-schema.sql, then sql/seed.sql mounted as
+-- 20-seed.sql. The compose file does not set MARIADB_USER, because the
+-- image would grant that user ALL on the database; the server needs only
+-- rows, so it gets SELECT, INSERT, UPDATE, DELETE and no DDL, exactly as
+-- bench/stack grants it natively. '%' because the instances connect from
+-- other containers; the port is published on the host's loopback only.
+CREATE USER IF NOT EXISTS 'locklab'@'%' IDENTIFIED BY 'locklab';
+GRANT SELECT, INSERT, UPDATE, DELETE ON locklab.* TO 'locklab'@'%';

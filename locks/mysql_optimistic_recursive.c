@@ -1,0 +1,64 @@
+/* mysql_optimistic_recursive.c — the seeds' optimistic lock as written
+ * (seed 000 §1.6.3): on a lost race checkAndLock() calls itself at once.
+ *
+ *     SELECT count, version …;  UPDATE … WHERE id = ? AND version = ?;
+ *     0 rows → checkAndLock()          -- recursion, no pause
+ *
+ * Kept as a teaching strategy beside mysql-optimistic: every lost race
+ * costs a stack frame and an immediate retry, so under contention the
+ * losers hammer the hot row and the database serves retries instead of
+ * sales (the seeds' own JMeter run shows it slower than FOR UPDATE). In
+ * Java a deep enough pile-up ends in StackOverflowError; here the depth is
+ * capped at RECURSION_MAX frames and the deadline, and running out answers
+ * lock_timeout, so the server never dies of it.
+ */
+#include "lock.h"
+#include "../app/db.h"
+#include "../app/stock.h"
+
+#define RECURSION_MAX 2000
+
+static int check_and_lock(struct lock_ctx *ctx, const struct product *p,
+                          long long *remaining, int depth)
+{
+    static const char read_sql[] = "SELECT count, version FROM db_stock WHERE id = ?";
+    static const char write_sql[] =
+        "UPDATE db_stock SET count = ?, version = version + 1 WHERE id = ? AND version = ?";
+    long long count = 0, version = 0, rows = 0;
+    int rc;
+
+    if (depth >= RECURSION_MAX || lock_time_left(ctx) <= 0)
+        return lock_error(ctx, LL_TIMEOUT, "mysql",
+                          "gave up after %d recursive retries (Java would overflow its stack)", depth);
+    rc = db_exec(ctx, read_sql, &rows, "l>ll", p->id, &count, &version);
+    if (rc != LL_OK)
+        return rc;
+    if (rows == 0)
+        return lock_error(ctx, LL_ERROR, "mysql", "db_stock row %lld vanished", p->id);
+    if (count <= 0)
+        return LL_SOLD_OUT;
+    stock_hold(ctx);
+    rc = db_exec(ctx, write_sql, &rows, "lll", count - 1, p->id, version);
+    if (rc != LL_OK)
+        return rc;
+    if (rows == 1) {
+        *remaining = count - 1;
+        return LL_OK;
+    }
+    ctx->retries++;
+    return check_and_lock(ctx, p, remaining, depth + 1);
+}
+
+static int recursive_sell(struct lock_ctx *ctx, const struct product *p, long long *remaining)
+{
+    return check_and_lock(ctx, p, remaining, 0);
+}
+
+const struct lock_ops lock_mysql_optimistic_recursive = {
+    .name    = "mysql-optimistic-recursive",
+    .family  = "mysql",
+    .summary = "the seeds' optimistic lock as written: on a lost race, recurse at once (seed 000 §1.6.3)",
+    .flaw    = "no pause between retries and a stack frame per lost race: losers hammer the row",
+    .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .sell    = recursive_sell,
+};

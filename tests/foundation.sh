@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# foundation.sh — the local and MySQL strategies through nginx with three
+# instances, bad input, and MariaDB going away in the middle of a run.
+#
+# S = 200 units, R = 1000 purchases over 64 connections. The races of the
+# teaching strategies are made certain, not likely, with the documented
+# fault switch ?hold_ms=2 (a 2 ms sleep between the read and the write):
+# with 64 concurrent buyers every sale then overlaps another.
+set -u
+T_NAME=foundation
+. "$(dirname "$0")/lib.sh"
+t_setup
+
+S=200 R=1000 C=64
+
+echo "== exact strategies, three instances behind nginx"
+for lock in mysql-update mysql-for-update mysql-optimistic mysql-optimistic-recursive \
+            mysql-lock-table; do
+    t_reset $S
+    t_load "lock=$lock" $R $C
+    t_exact "$lock"
+done
+
+echo "== none loses updates"
+t_reset $S
+t_load "lock=none&hold_ms=2" $R $C
+t_ok "$L_lost -gt 0" "none: lost updates ($L_lost)"
+t_ok "$L_oversold -gt 0" "none: oversold ($L_oversold)"
+
+echo "== mutex: exact on one instance, broken on three"
+t_reset $S
+t_load "lock=mutex&hold_ms=2" $R $C "${T_INSTANCES[0]}"
+t_exact "mutex on one instance"
+t_reset $S
+t_load "lock=mutex&hold_ms=2" $R $C
+t_ok "$L_lost -gt 0" "mutex on three instances: lost updates ($L_lost)"
+
+echo "== re-entry within one request"
+t_reset 10
+for lock in mutex mysql-lock-table; do
+    code=$(t_curl -o /dev/null -w '%{http_code}' "$LOCKLAB_URL/check/lock?lock=$lock&reentry=3")
+    t_ok "$code = 200" "$lock re-enters three deep"
+done
+t_ok "$(t_stock) -eq 8" "two re-entrant sales took two units"
+rows=$(mariadb -h127.0.0.1 -P"$LOCKLAB_MYSQL_PORT" -u"$LOCKLAB_MYSQL_USER" \
+       -p"$LOCKLAB_MYSQL_PASSWORD" "$LOCKLAB_MYSQL_DB" -N -e 'SELECT COUNT(*) FROM db_lock')
+t_ok "$rows -eq 0" "every db_lock row was released"
+
+echo "== bad input: 4xx, JSON reason, stock untouched"
+t_reset 50
+check() {   # expected-code description url [curl args]
+    local want=$1 what=$2 url=$3 body code
+    shift 3
+    body=$(t_curl -w '\n%{http_code}' "$@" "$url")
+    code=${body##*$'\n'}
+    body=${body%$'\n'*}
+    t_ok "$code = $want" "$what -> $want"
+    case $body in *'"error":'*) t_ok "1 = 1" "$what: JSON reason" ;;
+                  *) t_ok "0 = 1" "$what: JSON reason (got: ${body:0:80})" ;; esac
+}
+long=$(head -c 3000 /dev/zero | tr '\0' a)
+check 400 "unknown strategy"   "$LOCKLAB_URL/check/lock?lock=nope"
+check 400 "unknown product"    "$LOCKLAB_URL/check/lock?product=424242"
+check 400 "SQL-looking product" "$LOCKLAB_URL/check/lock?product=1001%27%20OR%20%271%27=%271"
+check 400 "SQL-looking product 2" "$LOCKLAB_URL/check/lock?product=1001;DROP%20TABLE%20db_stock"
+check 400 "unknown parameter"  "$LOCKLAB_URL/check/lock?lokc=none"
+check 400 "malformed reentry"  "$LOCKLAB_URL/check/lock?reentry=x"
+check 400 "reentry too deep"   "$LOCKLAB_URL/check/lock?reentry=99"
+check 400 "parameter twice"    "$LOCKLAB_URL/check/lock?lock=none&lock=mutex"
+check 414 "over-long query"    "$LOCKLAB_URL/check/lock?lock=$long"
+check 400 "negative count"     "$LOCKLAB_URL/stock/reset?count=-5" -X POST
+check 400 "non-numeric count"  "$LOCKLAB_URL/stock/reset?count=12abc" -X POST
+check 400 "missing count"      "$LOCKLAB_URL/stock/reset" -X POST
+check 405 "GET on reset"       "$LOCKLAB_URL/stock/reset?count=1"
+check 404 "unknown path"       "$LOCKLAB_URL/nothing/here"
+t_ok "$(t_stock) -eq 50" "stock untouched by bad requests"
+
+echo "== a crashed db_lock holder is taken over after its lease"
+t_reset 20
+t_curl -o /dev/null "${T_INSTANCES[1]}/check/lock?lock=mysql-lock-table&crash=1"
+sleep 0.5
+code=$(t_curl -o /dev/null -w '%{http_code}' "${T_INSTANCES[0]}/check/lock?lock=mysql-lock-table&wait_ms=300")
+t_ok "$code = 503" "while the dead holder's lease runs, others time out"
+code=$(t_curl -o /dev/null -w '%{http_code}' "${T_INSTANCES[0]}/check/lock?lock=mysql-lock-table&wait_ms=20000")
+t_ok "$code = 200" "after the lease the row is taken over and the sale goes on"
+t_ok "$(t_stock) -eq 19" "one unit sold"
+"$T_ROOT/bench/stack" up >/dev/null
+
+echo "== MariaDB stopped in the middle of a run"
+t_reset 100000
+"$T_BUILD/ll-load" -c 16 -n 20000 "$LOCKLAB_URL/check/lock?lock=mysql-update" > /tmp/locklab-t-$$ &
+loader=$!
+sleep 1
+"$T_ROOT/bench/stack" stop mysql >/dev/null
+body=$(t_curl "$LOCKLAB_URL/check/lock?lock=mysql-for-update")
+t_ok "'${body//[ \']/}' != ''" "an answer while MariaDB is down"
+case $body in *'"result":"unavailable"'*'"backend":"mysql"'*|*'"backend":"mysql"'*'"result":"unavailable"'*)
+    t_ok "1 = 1" "503 unavailable naming mysql" ;;
+    *) t_ok "0 = 1" "503 unavailable naming mysql (got: ${body:0:120})" ;; esac
+wait $loader
+grep -q '^result_unavailable=' /tmp/locklab-t-$$; t_ok "$? -eq 0" "the run saw unavailable answers"
+rm -f /tmp/locklab-t-$$
+for url in "${T_INSTANCES[@]}"; do
+    code=$(t_curl -o /dev/null -w '%{http_code}' "$url/health")
+    t_ok "$code = 200" "$url survived"
+done
+"$T_ROOT/bench/stack" up >/dev/null
+for i in $(seq 1 50); do     # the slots reconnect on their next use
+    [ "$(t_curl -o /dev/null -w '%{http_code}' "$LOCKLAB_URL/stock")" = 200 ] && break
+    sleep 0.2
+done
+for lock in mysql-update mysql-for-update; do
+    t_reset $S
+    t_load "lock=$lock" $R $C
+    t_exact "$lock after MariaDB came back"
+done
+
+t_done

@@ -1,0 +1,111 @@
+# tests/lib.sh — what every integration test shares. Source it, then:
+#
+#   t_setup                     the stack is up (bench/stack up), env loaded
+#   t_reset S [product]         stock := S, lock state cleared, counters zeroed
+#   t_load "QUERY" R C [URL]    R purchases over C connections (ll-load);
+#                               sets L_requests L_sold L_sold_out
+#                               L_lock_timeout L_unavailable L_errors L_other
+#                               L_transport L_rps L_p99_ms L_final L_oversold
+#                               L_lost (definitions below), URL defaults to nginx
+#   t_exact NAME                sold == S, final == 0, oversold == lost == 0,
+#                               every request answered sold or sold_out
+#   t_ok COND MSG               one assertion (COND is a `test` expression)
+#   t_done                      "N passed, M failed"; exit status
+#
+# With initial stock S, sold = number of 200 answers and final = the stock
+# after the run: oversold = max(0, sold − S), lost = sold − (S − final).
+# Tests run with `set -u`; a failed assertion does not stop the script, so
+# one run reports every broken case.
+
+T_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+T_BUILD=${LOCKLAB_BUILD_DIR:-$T_ROOT/build}
+case $T_BUILD in /*) ;; *) T_BUILD=$T_ROOT/$T_BUILD ;; esac
+export LOCKLAB_BUILD_DIR=$T_BUILD
+T_PASSED=0
+T_FAILED=0
+T_STOCK=0
+
+t_log() { printf '%s: %s\n' "${T_NAME:-test}" "$*"; }
+
+t_ok() {
+    local msg=$2
+    # shellcheck disable=SC2086
+    if eval test $1; then
+        T_PASSED=$((T_PASSED + 1))
+        printf '  ok    %s\n' "$msg"
+    else
+        T_FAILED=$((T_FAILED + 1))
+        printf '  FAIL  %s   [%s]\n' "$msg" "$1"
+    fi
+}
+
+t_done() {
+    printf '%s: %d passed, %d failed\n' "${T_NAME:-test}" "$T_PASSED" "$T_FAILED"
+    [ "$T_FAILED" -eq 0 ]
+    exit $?
+}
+
+t_env() {
+    # shellcheck disable=SC1091
+    . "$T_ROOT/.run/stack.env"
+    IFS=, read -r -a T_INSTANCES <<< "$LOCKLAB_INSTANCES"
+}
+
+t_setup() {
+    "$T_ROOT/bench/stack" up "$@" >/dev/null || { echo "stack up failed"; exit 1; }
+    t_env
+}
+
+t_curl() { curl -s -m 60 "$@"; }
+
+t_reset() {
+    local s=$1 product=${2:-1001} url
+    T_STOCK=$s
+    T_PRODUCT=$product
+    t_curl -X POST "$LOCKLAB_URL/stock/reset?count=$s&product=$product" >/dev/null
+    for url in "${T_INSTANCES[@]}"; do
+        t_curl -X POST "$url/stats/reset" >/dev/null
+    done
+}
+
+t_stock() {
+    t_curl "$LOCKLAB_URL/stock?product=${1:-1001}" | sed -n 's/.*"count":\([0-9-]*\).*/\1/p'
+}
+
+t_load() {
+    local query=$1 r=$2 c=$3 base=${4:-$LOCKLAB_URL} out key val
+    out=$("$T_BUILD/ll-load" -c "$c" -n "$r" "$base/check/lock?$query") || true
+    L_requests=0 L_sold=0 L_sold_out=0 L_lock_timeout=0 L_unavailable=0 L_errors=0
+    L_transport=0 L_rps=0 L_p99_ms=0 L_other=0
+    while IFS='=' read -r key val; do
+        case $key in
+            requests) L_requests=$val ;;
+            transport_errors) L_transport=$val ;;
+            rps) L_rps=$val ;;
+            lat_p99_ms) L_p99_ms=$val ;;
+            result_sold) L_sold=$val ;;
+            result_sold_out) L_sold_out=$val ;;
+            result_lock_timeout) L_lock_timeout=$val ;;
+            result_unavailable) L_unavailable=$val ;;
+            result_error) L_errors=$val ;;
+            result_*) L_other=$((L_other + val)) ;;
+        esac
+    done <<< "$out"
+    L_final=$(t_stock "${T_PRODUCT:-1001}")
+    L_final=${L_final:-unknown}
+    if [ "$L_final" = unknown ]; then L_lost=unknown; L_oversold=unknown; return; fi
+    L_oversold=$((L_sold > T_STOCK ? L_sold - T_STOCK : 0))
+    L_lost=$((L_sold - (T_STOCK - L_final)))
+    t_log "$query: sold=$L_sold sold_out=$L_sold_out timeouts=$L_lock_timeout" \
+          "unavailable=$L_unavailable errors=$L_errors transport=$L_transport" \
+          "final=$L_final oversold=$L_oversold lost=$L_lost rps=$L_rps"
+}
+
+t_exact() {
+    local name=$1
+    t_ok "$L_sold -eq $T_STOCK" "$name sells exactly $T_STOCK"
+    t_ok "'$L_final' = 0" "$name leaves 0 in stock"
+    t_ok "'$L_oversold' = 0 -a '$L_lost' = 0" "$name: 0 oversold, 0 lost updates"
+    t_ok "$((L_sold + L_sold_out)) -eq $L_requests" \
+         "$name: every request answered sold or sold_out"
+}

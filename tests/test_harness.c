@@ -1,0 +1,128 @@
+/* test_harness.c — the comparison's arithmetic (bench/harness.c): the
+ * counts of tests/lib.sh, the ceiling table, latency merging and JMeter's
+ * percentile. Prints "N passed, M failed". */
+#include "../bench/harness.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static int passed, failed;
+
+#define CHECK(cond) do {                                              \
+        if (cond) passed++;                                           \
+        else { failed++; printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); } \
+    } while (0)
+
+#define NEAR(a, b, eps) (fabs((double)(a) - (double)(b)) <= (eps))
+
+static void test_counts(void)
+{
+    /* Seed 000's no-lock run: 5000 sold out of 5000, 4870 left. */
+    CHECK(harness_oversold(5000, 5000) == 0);
+    CHECK(harness_lost(5000, 5000, 4870) == 4870);
+    /* An exact strategy: everything sold, nothing left, nothing lost. */
+    CHECK(harness_lost(5000, 5000, 0) == 0);
+    /* Oversell: 100 units, 130 answers of 200, the row reads 0. */
+    CHECK(harness_oversold(100, 130) == 30);
+    CHECK(harness_lost(100, 130, 0) == 30);
+    /* Fewer sold than stock, final agrees: nothing lost. */
+    CHECK(harness_oversold(100, 40) == 0 && harness_lost(100, 40, 60) == 0);
+    /* A sale subtracted but answered with an error (not 200): negative. */
+    CHECK(harness_lost(100, 40, 59) == -1);
+
+    CHECK(NEAR(harness_rate(5000, 10.0), 500.0, 1e-9));
+    CHECK(harness_rate(5000, 0) == 0.0 && harness_rate(1, -1) == 0.0);
+    CHECK(NEAR(harness_efficiency(250.0, 1000.0), 0.25, 1e-12));
+    CHECK(harness_efficiency(250.0, 0) < 0);
+}
+
+static void test_ceilings(void)
+{
+    CHECK(!strcmp(harness_ceiling("mysql-update", "mysql"), CEIL_MYSQL_UPDATE));
+    CHECK(!strcmp(harness_ceiling("mysql-for-update", "mysql"), CEIL_FOR_UPDATE));
+    CHECK(!strcmp(harness_ceiling("mysql-optimistic", "mysql"), CEIL_FOR_UPDATE));
+    CHECK(!strcmp(harness_ceiling("mysql-lock-table", "mysql"), CEIL_SERIAL_MYSQL));
+    CHECK(!strcmp(harness_ceiling("none", "local"), CEIL_SERIAL_MYSQL));
+    CHECK(!strcmp(harness_ceiling("mutex", "local"), CEIL_SERIAL_MYSQL));
+    /* The names of the strategies still to be merged, with or without a
+     * family: the family wins over the prefix, the name over both. */
+    CHECK(!strcmp(harness_ceiling("redis-lua", "redis"), CEIL_SERIAL_REDIS));
+    CHECK(!strcmp(harness_ceiling("redis-setnx", NULL), CEIL_SERIAL_REDIS));
+    CHECK(!strcmp(harness_ceiling("redisson", "redis"), CEIL_SERIAL_REDIS));
+    CHECK(!strcmp(harness_ceiling("zk-sequential", "zookeeper"), CEIL_SERIAL_ZK));
+    CHECK(!strcmp(harness_ceiling("zk-ephemeral", NULL), CEIL_SERIAL_ZK));
+    CHECK(!strcmp(harness_ceiling("curator", "zookeeper"), CEIL_SERIAL_ZK));
+    CHECK(!strcmp(harness_ceiling("redlock", "redis"), CEIL_SERIAL_REDIS));
+    CHECK(!strcmp(harness_ceiling("mysql-new", NULL), CEIL_SERIAL_MYSQL));
+    CHECK(harness_ceiling("etcd-lease", "etcd") == NULL);
+    CHECK(harness_ceiling(NULL, NULL) == NULL);
+    CHECK(strlen(harness_ceiling_text(CEIL_SERIAL_ZK)) > 0);
+    CHECK(!strcmp(harness_ceiling_text("nope"), ""));
+}
+
+static void test_latency(void)
+{
+    struct lat_summary a = { 100, 2.0, 1.0, 3.0, 4.0, 8.0, 10.0 };
+    struct lat_summary b = { 300, 20.0, 10.0, 30.0, 40.0, 80.0, 100.0 };
+    struct lat_summary empty = { 0, 0, 0, 0, 0, 0, 0 };
+    struct lat_summary in[3], m;
+
+    /* The CDF goes through the summary's points and interpolates between. */
+    CHECK(NEAR(harness_lat_cdf(&a, 1.0), 0.50, 1e-12));
+    CHECK(NEAR(harness_lat_cdf(&a, 2.0), 0.70, 1e-12));
+    CHECK(NEAR(harness_lat_cdf(&a, 0.5), 0.25, 1e-12));
+    CHECK(harness_lat_cdf(&a, 0) == 0.0 && harness_lat_cdf(&a, 10.0) == 1.0);
+    CHECK(harness_lat_cdf(&a, 1e9) == 1.0);
+
+    /* One summary (or one plus empties) merges to itself, exactly. */
+    in[0] = a;
+    in[1] = empty;
+    harness_lat_merge(in, 2, &m);
+    CHECK(m.n == 100 && m.p50 == 1.0 && m.p99 == 8.0 && m.max == 10.0 && m.mean == 2.0);
+
+    /* Two equal summaries merge to the same percentiles. */
+    in[1] = a;
+    harness_lat_merge(in, 2, &m);
+    CHECK(m.n == 200 && NEAR(m.p50, 1.0, 1e-6) && NEAR(m.p90, 3.0, 1e-6));
+    CHECK(NEAR(m.p99, 8.0, 1e-6) && m.max == 10.0);
+
+    /* a (100 fast) + b (300 slow): counts add, mean weighted, max larger;
+     * the merged median lies between the two medians. */
+    in[1] = b;
+    in[2] = empty;
+    harness_lat_merge(in, 3, &m);
+    CHECK(m.n == 400 && NEAR(m.mean, (100 * 2.0 + 300 * 20.0) / 400, 1e-9) && m.max == 100.0);
+    CHECK(m.p50 > a.p50 && m.p50 < b.p50);
+    CHECK(m.p50 <= m.p90 && m.p90 <= m.p95 && m.p95 <= m.p99 && m.p99 <= m.max);
+    /* At the merged p50, exactly half of all requests are below. */
+    CHECK(NEAR(100 * harness_lat_cdf(&a, m.p50) + 300 * harness_lat_cdf(&b, m.p50), 200, 1e-6));
+
+    harness_lat_merge(in + 2, 1, &m);
+    CHECK(m.n == 0 && m.p99 == 0 && m.max == 0);
+}
+
+static void test_percentile(void)
+{
+    double v[10] = { 10, 9, 8, 7, 6, 5, 4, 3, 2, 1 };
+    double one[1] = { 42 };
+
+    CHECK(harness_percentile(v, 10, 0.50) == 5);     /* rank 5 */
+    CHECK(harness_percentile(v, 10, 0.90) == 9);     /* rank 9 */
+    CHECK(harness_percentile(v, 10, 0.95) == 10);    /* rank ceil(9.5) = 10 */
+    CHECK(harness_percentile(v, 10, 0.99) == 10);
+    CHECK(harness_percentile(v, 10, 0.0) == 1);
+    CHECK(harness_percentile(v, 10, 1.0) == 10);
+    CHECK(harness_percentile(one, 1, 0.5) == 42);
+    CHECK(harness_percentile(NULL, 0, 0.5) == 0);
+}
+
+int main(void)
+{
+    test_counts();
+    test_ceilings();
+    test_latency();
+    test_percentile();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed != 0;
+}

@@ -8,7 +8,7 @@
  * mutex, and waits for the CONNECTED event. The libzookeeper_mt handle is
  * thread-safe, so worker threads call the synchronous API (zoo_create …)
  * on it directly. The session timeout is derived from --lease-ms (a fifth
- * of it, 2..30 s; 6 s by default): that is how long a crashed holder keeps
+ * of it, 4..30 s; 6 s by default): that is how long a crashed holder keeps
  * its lock. The server clamps it to [2, 20] tickTime.
  *
  * Generations. Every zhandle is a struct zk_conn with a generation number.
@@ -120,7 +120,7 @@ static int64_t min64(int64_t a, int64_t b)
 int zk_session_ms(const struct lock_ctx *ctx)
 {
     int ms = ctx->cfg->lease_ms / 5;
-    return ms < 2000 ? 2000 : ms > 30000 ? 30000 : ms;
+    return ms < 4000 ? 4000 : ms > 30000 ? 30000 : ms;
 }
 
 const char *zk_backend(void)

@@ -219,6 +219,7 @@ STACK_NEEDS=(
     cmd:docker-compose:docker-compose
     cmd:jmeter:jmeter file:/usr/share/jmeter/lib/ext/ApacheJMeter_http.jar:jmeter-http
     cmd:javac:default-jdk-headless
+    file:/usr/share/java/curator-recipes.jar:libcurator-recipes-java
     cmd:cmake:cmake cmd:make:make cmd:gcc:gcc cmd:pkg-config:pkg-config
     pkg:libc6-dev:libc6-dev
     pkg:libmicrohttpd-dev:libmicrohttpd-dev pkg:libhiredis-dev:libhiredis-dev

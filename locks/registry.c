@@ -10,6 +10,9 @@
 extern const struct lock_ops lock_none, lock_mutex;
 extern const struct lock_ops lock_mysql_update, lock_mysql_for_update,
        lock_mysql_optimistic, lock_mysql_lock_table;
+extern const struct lock_ops lock_redis_setnx, lock_redis_setnx_expire, lock_redis_getset,
+       lock_redis_set_nx_ex, lock_redis_uuid, lock_redis_lua, lock_redis_reentrant,
+       lock_redisson, lock_redisson_fair, lock_redlock;
 
 static const struct lock_ops *const registry[] = {
     &lock_none,
@@ -18,6 +21,16 @@ static const struct lock_ops *const registry[] = {
     &lock_mysql_for_update,
     &lock_mysql_optimistic,
     &lock_mysql_lock_table,
+    &lock_redis_setnx,
+    &lock_redis_setnx_expire,
+    &lock_redis_getset,
+    &lock_redis_set_nx_ex,
+    &lock_redis_uuid,
+    &lock_redis_lua,
+    &lock_redis_reentrant,
+    &lock_redisson,
+    &lock_redisson_fair,
+    &lock_redlock,
 };
 
 #define NLOCKS (int)(sizeof registry / sizeof registry[0])

@@ -3,27 +3,21 @@
  * Design (see redis_private.h): per worker slot, lazily, one blocking
  * hiredis connection per server and one pub/sub connection to server 0,
  * all with connect and command timeouts. A transport error frees the
- * connection and throttles the next connect (REDIS_RECONNECT_MS); the
+ * connection; the next use reconnects, and a failed connect holds off the
+ * next one for REDIS_RECONNECT_MS, so a dead server is not hammered. The
  * failure becomes LL_UNAVAILABLE with backend "redis HOST:PORT". Every
  * command is one round trip counted in ctx->backend_ops.
- *
- * Waiting for a message uses poll() on the subscription's socket rather
- * than a socket timeout: a hiredis read that times out poisons the context,
- * while poll() lets a waiter give up at its deadline and keep the
- * connection for the next wait.
  */
 #include "redis_private.h"
 #include "../app/util.h"
 
 #include <assert.h>
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 struct redis_script redis_compare_and_delete = {
@@ -67,7 +61,6 @@ void redis_ctx_free(struct lock_ctx *ctx)
         return;
     for (i = 0; i < CONFIG_MAX_SERVERS; i++)
         link_close(&rs->link[i]);
-    link_close(&rs->sub);
     free(rs);
     ctx->redis = NULL;
 }
@@ -121,13 +114,14 @@ redisContext *redis_link(struct lock_ctx *ctx, int server, int timeout_ms)
     return link_open(ctx, &rs->link[server], server, timeout_ms);
 }
 
-/* Close a failed connection and throttle the next connect. */
+/* Close a failed connection. The next use reconnects at once: a lost
+ * connection (a command timed out, the server restarted) says little about
+ * the server; only a failed connect throttles the next one. */
 static void link_forget(struct redis_link *l)
 {
     snprintf(l->lasterr, sizeof l->lasterr, "%s",
              l->c && l->c->errstr[0] ? l->c->errstr : "connection lost");
     link_close(l);
-    l->retry_at_ms = now_ms() + REDIS_RECONNECT_MS;
 }
 
 static int link_drop(struct lock_ctx *ctx, struct redis_link *l, int server, const char *what)
@@ -325,102 +319,4 @@ int64_t redis_wall_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* ---------------------------------------------------------------- pub/sub */
-
-int redis_subscribe(struct lock_ctx *ctx, const char *channel)
-{
-    struct redis_set *rs = redis_set_of(ctx);
-    redisContext *c = link_open(ctx, &rs->sub, 0, REDIS_CMD_TIMEOUT_MS);
-    redisReply *r;
-
-    if (c == NULL)
-        return ctx->err;
-    ctx->backend_ops++;
-    r = redisCommand(c, "SUBSCRIBE %s", channel);
-    if (r == NULL)
-        return link_drop(ctx, &rs->sub, 0, "SUBSCRIBE");
-    if (r->type != REDIS_REPLY_ARRAY) {
-        freeReplyObject(r);
-        return link_drop(ctx, &rs->sub, 0, "SUBSCRIBE (unexpected answer)");
-    }
-    freeReplyObject(r);
-    snprintf(rs->sub_channel, sizeof rs->sub_channel, "%s", channel);
-    return LL_OK;
-}
-
-/* A message reply: ["message", channel, payload]. */
-static int is_message(const redisReply *r)
-{
-    return r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
-           r->element[0]->type == REDIS_REPLY_STRING &&
-           strcmp(r->element[0]->str, "message") == 0;
-}
-
-int redis_wait_message(struct lock_ctx *ctx, int64_t ms, int *woke)
-{
-    struct redis_set *rs = redis_set_of(ctx);
-    redisContext *c = rs->sub.c;
-    void *reply = NULL;
-    struct pollfd pfd;
-    int n;
-
-    *woke = 0;
-    if (c == NULL)
-        return lock_error(ctx, LL_UNAVAILABLE, rs->name[0], "not subscribed on %s", rs->name[0]);
-    if (redisGetReplyFromReader(c, &reply) != REDIS_OK)
-        return link_drop(ctx, &rs->sub, 0, "reading a message");
-    if (reply == NULL) {
-        pfd.fd = c->fd;
-        pfd.events = POLLIN;
-        pfd.revents = 0;
-        do
-            n = poll(&pfd, 1, ms > 0 ? (int)(ms < 60000 ? ms : 60000) : 0);
-        while (n < 0 && errno == EINTR);
-        if (n == 0)
-            return LL_OK;       /* nothing came: the caller retries anyway */
-        if (n < 0 || redisGetReply(c, &reply) != REDIS_OK)
-            return link_drop(ctx, &rs->sub, 0, "waiting for a message");
-    }
-    if (is_message(reply)) {
-        *woke = 1;
-        ctx->wakeups++;
-    }
-    freeReplyObject(reply);
-    return LL_OK;
-}
-
-/* Leave the channel, keeping the connection for the next wait. Failures
- * only close the connection: the caller's own status stays on ctx. */
-void redis_unsubscribe(struct lock_ctx *ctx)
-{
-    struct redis_set *rs = redis_set_of(ctx);
-    redisContext *c = rs->sub.c;
-    redisReply *r;
-    int done = 0;
-
-    if (c == NULL || rs->sub_channel[0] == '\0')
-        return;
-    rs->sub_channel[0] = '\0';
-    ctx->backend_ops++;
-    if (redisAppendCommand(c, "UNSUBSCRIBE") != REDIS_OK) {
-        link_forget(&rs->sub);
-        return;
-    }
-    /* Messages published meanwhile may come first: read until the
-     * unsubscribe confirmation that leaves no channel subscribed. */
-    while (!done) {
-        void *reply = NULL;
-        if (redisGetReply(c, &reply) != REDIS_OK) {
-            link_forget(&rs->sub);   /* keep the caller's error on ctx */
-            return;
-        }
-        r = reply;
-        done = r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
-               r->element[0]->type == REDIS_REPLY_STRING &&
-               strcasecmp(r->element[0]->str, "unsubscribe") == 0 &&
-               r->element[2]->type == REDIS_REPLY_INTEGER && r->element[2]->integer == 0;
-        freeReplyObject(r);
-    }
 }

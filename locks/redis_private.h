@@ -6,13 +6,16 @@
  * connect and command timeout (redisSetTimeout), so a hung server costs a
  * request at most that timeout, never a stuck thread. Any transport error
  * frees the connection — a hiredis context is unusable after one — and the
- * next attempt to that server waits REDIS_RECONNECT_MS, so a dead server is
- * not hammered with connects. Failures are recorded on ctx as
+ * next use reconnects; a connect that fails holds off the next one for
+ * REDIS_RECONNECT_MS, so a dead server is not hammered with connects. Failures are recorded on ctx as
  * LL_UNAVAILABLE with backend "redis HOST:PORT".
  *
  * Scripts run with EVALSHA; the SHA1 comes once per process from SCRIPT
  * LOAD, and a NOSCRIPT answer (a restarted server, another server of
  * Redlock) falls back to EVAL, which caches the script again.
+ *
+ * Pub/sub (redis_pubsub.c): one dispatcher thread per process holds the
+ * subscriptions and wakes one waiter per message.
  *
  * Watchdog (redis_watchdog.c): one process-wide thread, started lazily,
  * renews every hash lock currently held by any slot at lease/3 on its own
@@ -42,9 +45,7 @@ struct redis_link {
 
 struct redis_set {
     struct redis_link link[CONFIG_MAX_SERVERS];
-    struct redis_link sub;           /* pub/sub connection to server 0        */
     char     name[CONFIG_MAX_SERVERS][80];   /* "redis 127.0.0.1:6379"        */
-    char     sub_channel[160];       /* subscribed channel, "" when none      */
 
     /* State of the one acquisition this slot is making or holding. */
     char     token[REDIS_TOKEN_MAX]; /* the value we set (uuid, lua, redlock) */
@@ -77,7 +78,8 @@ int redis_drop(struct lock_ctx *ctx, int server, const char *what);
  * be an error reply: see redis_reply_error(). Counts a round trip. */
 redisReply *redis_cmd(struct lock_ctx *ctx, int server, const char *fmt, ...);
 
-/* Run script s on server i with nkeys keys then the other arguments. Same
+/* Run script s on server i: argv holds argc strings, the nkeys keys first
+ * and then the other arguments. Same
  * contract as redis_cmd(). */
 redisReply *redis_eval(struct lock_ctx *ctx, int server, struct redis_script *s,
                        int nkeys, int argc, const char **argv);
@@ -110,15 +112,22 @@ void redis_new_token(struct lock_ctx *ctx, char *buf, int len);
  * compare, as redis-getset and Redisson's fair lock do. */
 int64_t redis_wall_ms(void);
 
-/* Pub/sub on the slot's subscription connection (server 0). */
-int redis_subscribe(struct lock_ctx *ctx, const char *channel);
-/* Wait up to ms for a message on the subscribed channel: LL_OK with
- * *woke = 1 (counted in ctx->wakeups) or 0 on time-out, or a failure. */
-int redis_wait_message(struct lock_ctx *ctx, int64_t ms, int *woke);
-void redis_unsubscribe(struct lock_ctx *ctx);
-
 /* Script sources shared by several strategies. */
 extern struct redis_script redis_compare_and_delete;
+
+/* ---------------------------------------------------------------- redis_pubsub.c */
+
+/* Pub/sub, one subscription per channel per process (Redisson's LockPubSub):
+ * a message wakes one waiter of this process. */
+struct redis_sub;
+
+/* Register as a waiter on `channel`, subscribed before this returns
+ * (LL_OK), or LL_UNAVAILABLE / LL_TIMEOUT. *sub may be NULL on LL_OK when
+ * the process has too many channels: waits then just sleep. */
+int  redis_sub_join(struct lock_ctx *ctx, const char *channel, struct redis_sub **sub);
+/* Sleep until a message (counted in ctx->wakeups) or ms have passed. */
+int  redis_sub_wait(struct lock_ctx *ctx, struct redis_sub *sub, int64_t ms);
+void redis_sub_leave(struct redis_sub *sub);
 
 /* ---------------------------------------------------------------- redis_watchdog.c */
 

@@ -21,13 +21,12 @@
  * holder's lease would have run out (a crashed holder). Subscribing before
  * the second try means a release can never slip by unseen.
  *
- * The subscription is per worker slot, on the slot's own pub/sub connection
- * (Redisson multiplexes one per client and wakes one waiter per message):
- * every waiter of the key wakes at each release and races for it — a
- * thundering herd of at most --threads × instances, bounded, traded for
- * simplicity. Watchdog: the lease is --lease-ms (Redisson: 30 s) renewed
- * every lease/3 (10 s) by redis_watchdog.c while held. Unlocking a lock we
- * do not hold is an error, as Redisson's IllegalMonitorStateException.
+ * The subscription is shared by the whole process (redis_pubsub.c, as
+ * Redisson's LockPubSub): each unlock message wakes one waiter per
+ * instance, not every waiter. Watchdog: the lease is --lease-ms (Redisson:
+ * 30 s) renewed every lease/3 (10 s) by redis_watchdog.c while held.
+ * Unlocking a lock we do not hold is an error, as Redisson's
+ * IllegalMonitorStateException.
  * What it still gets wrong: one Redis server — a failover to a replica
  * that had not received the lock lets a second holder in (hence redlock).
  */
@@ -98,14 +97,15 @@ static int redisson_acquire(struct lock_ctx *ctx, const char *key)
     char field[80], channel[160];
     long long ttl;
     int64_t left;
-    int rc, woke;
+    struct redis_sub *sub;
+    int rc;
 
     lock_owner(ctx, field, sizeof field);
     if ((rc = redisson_try(ctx, key, field, &ttl)) != LL_OK)
         return rc;
     if (ttl != -2) {
         channel_of(key, channel, sizeof channel);
-        if ((rc = redis_subscribe(ctx, channel)) != LL_OK)
+        if ((rc = redis_sub_join(ctx, channel, &sub)) != LL_OK)
             return rc;
         for (;;) {
             if ((rc = redisson_try(ctx, key, field, &ttl)) != LL_OK || ttl == -2)
@@ -117,11 +117,9 @@ static int redisson_acquire(struct lock_ctx *ctx, const char *key)
                 break;
             }
             ctx->retries++;
-            if ((rc = redis_wait_message(ctx, ttl >= 0 && ttl < left ? ttl : left,
-                                         &woke)) != LL_OK)
-                break;
+            redis_sub_wait(ctx, sub, ttl >= 0 && ttl < left ? ttl : left);
         }
-        redis_unsubscribe(ctx);
+        redis_sub_leave(sub);
         if (rc != LL_OK)
             return rc;
     }
@@ -140,7 +138,7 @@ static int redisson_release(struct lock_ctx *ctx, const char *key)
     channel_of(key, channel, sizeof channel);
     snprintf(lease, sizeof lease, "%d", ctx->cfg->lease_ms);
     redis_unwatch(ctx);
-    if ((r = redis_eval(ctx, 0, &redisson_unlock, 2, 3, argv)) == NULL)
+    if ((r = redis_eval(ctx, 0, &redisson_unlock, 2, 5, argv)) == NULL)
         return ctx->err;
     if (r->type == REDIS_REPLY_NIL)
         rc = lock_error(ctx, LL_ERROR, "redis",

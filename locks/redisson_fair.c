@@ -155,7 +155,7 @@ static int fair_try(struct lock_ctx *ctx, const char *key, const struct fair_nam
     snprintf(lease, sizeof lease, "%d", ctx->cfg->lease_ms);
     snprintf(waits, sizeof waits, "%lld", wait);
     snprintf(now, sizeof now, "%lld", (long long)redis_wall_ms());
-    if ((r = redis_eval(ctx, 0, &fair_lock, 3, 4, argv)) == NULL)
+    if ((r = redis_eval(ctx, 0, &fair_lock, 3, 7, argv)) == NULL)
         return ctx->err;
     if (r->type == REDIS_REPLY_NIL)
         *ttl = -2;
@@ -178,7 +178,7 @@ static void fair_leave(struct lock_ctx *ctx, const struct fair_names *n, long lo
 
     snprintf(errstr, sizeof errstr, "%s", ctx->errstr);
     snprintf(waits, sizeof waits, "%lld", wait);
-    if ((r = redis_eval(ctx, 0, &fair_give_up, 2, 2, argv)) != NULL)
+    if ((r = redis_eval(ctx, 0, &fair_give_up, 2, 4, argv)) != NULL)
         freeReplyObject(r);
     lock_error(ctx, err, backend, "%s", errstr);
 }
@@ -189,7 +189,8 @@ static int fair_acquire(struct lock_ctx *ctx, const char *key)
     char mine[sizeof n.channel + sizeof n.field + 2];
     long long ttl, wait = lock_time_left(ctx);
     int64_t left;
-    int rc, woke;
+    struct redis_sub *sub;
+    int rc;
 
     names_of(ctx, key, &n);
     if (wait < 1)
@@ -198,7 +199,7 @@ static int fair_acquire(struct lock_ctx *ctx, const char *key)
         return rc;
     if (ttl != -2) {
         snprintf(mine, sizeof mine, "%s:%s", n.channel, n.field);
-        if ((rc = redis_subscribe(ctx, mine)) != LL_OK) {
+        if ((rc = redis_sub_join(ctx, mine, &sub)) != LL_OK) {
             fair_leave(ctx, &n, wait);
             return rc;
         }
@@ -212,11 +213,9 @@ static int fair_acquire(struct lock_ctx *ctx, const char *key)
                 break;
             }
             ctx->retries++;
-            if ((rc = redis_wait_message(ctx, ttl > 0 && ttl < left ? ttl : left,
-                                         &woke)) != LL_OK)
-                break;
+            redis_sub_wait(ctx, sub, ttl > 0 && ttl < left ? ttl : left);
         }
-        redis_unsubscribe(ctx);
+        redis_sub_leave(sub);
         if (rc != LL_OK) {
             fair_leave(ctx, &n, wait);
             return rc;
@@ -246,7 +245,7 @@ static int fair_release(struct lock_ctx *ctx, const char *key)
     argv[6] = n.field;
     argv[7] = now;
     redis_unwatch(ctx);
-    if ((r = redis_eval(ctx, 0, &fair_unlock, 4, 4, argv)) == NULL)
+    if ((r = redis_eval(ctx, 0, &fair_unlock, 4, 8, argv)) == NULL)
         return ctx->err;
     if (r->type == REDIS_REPLY_NIL)
         rc = lock_error(ctx, LL_ERROR, "redis",

@@ -12,10 +12,13 @@
  *     3. elapsed = now − t0; validity = ttl − elapsed − drift, where
  *        drift = ttl/100 + 2 ms for clock drift between the servers;
  *     4. held iff at least N/2+1 servers said OK and validity > 0;
- *     5. otherwise release on every server (even those that said no or
- *        did not answer: a SET may have landed after the timeout) and retry
- *        after a random delay (jittered --retry-ms), until the deadline.
- * Release is the compare-and-delete script on every server. ttl is
+ *     5. otherwise release, and retry after a random delay (jittered
+ *        --retry-ms) until the deadline. The page says "all instances";
+ *        we skip those that answered nil — they hold nothing of ours —
+ *        but include those that did not answer, since a SET may have
+ *        landed after our timeout.
+ * Release is the compare-and-delete script on every server, multiplexed
+ * like the SETs (EVAL with the source: no NOSCRIPT round). ttl is
  * --lease-ms. The check hook refuses to write the stock once the validity
  * has run out (there is no renewal), so a holder slower than the validity
  * aborts its sale rather than overlap another.
@@ -35,12 +38,12 @@
 
 static int server_timeout_ms(const struct lock_ctx *ctx)
 {
-    int t = ctx->cfg->lease_ms / 60;        /* 50 ms for a 3 s ttl */
-    return t < 10 ? 10 : t > 50 ? 50 : t;
+    int t = ctx->cfg->lease_ms / 30;        /* 100 ms for a 3 s ttl */
+    return t < 10 ? 10 : t > 100 ? 100 : t;
 }
 
 /* Write the queued commands of every context in c[] (NULL: skipped). */
-static void flush_all(struct lock_ctx *ctx, redisContext **c, int n)
+static void flush_all(struct lock_ctx *ctx, redisContext **c, int n, const char *what)
 {
     int i, done;
 
@@ -50,76 +53,103 @@ static void flush_all(struct lock_ctx *ctx, redisContext **c, int n)
         done = 0;
         while (!done)
             if (redisBufferWrite(c[i], &done) != REDIS_OK) {
-                redis_drop(ctx, i, "SET");
+                redis_drop(ctx, i, what);
                 c[i] = NULL;
                 break;
             }
     }
 }
 
-/* Compare-and-delete `token` on every server; returns how many deleted. */
-static int release_all(struct lock_ctx *ctx, const char *key, const char *token, int *down)
+/* Send `argv` to every server i with want[i] (all when want is NULL) at
+ * once, then read the answers into reply[i] (NULL: no answer, the
+ * connection is dropped). Returns how many servers did not answer. */
+static int multiplex(struct lock_ctx *ctx, const int *want, int argc, const char **argv,
+                     redisReply **reply)
 {
-    const char *argv[2] = { key, token };
-    redisReply *r;
-    int i, n = ctx->cfg->nredis, deleted = 0;
+    redisContext *c[CONFIG_MAX_SERVERS];
+    int i, n = ctx->cfg->nredis, silent = 0;
+    void *r;
 
-    *down = 0;
     for (i = 0; i < n; i++) {
-        r = redis_eval_within(ctx, i, server_timeout_ms(ctx), &redis_compare_and_delete,
-                              1, 2, argv);
-        if (r == NULL) {
-            (*down)++;
+        reply[i] = NULL;
+        c[i] = NULL;
+        if (want && !want[i])
+            continue;
+        c[i] = redis_link(ctx, i, server_timeout_ms(ctx));
+        if (c[i] && redisAppendCommandArgv(c[i], argc, argv, NULL) != REDIS_OK) {
+            redis_drop(ctx, i, argv[0]);
+            c[i] = NULL;
+        }
+    }
+    flush_all(ctx, c, n, argv[0]);
+    for (i = 0; i < n; i++) {
+        if (want && !want[i])
+            continue;
+        if (c[i] == NULL) {
+            silent++;
             continue;
         }
-        if (r->type == REDIS_REPLY_INTEGER && r->integer == 1)
+        ctx->backend_ops++;
+        r = NULL;
+        if (redisGetReply(c[i], &r) != REDIS_OK) {
+            redis_drop(ctx, i, argv[0]);
+            silent++;
+            continue;
+        }
+        reply[i] = r;
+    }
+    return silent;
+}
+
+/* Compare-and-delete `token` on the servers in want[] (NULL: all), with
+ * EVAL and the script's source: pipelined, no NOSCRIPT round to handle.
+ * Returns how many deleted; *silent = how many did not answer. */
+static int release_some(struct lock_ctx *ctx, const char *key, const char *token,
+                        const int *want, int *silent)
+{
+    const char *argv[5] = { "EVAL", redis_compare_and_delete.text, "1", key, token };
+    redisReply *reply[CONFIG_MAX_SERVERS];
+    int i, deleted = 0;
+
+    *silent = multiplex(ctx, want, 5, argv, reply);
+    for (i = 0; i < ctx->cfg->nredis; i++) {
+        if (reply[i] == NULL)
+            continue;
+        if (reply[i]->type == REDIS_REPLY_INTEGER && reply[i]->integer == 1)
             deleted++;
-        freeReplyObject(r);
+        freeReplyObject(reply[i]);
     }
     return deleted;
 }
 
-/* One round: LL_OK with *got, or LL_UNAVAILABLE when no quorum is reachable. */
+/* One round: LL_OK with *got, or LL_UNAVAILABLE when no quorum answers. */
 static int redlock_round(struct lock_ctx *ctx, const char *key, int *got)
 {
     struct redis_set *rs = redis_set_of(ctx);
-    redisContext *c[CONFIG_MAX_SERVERS];
-    char token[REDIS_TOKEN_MAX];
-    int i, n = ctx->cfg->nredis, quorum = n / 2 + 1, ok = 0, down = 0, first_down = -1;
-    int ttl = ctx->cfg->lease_ms, drift = ttl / 100 + 2;
+    redisReply *reply[CONFIG_MAX_SERVERS];
+    int maybe[CONFIG_MAX_SERVERS];
+    char token[REDIS_TOKEN_MAX], ttls[16];
+    const char *argv[6] = { "SET", key, token, "NX", "PX", ttls };
+    int i, n = ctx->cfg->nredis, quorum = n / 2 + 1, ok = 0, silent, first_down = -1;
+    int ttl = ctx->cfg->lease_ms, drift = ttl / 100 + 2, release = 0;
     int64_t t0, validity;
-    void *reply;
 
     *got = 0;
     redis_new_token(ctx, token, sizeof token);
+    snprintf(ttls, sizeof ttls, "%d", ttl);
     t0 = now_ms();
+    silent = multiplex(ctx, NULL, 6, argv, reply);
     for (i = 0; i < n; i++) {
-        c[i] = redis_link(ctx, i, server_timeout_ms(ctx));
-        if (c[i] && redisAppendCommand(c[i], "SET %s %s NX PX %d", key, token, ttl) != REDIS_OK) {
-            redis_drop(ctx, i, "SET");
-            c[i] = NULL;
-        }
-    }
-    flush_all(ctx, c, n);
-    for (i = 0; i < n; i++) {
-        if (c[i] == NULL) {
-            down++;
-            if (first_down < 0)
-                first_down = i;
-            continue;
-        }
-        ctx->backend_ops++;
-        reply = NULL;
-        if (redisGetReply(c[i], &reply) != REDIS_OK) {
-            redis_drop(ctx, i, "SET");
-            down++;
-            if (first_down < 0)
-                first_down = i;
-            continue;
-        }
-        if (((redisReply *)reply)->type == REDIS_REPLY_STATUS)
+        /* Release where we may hold it: an OK, or no answer (the SET may
+         * have landed after our timeout). A nil answer left nothing. */
+        maybe[i] = reply[i] == NULL || reply[i]->type == REDIS_REPLY_STATUS;
+        release += maybe[i];
+        if (reply[i] == NULL && first_down < 0)
+            first_down = i;
+        if (reply[i] && reply[i]->type == REDIS_REPLY_STATUS)
             ok++;
-        freeReplyObject(reply);
+        if (reply[i])
+            freeReplyObject(reply[i]);
     }
     validity = ttl - (now_ms() - t0) - drift;
     if (ok >= quorum && validity > 0) {
@@ -128,11 +158,12 @@ static int redlock_round(struct lock_ctx *ctx, const char *key, int *got)
         *got = 1;
         return LL_OK;
     }
-    release_all(ctx, key, token, &i);
-    if (n - down < quorum)
+    if (release)
+        release_some(ctx, key, token, maybe, &i);
+    if (n - silent < quorum)
         return lock_error(ctx, LL_UNAVAILABLE, rs->name[first_down],
-                          "Redlock needs %d of %d Redis servers, %d unreachable (%s …)",
-                          quorum, n, down, rs->name[first_down]);
+                          "Redlock needs %d of %d Redis servers, %d did not answer (%s …)",
+                          quorum, n, silent, rs->name[first_down]);
     return LL_OK;
 }
 
@@ -168,7 +199,7 @@ static int redlock_release(struct lock_ctx *ctx, const char *key)
     int down, deleted, err = ctx->err;
 
     memcpy(errstr, ctx->errstr, sizeof errstr);
-    deleted = release_all(ctx, key, rs->token, &down);
+    deleted = release_some(ctx, key, rs->token, NULL, &down);
     if (deleted == 0 && down == 0)
         return lock_error(ctx, LL_ERROR, "redis",
                           "%s had expired on every server before release", key);

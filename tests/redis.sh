@@ -17,7 +17,7 @@ t_setup
 S=200 R=1000 C=64
 STACK=$T_ROOT/bench/stack
 APP0=${T_INSTANCES[0]}
-APP1=${T_INSTANCES[1]}     # a survivor: nginx would first try the dead one
+APP1=${T_INSTANCES[1]}     # a survivor: while one instance is dead, ask it, not nginx
 IFS=, read -r -a REDIS <<< "$LOCKLAB_REDIS"
 
 # One request; sets CODE and BODY.
@@ -61,7 +61,7 @@ echo "== redis-setnx: a crashed holder deadlocks the product"
 t_reset 10
 crash_holder redis-setnx
 sleep 4     # longer than any lease: nothing will ever free it
-t_load "lock=redis-setnx&wait_ms=300" 20 4 "$APP1"
+LOCKLAB_URL=$APP1 t_load "lock=redis-setnx&wait_ms=300" 20 4
 t_ok "$L_lock_timeout -eq 20 -a $L_sold -eq 0" "redis-setnx: every later sale times out ($L_lock_timeout/20)"
 restart
 
@@ -69,7 +69,7 @@ echo "== redis-setnx-expire: a death between SETNX and EXPIRE leaves the lock fo
 t_reset 10
 crash_holder redis-setnx-expire
 sleep 4
-t_load "lock=redis-setnx-expire&wait_ms=300" 10 2 "$APP1"
+LOCKLAB_URL=$APP1 t_load "lock=redis-setnx-expire&wait_ms=300" 10 2
 t_ok "$L_lock_timeout -eq 10 -a $L_sold -eq 0" "redis-setnx-expire: still locked after the 3 s expiry"
 restart
 
@@ -96,7 +96,7 @@ echo "== leases free the lock of a crashed holder"
 for lock in redis-lua redisson redisson-fair redlock; do
     t_reset 10
     crash_holder $lock
-    t_load "lock=$lock" 5 1 "$APP1"
+    LOCKLAB_URL=$APP1 t_load "lock=$lock" 5 1
     t_ok "$L_sold -eq 5 -a '$L_final' = 5" "$lock: sells again once the lease ran out ($L_sold/5)"
     restart
 done

@@ -10,6 +10,9 @@
 extern const struct lock_ops lock_none, lock_mutex;
 extern const struct lock_ops lock_mysql_update, lock_mysql_for_update,
        lock_mysql_optimistic, lock_mysql_optimistic_recursive, lock_mysql_lock_table;
+extern const struct lock_ops lock_redis_setnx, lock_redis_setnx_expire, lock_redis_getset,
+       lock_redis_set_nx_ex, lock_redis_uuid, lock_redis_lua, lock_redis_reentrant,
+       lock_redisson, lock_redisson_fair, lock_redlock;
 extern const struct lock_ops lock_zk_ephemeral, lock_zk_sequential_poll,
        lock_zk_sequential, lock_curator;
 
@@ -21,6 +24,18 @@ static const struct lock_ops *const registry[] = {
     &lock_mysql_optimistic,
     &lock_mysql_optimistic_recursive,
     &lock_mysql_lock_table,
+
+    /* Redis (seed 000 §3, seeds 003, 004) */
+    &lock_redis_setnx,
+    &lock_redis_setnx_expire,
+    &lock_redis_getset,
+    &lock_redis_set_nx_ex,
+    &lock_redis_uuid,
+    &lock_redis_lua,
+    &lock_redis_reentrant,
+    &lock_redisson,
+    &lock_redisson_fair,
+    &lock_redlock,
 
     /* ZooKeeper (seed 000 §4) */
     &lock_zk_ephemeral,

@@ -1,0 +1,322 @@
+/* redis_conn.c — the Redis family's connections, scripts and pub/sub.
+ *
+ * Design (see redis_private.h): per worker slot, lazily, one blocking
+ * hiredis connection per server and one pub/sub connection to server 0,
+ * all with connect and command timeouts. A transport error frees the
+ * connection; the next use reconnects, and a failed connect holds off the
+ * next one for REDIS_RECONNECT_MS, so a dead server is not hammered. The
+ * failure becomes LL_UNAVAILABLE with backend "redis HOST:PORT". Every
+ * command is one round trip counted in ctx->backend_ops.
+ */
+#include "redis_private.h"
+#include "../app/util.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct redis_script redis_compare_and_delete = {
+    "if redis.call('get', KEYS[1]) == ARGV[1] then "
+    "return redis.call('del', KEYS[1]) else return 0 end",
+    ""
+};
+
+static pthread_mutex_t script_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---------------------------------------------------------------- the set */
+
+struct redis_set *redis_set_of(struct lock_ctx *ctx)
+{
+    struct redis_set *rs = ctx->redis;
+    int i;
+
+    if (rs == NULL) {
+        rs = xcalloc(1, sizeof *rs);
+        for (i = 0; i < ctx->cfg->nredis; i++)
+            snprintf(rs->name[i], sizeof rs->name[i], "redis %s:%d",
+                     ctx->cfg->redis[i].host, ctx->cfg->redis[i].port);
+        ctx->redis = rs;
+    }
+    return rs;
+}
+
+static void link_close(struct redis_link *l)
+{
+    if (l->c)
+        redisFree(l->c);
+    l->c = NULL;
+}
+
+void redis_ctx_free(struct lock_ctx *ctx)
+{
+    struct redis_set *rs = ctx->redis;
+    int i;
+
+    if (rs == NULL)
+        return;
+    for (i = 0; i < CONFIG_MAX_SERVERS; i++)
+        link_close(&rs->link[i]);
+    free(rs);
+    ctx->redis = NULL;
+}
+
+static struct timeval ms_tv(int ms)
+{
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    return tv;
+}
+
+/* Connect l to server i unless it is connected or throttled. */
+static redisContext *link_open(struct lock_ctx *ctx, struct redis_link *l, int server,
+                               int timeout_ms)
+{
+    struct redis_set *rs = redis_set_of(ctx);
+    const struct hostport *hp = &ctx->cfg->redis[server];
+    int64_t now;
+
+    if (l->c) {
+        if (l->timeout_ms != timeout_ms) {
+            redisSetTimeout(l->c, ms_tv(timeout_ms));
+            l->timeout_ms = timeout_ms;
+        }
+        return l->c;
+    }
+    now = now_ms();
+    if (now < l->retry_at_ms) {
+        lock_error(ctx, LL_UNAVAILABLE, rs->name[server], "%s is down: %s (next try in %lld ms)",
+                   rs->name[server], l->lasterr, (long long)(l->retry_at_ms - now));
+        return NULL;
+    }
+    ctx->backend_ops++;
+    l->c = redisConnectWithTimeout(hp->host, hp->port, ms_tv(timeout_ms));
+    if (l->c == NULL || l->c->err) {
+        snprintf(l->lasterr, sizeof l->lasterr, "%s", l->c ? l->c->errstr : "out of memory");
+        link_close(l);
+        l->retry_at_ms = now + REDIS_RECONNECT_MS;
+        lock_error(ctx, LL_UNAVAILABLE, rs->name[server], "cannot connect to %s: %s",
+                   rs->name[server], l->lasterr);
+        return NULL;
+    }
+    redisSetTimeout(l->c, ms_tv(timeout_ms));
+    redisEnableKeepAlive(l->c);
+    l->timeout_ms = timeout_ms;
+    return l->c;
+}
+
+redisContext *redis_link(struct lock_ctx *ctx, int server, int timeout_ms)
+{
+    struct redis_set *rs = redis_set_of(ctx);
+    return link_open(ctx, &rs->link[server], server, timeout_ms);
+}
+
+/* Close a failed connection. The next use reconnects at once: a lost
+ * connection (a command timed out, the server restarted) says little about
+ * the server; only a failed connect throttles the next one. */
+static void link_forget(struct redis_link *l)
+{
+    snprintf(l->lasterr, sizeof l->lasterr, "%s",
+             l->c && l->c->errstr[0] ? l->c->errstr : "connection lost");
+    link_close(l);
+}
+
+static int link_drop(struct lock_ctx *ctx, struct redis_link *l, int server, const char *what)
+{
+    struct redis_set *rs = redis_set_of(ctx);
+
+    link_forget(l);
+    return lock_error(ctx, LL_UNAVAILABLE, rs->name[server], "%s on %s failed: %s",
+                      what, rs->name[server], l->lasterr);
+}
+
+int redis_drop(struct lock_ctx *ctx, int server, const char *what)
+{
+    return link_drop(ctx, &redis_set_of(ctx)->link[server], server, what);
+}
+
+/* ---------------------------------------------------------------- commands */
+
+redisReply *redis_cmd(struct lock_ctx *ctx, int server, const char *fmt, ...)
+{
+    redisContext *c = redis_link(ctx, server, REDIS_CMD_TIMEOUT_MS);
+    redisReply *r;
+    va_list ap;
+
+    if (c == NULL)
+        return NULL;
+    ctx->backend_ops++;
+    va_start(ap, fmt);
+    r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    if (r == NULL)
+        redis_drop(ctx, server, strchr(fmt, ' ') ? "command" : fmt);
+    return r;
+}
+
+static int is_error(const redisReply *r, const char *prefix)
+{
+    return r->type == REDIS_REPLY_ERROR && r->str &&
+           strncmp(r->str, prefix, strlen(prefix)) == 0;
+}
+
+static redisReply *run_argv(redisContext *c, int argc, const char **argv, unsigned *ops)
+{
+    (*ops)++;
+    return redisCommandArgv(c, argc, argv, NULL);
+}
+
+/* SCRIPT LOAD once per process; leaves sha empty if the server refused. */
+static int script_sha(redisContext *c, struct redis_script *s, char sha[41], unsigned *ops)
+{
+    redisReply *r;
+
+    pthread_mutex_lock(&script_lock);
+    memcpy(sha, s->sha, 41);
+    pthread_mutex_unlock(&script_lock);
+    if (sha[0])
+        return 0;
+    (*ops)++;
+    r = redisCommand(c, "SCRIPT LOAD %s", s->text);
+    if (r == NULL)
+        return -1;
+    if (r->type == REDIS_REPLY_STRING && r->len == 40) {
+        pthread_mutex_lock(&script_lock);
+        memcpy(s->sha, r->str, 40);
+        s->sha[40] = '\0';
+        memcpy(sha, s->sha, 41);
+        pthread_mutex_unlock(&script_lock);
+    }
+    freeReplyObject(r);
+    return 0;
+}
+
+redisReply *redis_eval_on(redisContext *c, struct redis_script *s,
+                          int nkeys, int argc, const char **argv, unsigned *ops)
+{
+    const char *args[16];
+    char sha[41], nk[12];
+    redisReply *r;
+    int i;
+
+    assert(argc + 3 <= (int)(sizeof args / sizeof args[0]));
+    if (script_sha(c, s, sha, ops) < 0)
+        return NULL;
+    snprintf(nk, sizeof nk, "%d", nkeys);
+    args[1] = sha;
+    args[2] = nk;
+    for (i = 0; i < argc; i++)
+        args[3 + i] = argv[i];
+    if (sha[0]) {
+        args[0] = "EVALSHA";
+        r = run_argv(c, argc + 3, args, ops);
+        if (r == NULL || !is_error(r, "NOSCRIPT"))
+            return r;
+        freeReplyObject(r);     /* a restarted server: send the source */
+    }
+    args[0] = "EVAL";
+    args[1] = s->text;
+    return run_argv(c, argc + 3, args, ops);
+}
+
+redisReply *redis_eval(struct lock_ctx *ctx, int server, struct redis_script *s,
+                       int nkeys, int argc, const char **argv)
+{
+    return redis_eval_within(ctx, server, REDIS_CMD_TIMEOUT_MS, s, nkeys, argc, argv);
+}
+
+redisReply *redis_eval_within(struct lock_ctx *ctx, int server, int timeout_ms,
+                              struct redis_script *s, int nkeys, int argc, const char **argv)
+{
+    redisContext *c = redis_link(ctx, server, timeout_ms);
+    redisReply *r;
+
+    if (c == NULL)
+        return NULL;
+    r = redis_eval_on(c, s, nkeys, argc, argv, &ctx->backend_ops);
+    if (r == NULL)
+        redis_drop(ctx, server, "EVALSHA");
+    return r;
+}
+
+int redis_reply_error(struct lock_ctx *ctx, int server, redisReply *r, const char *key)
+{
+    struct redis_set *rs = redis_set_of(ctx);
+    int rc;
+
+    if (is_error(r, "WRONGTYPE"))
+        rc = lock_error(ctx, LL_ERROR, rs->name[server],
+                        "%s on %s holds another strategy's key type (%s); "
+                        "POST /stock/reset clears it", key, rs->name[server], r->str);
+    else if (is_error(r, "LOADING") || is_error(r, "BUSY") || is_error(r, "MASTERDOWN"))
+        rc = lock_error(ctx, LL_UNAVAILABLE, rs->name[server], "%s: %s",
+                        rs->name[server], r->str);
+    else
+        rc = lock_error(ctx, LL_ERROR, rs->name[server], "%s on %s: %s", key,
+                        rs->name[server], r->type == REDIS_REPLY_ERROR ? r->str
+                        : "unexpected reply type");
+    freeReplyObject(r);
+    return rc;
+}
+
+int redis_timeout(struct lock_ctx *ctx, int server, const char *key, const char *type)
+{
+    struct redis_set *rs = redis_set_of(ctx);
+    char why[sizeof ctx->errstr];
+    redisReply *r;
+
+    snprintf(why, sizeof why, "%s", ctx->errstr);
+    r = redis_cmd(ctx, server, "TYPE %s", key);
+    if (r && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "none") != 0 &&
+        strcmp(r->str, type) != 0) {
+        lock_error(ctx, LL_ERROR, rs->name[server],
+                   "%s is a %s, not a %s: left by another strategy; POST /stock/reset "
+                   "clears it", key, r->str, type);
+        freeReplyObject(r);
+        return LL_ERROR;
+    }
+    if (r)
+        freeReplyObject(r);
+    return lock_error(ctx, LL_TIMEOUT, NULL, "%s", why);
+}
+
+int redis_del(struct lock_ctx *ctx, int server, int nkeys, const char **keys)
+{
+    const char *argv[8];
+    redisContext *c;
+    redisReply *r;
+    int i;
+
+    assert(nkeys + 1 <= 8);
+    if ((c = redis_link(ctx, server, REDIS_CMD_TIMEOUT_MS)) == NULL)
+        return ctx->err;
+    argv[0] = "DEL";
+    for (i = 0; i < nkeys; i++)
+        argv[1 + i] = keys[i];
+    r = run_argv(c, nkeys + 1, argv, &ctx->backend_ops);
+    if (r == NULL)
+        return redis_drop(ctx, server, "DEL");
+    if (r->type == REDIS_REPLY_ERROR)
+        return redis_reply_error(ctx, server, r, keys[0]);
+    freeReplyObject(r);
+    return LL_OK;
+}
+
+void redis_new_token(struct lock_ctx *ctx, char *buf, int len)
+{
+    struct redis_set *rs = redis_set_of(ctx);
+    char owner[80];
+
+    lock_owner(ctx, owner, sizeof owner);
+    snprintf(buf, (size_t)len, "%s:%llu", owner, (unsigned long long)++rs->seq);
+}
+
+int64_t redis_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

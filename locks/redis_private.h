@@ -1,0 +1,146 @@
+/* redis_private.h — what the Redis strategies share (locks/redis_*.c).
+ *
+ * Connections. Every worker slot owns, lazily, one hiredis connection per
+ * configured Redis server plus one pub/sub connection to the first server
+ * (struct redis_set, in ctx->redis). Connections are blocking, with a
+ * connect and command timeout (redisSetTimeout), so a hung server costs a
+ * request at most that timeout, never a stuck thread. Any transport error
+ * frees the connection — a hiredis context is unusable after one — and the
+ * next use reconnects; a connect that fails holds off the next one for
+ * REDIS_RECONNECT_MS, so a dead server is not hammered with connects. Failures are recorded on ctx as
+ * LL_UNAVAILABLE with backend "redis HOST:PORT".
+ *
+ * Scripts run with EVALSHA; the SHA1 comes once per process from SCRIPT
+ * LOAD, and a NOSCRIPT answer (a restarted server, another server of
+ * Redlock) falls back to EVAL, which caches the script again.
+ *
+ * Pub/sub (redis_pubsub.c): one dispatcher thread per process holds the
+ * subscriptions and wakes one waiter per message.
+ *
+ * Watchdog (redis_watchdog.c): one process-wide thread, started lazily,
+ * renews every hash lock currently held by any slot at lease/3 on its own
+ * connection, and stops renewing at the holder's last release.
+ *
+ * Single-server strategies use server 0 (the first of --redis).
+ */
+#ifndef LOCKLAB_REDIS_PRIVATE_H
+#define LOCKLAB_REDIS_PRIVATE_H
+
+#include "lock.h"
+#include "../app/config.h"
+
+#include <hiredis/hiredis.h>
+#include <stdint.h>
+
+#define REDIS_CMD_TIMEOUT_MS 1000   /* connect/command timeout, one server   */
+#define REDIS_RECONNECT_MS   200    /* least time between connects to a server */
+#define REDIS_TOKEN_MAX      96     /* "<instance uuid>:<slot>:<seq>" and more */
+
+struct redis_link {
+    redisContext *c;
+    int           timeout_ms;        /* what redisSetTimeout was last given   */
+    int64_t       retry_at_ms;       /* no connect before this (throttle)     */
+    char          lasterr[128];      /* why the last connection failed (errstr) */
+};
+
+struct redis_set {
+    struct redis_link link[CONFIG_MAX_SERVERS];
+    char     name[CONFIG_MAX_SERVERS][80];   /* "redis 127.0.0.1:6379"        */
+
+    /* State of the one acquisition this slot is making or holding. */
+    char     token[REDIS_TOKEN_MAX]; /* the value we set (uuid, lua, redlock) */
+    int64_t  expires_wall_ms;        /* redis-getset: our expiry timestamp    */
+    int64_t  valid_until_ms;         /* redlock: end of validity (monotonic)  */
+    uint64_t seq;                    /* acquisitions made by this slot        */
+};
+
+/* A Lua script run by SHA1; sha is filled once per process (SCRIPT LOAD). */
+struct redis_script {
+    const char *text;
+    char        sha[41];
+};
+
+/* ---------------------------------------------------------------- redis_conn.c */
+
+struct redis_set *redis_set_of(struct lock_ctx *ctx);
+void              redis_ctx_free(struct lock_ctx *ctx);
+
+/* The connection to server i with command timeout timeout_ms, connecting
+ * if needed (throttled). NULL after recording LL_UNAVAILABLE on ctx. */
+redisContext *redis_link(struct lock_ctx *ctx, int server, int timeout_ms);
+
+/* Forget a failed connection of server i; returns LL_UNAVAILABLE recorded
+ * on ctx with `what` and hiredis's errstr. */
+int redis_drop(struct lock_ctx *ctx, int server, const char *what);
+
+/* One command to server i (REDIS_CMD_TIMEOUT_MS). NULL when the server is
+ * unreachable (ctx->err = LL_UNAVAILABLE); otherwise the reply, which may
+ * be an error reply: see redis_reply_error(). Counts a round trip. */
+redisReply *redis_cmd(struct lock_ctx *ctx, int server, const char *fmt, ...);
+
+/* Run script s on server i: argv holds argc strings, the nkeys keys first
+ * and then the other arguments. Same
+ * contract as redis_cmd(). */
+redisReply *redis_eval(struct lock_ctx *ctx, int server, struct redis_script *s,
+                       int nkeys, int argc, const char **argv);
+
+/* The same with another command timeout (Redlock's per-server one). */
+redisReply *redis_eval_within(struct lock_ctx *ctx, int server, int timeout_ms,
+                              struct redis_script *s, int nkeys, int argc, const char **argv);
+
+/* The same on a bare connection (the watchdog's). NULL on a transport error. */
+redisReply *redis_eval_on(redisContext *c, struct redis_script *s,
+                          int nkeys, int argc, const char **argv, unsigned *ops);
+
+/* An error reply from server i on `key` as a status on ctx (LL_ERROR, or
+ * LL_UNAVAILABLE for LOADING/BUSY/MASTERDOWN); frees the reply. A
+ * WRONGTYPE names the likely cause: another strategy's key, not reset. */
+int redis_reply_error(struct lock_ctx *ctx, int server, redisReply *r, const char *key);
+
+/* The deadline passed while `key` stayed taken: LL_TIMEOUT, unless the
+ * key has another type than `type` ("string", "hash") — then LL_ERROR
+ * saying which strategy's leftovers block it. */
+int redis_timeout(struct lock_ctx *ctx, int server, const char *key, const char *type);
+
+/* DEL the given keys on server i (reset hooks). */
+int redis_del(struct lock_ctx *ctx, int server, int nkeys, const char **keys);
+
+/* A value no other acquisition anywhere will use: "<owner>:<seq>". */
+void redis_new_token(struct lock_ctx *ctx, char *buf, int len);
+
+/* Wall clock in milliseconds (CLOCK_REALTIME): for values other clients
+ * compare, as redis-getset and Redisson's fair lock do. */
+int64_t redis_wall_ms(void);
+
+/* Script sources shared by several strategies. */
+extern struct redis_script redis_compare_and_delete;
+
+/* ---------------------------------------------------------------- redis_pubsub.c */
+
+/* Pub/sub, one subscription per channel per process (Redisson's LockPubSub):
+ * a message wakes one waiter of this process. */
+struct redis_sub;
+
+/* Register as a waiter on `channel`, subscribed before this returns
+ * (LL_OK), or LL_UNAVAILABLE / LL_TIMEOUT. *sub may be NULL on LL_OK when
+ * the process has too many channels: waits then just sleep. */
+int  redis_sub_join(struct lock_ctx *ctx, const char *channel, struct redis_sub **sub);
+/* Sleep until a message (counted in ctx->wakeups) or ms have passed. */
+int  redis_sub_wait(struct lock_ctx *ctx, struct redis_sub *sub, int64_t ms);
+void redis_sub_leave(struct redis_sub *sub);
+
+/* ---------------------------------------------------------------- redis_watchdog.c */
+
+enum redis_watch_unit { WATCH_SECONDS, WATCH_MILLIS };
+
+/* Count one more entry of this slot into `key` as hash field `field`; the
+ * first one starts renewing it every lease/3 (EXPIRE lease in seconds or
+ * PEXPIRE lease in ms, guarded by HEXISTS). */
+void redis_watch(struct lock_ctx *ctx, const char *key, const char *field,
+                 enum redis_watch_unit unit);
+/* One entry less; the last one stops the renewal. */
+void redis_unwatch(struct lock_ctx *ctx);
+/* LL_OK, or LL_ERROR if a renewal found the lock no longer ours. */
+int  redis_watch_check(struct lock_ctx *ctx, const char *key);
+
+#endif /* LOCKLAB_REDIS_PRIVATE_H */

@@ -1,0 +1,341 @@
+/* redis_pubsub.c — one subscription per channel per process, shared by
+ * every waiting slot, as Redisson's LockPubSub does.
+ *
+ * Why not a subscription per waiting slot: every waiter would wake at
+ * every release and race to the lock — a herd of --threads × instances
+ * script calls per sale. Redisson instead keeps one pub/sub connection per
+ * client, subscribes to a lock's channel once and turns each unlock message
+ * into one permit of a semaphore: one waiter per process wakes and tries,
+ * the others sleep on until their PTTL or the next message. We do the same.
+ *
+ * A dispatcher thread (started lazily, pthread_once) owns the connection to
+ * server 0 and is the only thread that touches it: waiters register a
+ * channel in a table under a mutex and poke the dispatcher through a pipe;
+ * the dispatcher sends SUBSCRIBE, marks the channel subscribed when Redis
+ * confirms, and for every "message" on it adds one permit (at most one per
+ * registered waiter) and signals that channel's condition variable.
+ * Channels stay subscribed once used (a product's channel, or a fair-lock
+ * waiter's): there are few, and an idle channel costs one small message per
+ * release. When the connection breaks, every channel is marked unsubscribed
+ * and waiters fail over to their own timed retries (the PTTL they got); the
+ * dispatcher reconnects (throttled) and subscribes again.
+ *
+ * A waiter must be subscribed before it tries the lock the second time, or
+ * a release between its failed try and its subscription would go unseen:
+ * redis_sub_join() returns only once Redis confirmed the subscription.
+ */
+#include "redis_private.h"
+#include "../app/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SUB_MAX 512     /* channels per process; beyond, waiters poll by PTTL */
+
+struct redis_sub {
+    char           channel[160];
+    int            waiters;      /* slots waiting on it now                */
+    int            subscribed;   /* Redis confirmed SUBSCRIBE              */
+    int            requested;    /* SUBSCRIBE sent, confirmation pending   */
+    int            permits;      /* messages not yet consumed by a waiter  */
+    pthread_cond_t cv;
+};
+
+static struct {
+    pthread_mutex_t   mu;
+    struct redis_sub *sub[SUB_MAX];
+    int               nsub;
+    unsigned          broken;    /* bumped at every lost connection        */
+    int               up;        /* the connection is established          */
+    int64_t           retry_at_ms;
+    char              lasterr[128];
+    char              name[80];
+    int               poke[2];   /* pipe: waiters -> dispatcher            */
+    const struct config *cfg;
+} ps = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static pthread_once_t ps_once = PTHREAD_ONCE_INIT;
+static _Atomic(const struct config *) ps_cfg;
+
+static void cond_init_monotonic(pthread_cond_t *cv)
+{
+    pthread_condattr_t attr;
+
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+static struct timespec deadline_ts(int64_t at_ms)
+{
+    struct timespec ts = { at_ms / 1000, (at_ms % 1000) * 1000000 };
+    return ts;
+}
+
+static void poke(void)
+{
+    char b = 1;
+    ssize_t n = write(ps.poke[1], &b, 1);
+    (void)n;            /* a full pipe already holds a poke */
+}
+
+/* ---------------------------------------------------------------- dispatcher */
+
+/* Under ps.mu: every channel needs subscribing again. */
+static void mark_broken(const char *why)
+{
+    int i;
+
+    snprintf(ps.lasterr, sizeof ps.lasterr, "%s", why);
+    ps.up = 0;
+    ps.broken++;
+    ps.retry_at_ms = now_ms() + REDIS_RECONNECT_MS;
+    for (i = 0; i < ps.nsub; i++) {
+        ps.sub[i]->subscribed = ps.sub[i]->requested = 0;
+        pthread_cond_broadcast(&ps.sub[i]->cv);
+    }
+}
+
+static struct redis_sub *find(const char *channel)
+{
+    int i;
+
+    for (i = 0; i < ps.nsub; i++)
+        if (strcmp(ps.sub[i]->channel, channel) == 0)
+            return ps.sub[i];
+    return NULL;
+}
+
+/* A reply on the subscription: a confirmation or a message. Under ps.mu. */
+static void on_reply(const redisReply *r)
+{
+    struct redis_sub *s;
+    const char *kind;
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
+        return;
+    kind = r->element[0]->str;
+    if ((s = find(r->element[1]->str)) == NULL)
+        return;
+    if (strcmp(kind, "subscribe") == 0) {
+        s->subscribed = 1;
+        pthread_cond_broadcast(&s->cv);
+    } else if (strcmp(kind, "message") == 0 && s->permits < s->waiters) {
+        s->permits++;
+        pthread_cond_signal(&s->cv);    /* one waiter, like a semaphore */
+    }
+}
+
+/* Send SUBSCRIBE for every channel not yet requested. Under ps.mu. */
+static int subscribe_pending(redisContext *c)
+{
+    int i, done = 0;
+
+    for (i = 0; i < ps.nsub; i++)
+        if (!ps.sub[i]->requested) {
+            if (redisAppendCommand(c, "SUBSCRIBE %s", ps.sub[i]->channel) != REDIS_OK)
+                return -1;
+            ps.sub[i]->requested = 1;
+        }
+    while (!done)
+        if (redisBufferWrite(c, &done) != REDIS_OK)
+            return -1;
+    return 0;
+}
+
+static redisContext *dispatcher_connect(void)
+{
+    const struct hostport *hp = &ps.cfg->redis[0];
+    struct timeval tv = { REDIS_CMD_TIMEOUT_MS / 1000, (REDIS_CMD_TIMEOUT_MS % 1000) * 1000 };
+    redisContext *c = redisConnectWithTimeout(hp->host, hp->port, tv);
+
+    pthread_mutex_lock(&ps.mu);
+    if (c == NULL || c->err) {
+        mark_broken(c ? c->errstr : "out of memory");
+        if (c)
+            redisFree(c);
+        c = NULL;
+    } else {
+        redisSetTimeout(c, tv);
+        ps.up = 1;
+    }
+    pthread_mutex_unlock(&ps.mu);
+    return c;
+}
+
+static void *dispatcher_main(void *arg)
+{
+    redisContext *c = NULL;
+    struct pollfd pfd[2];
+    char buf[64];
+    void *reply;
+    int n, rc;
+
+    (void)arg;
+    for (;;) {
+        if (c == NULL) {
+            int64_t wait = ps.retry_at_ms - now_ms();
+            if (wait > 0) {
+                pfd[0].fd = ps.poke[0];
+                pfd[0].events = POLLIN;
+                poll(pfd, 1, (int)wait);
+                while (read(ps.poke[0], buf, sizeof buf) > 0)
+                    ;
+                continue;
+            }
+            if ((c = dispatcher_connect()) == NULL)
+                continue;
+        }
+        pthread_mutex_lock(&ps.mu);
+        rc = subscribe_pending(c);
+        pthread_mutex_unlock(&ps.mu);
+        if (rc == 0) {
+            pfd[0].fd = ps.poke[0];
+            pfd[0].events = POLLIN;
+            pfd[1].fd = c->fd;
+            pfd[1].events = POLLIN;
+            pfd[0].revents = pfd[1].revents = 0;
+            n = poll(pfd, 2, 1000);
+            if (n < 0 && errno != EINTR)
+                rc = -1;
+            if (n > 0 && pfd[0].revents)
+                while (read(ps.poke[0], buf, sizeof buf) > 0)
+                    ;
+            if (n > 0 && pfd[1].revents && redisBufferRead(c) != REDIS_OK)
+                rc = -1;
+        }
+        pthread_mutex_lock(&ps.mu);
+        while (rc == 0) {
+            reply = NULL;
+            if (redisGetReplyFromReader(c, &reply) != REDIS_OK)
+                rc = -1;
+            else if (reply == NULL)
+                break;
+            else {
+                on_reply(reply);
+                freeReplyObject(reply);
+            }
+        }
+        if (rc != 0) {
+            mark_broken(c->errstr[0] ? c->errstr : "connection lost");
+            redisFree(c);
+            c = NULL;
+        }
+        pthread_mutex_unlock(&ps.mu);
+    }
+    return NULL;
+}
+
+static void pubsub_start(void)
+{
+    const struct config *cfg = atomic_load(&ps_cfg);
+    pthread_t tid;
+
+    ps.cfg = cfg;
+    snprintf(ps.name, sizeof ps.name, "redis %s:%d", cfg->redis[0].host, cfg->redis[0].port);
+    if (pipe(ps.poke) != 0 || fcntl(ps.poke[0], F_SETFL, O_NONBLOCK) != 0 ||
+        fcntl(ps.poke[1], F_SETFL, O_NONBLOCK) != 0 ||
+        pthread_create(&tid, NULL, dispatcher_main, NULL) != 0) {
+        fprintf(stderr, "locklab: cannot start the Redis pub/sub dispatcher\n");
+        abort();
+    }
+    pthread_detach(tid);
+}
+
+/* ---------------------------------------------------------------- waiters */
+
+int redis_sub_join(struct lock_ctx *ctx, const char *channel, struct redis_sub **out)
+{
+    struct redis_sub *s;
+    struct timespec ts;
+    unsigned broken;
+    int rc = LL_OK;
+
+    atomic_store(&ps_cfg, ctx->cfg);
+    pthread_once(&ps_once, pubsub_start);
+    *out = NULL;
+    pthread_mutex_lock(&ps.mu);
+    if ((s = find(channel)) == NULL) {
+        if (ps.nsub == SUB_MAX) {
+            pthread_mutex_unlock(&ps.mu);
+            return LL_OK;       /* no channel: the caller waits by PTTL */
+        }
+        s = xcalloc(1, sizeof *s);
+        snprintf(s->channel, sizeof s->channel, "%s", channel);
+        cond_init_monotonic(&s->cv);
+        ps.sub[ps.nsub++] = s;
+    }
+    s->waiters++;
+    if (!s->subscribed && !ps.up && now_ms() < ps.retry_at_ms) {
+        s->waiters--;
+        rc = lock_error(ctx, LL_UNAVAILABLE, ps.name, "%s is down: %s", ps.name, ps.lasterr);
+    } else if (!s->subscribed) {
+        ctx->backend_ops++;
+        poke();
+        broken = ps.broken;
+        ts = deadline_ts(ctx->deadline_ms);
+        while (!s->subscribed && ps.broken == broken)
+            if (pthread_cond_timedwait(&s->cv, &ps.mu, &ts) == ETIMEDOUT)
+                break;
+        if (!s->subscribed) {
+            s->waiters--;
+            rc = ps.broken != broken
+                ? lock_error(ctx, LL_UNAVAILABLE, ps.name, "SUBSCRIBE on %s failed: %s",
+                             ps.name, ps.lasterr)
+                : lock_error(ctx, LL_TIMEOUT, NULL, "lock not obtained before the deadline "
+                             "(no pub/sub confirmation from %s)", ps.name);
+        }
+    }
+    pthread_mutex_unlock(&ps.mu);
+    if (rc == LL_OK)
+        *out = s;
+    return rc;
+}
+
+int redis_sub_wait(struct lock_ctx *ctx, struct redis_sub *s, int64_t ms)
+{
+    struct timespec ts;
+    int64_t until = now_ms() + ms;
+
+    if (s == NULL) {            /* no channel: sleep, bounded by the caller */
+        sleep_us(ms * 1000);
+        return LL_OK;
+    }
+    ts = deadline_ts(until);
+    pthread_mutex_lock(&ps.mu);
+    while (s->permits == 0 && s->subscribed)
+        if (pthread_cond_timedwait(&s->cv, &ps.mu, &ts) == ETIMEDOUT)
+            break;
+    if (s->permits > 0) {
+        s->permits--;
+        ctx->wakeups++;
+    }
+    pthread_mutex_unlock(&ps.mu);
+    if (!s->subscribed) {       /* connection lost: wait out the PTTL */
+        int64_t left = until - now_ms();
+        if (left > 0)
+            sleep_us((left < 50 ? left : 50) * 1000);
+    }
+    return LL_OK;
+}
+
+void redis_sub_leave(struct redis_sub *s)
+{
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&ps.mu);
+    s->waiters--;
+    if (s->permits > s->waiters)
+        s->permits = s->waiters;
+    pthread_mutex_unlock(&ps.mu);
+}

@@ -1,0 +1,103 @@
+/* redis_reentrant.c — the hash lock of seed 000 §3.6, renewed by a
+ * watchdog (§3.7).
+ *
+ * lock:P is a hash: field = the holder (lock_owner(): "<instance uuid>:<slot>"),
+ * value = how many times it entered. Both scripts run atomically:
+ *
+ *     acquire:  if EXISTS(lock:P) == 0 or HEXISTS(lock:P, owner) == 1 then
+ *                   HINCRBY lock:P owner 1; EXPIRE lock:P <lease s>; return 1
+ *               else return 0                          0: spin and retry
+ *     release:  if HEXISTS(lock:P, owner) == 0 then return nil   (not ours)
+ *               elseif HINCRBY(lock:P, owner, -1) > 0 then return 0
+ *               else DEL lock:P; return 1 end
+ *
+ * While held, the process-wide watchdog (redis_watchdog.c) runs
+ * "if HEXISTS then EXPIRE" every lease/3, so a slow holder keeps its lock
+ * and a dead one loses it within a lease. The check hook refuses the write
+ * if a renewal found the lock gone. What it still gets wrong: waiters spin
+ * on a fixed interval instead of being told (compare redisson), so they
+ * hammer Redis and the order is luck; and the seconds-granular EXPIRE
+ * rounds the lease up.
+ */
+#include "redis_private.h"
+
+#include <stdio.h>
+
+static struct redis_script reentrant_lock = {
+    "if (redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[1]) == 1) "
+    "then redis.call('hincrby', KEYS[1], ARGV[1], 1); "
+    "redis.call('expire', KEYS[1], ARGV[2]); return 1; "
+    "else return 0; end",
+    ""
+};
+
+static struct redis_script reentrant_unlock = {
+    "if (redis.call('hexists', KEYS[1], ARGV[1]) == 0) then return nil; "
+    "elseif (redis.call('hincrby', KEYS[1], ARGV[1], -1) > 0) then return 0; "
+    "else redis.call('del', KEYS[1]); return 1; end",
+    ""
+};
+
+static int reentrant_acquire(struct lock_ctx *ctx, const char *key)
+{
+    char owner[80], lease[16];
+    const char *argv[3] = { key, owner, lease };
+    redisReply *r;
+    int got;
+
+    lock_owner(ctx, owner, sizeof owner);
+    snprintf(lease, sizeof lease, "%d", (ctx->cfg->lease_ms + 999) / 1000);
+    for (;;) {
+        if ((r = redis_eval(ctx, 0, &reentrant_lock, 1, 3, argv)) == NULL)
+            return ctx->err;
+        if (r->type != REDIS_REPLY_INTEGER)
+            return redis_reply_error(ctx, 0, r, key);
+        got = r->integer == 1;
+        freeReplyObject(r);
+        if (got) {
+            redis_watch(ctx, key, owner, WATCH_SECONDS);
+            return LL_OK;
+        }
+        if (lock_backoff(ctx) != LL_OK)
+            return redis_timeout(ctx, 0, key, "hash");
+    }
+}
+
+static int reentrant_release(struct lock_ctx *ctx, const char *key)
+{
+    char owner[80];
+    const char *argv[2] = { key, owner };
+    redisReply *r;
+    int rc = LL_OK;
+
+    lock_owner(ctx, owner, sizeof owner);
+    redis_unwatch(ctx);
+    if ((r = redis_eval(ctx, 0, &reentrant_unlock, 1, 2, argv)) == NULL)
+        return ctx->err;
+    if (r->type == REDIS_REPLY_NIL)
+        rc = lock_error(ctx, LL_ERROR, "redis", "%s is not held by %s: nothing to unlock",
+                        key, owner);
+    else if (r->type != REDIS_REPLY_INTEGER)
+        return redis_reply_error(ctx, 0, r, key);
+    freeReplyObject(r);
+    return rc;
+}
+
+static int reentrant_reset(struct lock_ctx *ctx, const char *key)
+{
+    const char *keys[1] = { key };
+    return redis_del(ctx, 0, 1, keys);
+}
+
+const struct lock_ops lock_redis_reentrant = {
+    .name     = "redis-reentrant",
+    .family   = "redis",
+    .summary  = "hash lock:P {owner: count} by HINCRBY Lua scripts, renewed at lease/3 by a watchdog (seed 000 §3.6–3.7)",
+    .flaw     = "waiters spin on a timer (load on Redis, no order); one Redis: a failover can lose the lock",
+    .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .acquire  = reentrant_acquire,
+    .release  = reentrant_release,
+    .check    = redis_watch_check,
+    .reset    = reentrant_reset,
+    .ctx_free = redis_ctx_free,
+};

@@ -1,0 +1,53 @@
+/* redis_set_nx_ex.c — one atomic SET with NX and EX (seed 000 §3.2).
+ *
+ *     acquire:  SET lock:P locked NX EX 3       OK: ours; nil: spin
+ *     release:  DEL lock:P
+ *
+ * Lock and expiry in one command fix the window of redis-setnx-expire: a
+ * holder that dies frees the lock within 3 s (the seed's constant). But the
+ * value is a constant, so release cannot tell its own lock from another's:
+ * a holder slower than the expiry (?hold_ms=4000) loses the lock to a
+ * second sale while still selling — both read the same count, an update is
+ * lost — and its late DEL frees the second holder's lock, letting a third
+ * in (seed §3.2's index1/index2/index3 story). Not reentrant.
+ */
+#include "redis_private.h"
+
+#define SET_NX_EX_S 3
+
+static int set_nx_ex_acquire(struct lock_ctx *ctx, const char *key)
+{
+    redisReply *r;
+    int got;
+
+    for (;;) {
+        if ((r = redis_cmd(ctx, 0, "SET %s locked NX EX %d", key, SET_NX_EX_S)) == NULL)
+            return ctx->err;
+        if (r->type == REDIS_REPLY_ERROR)
+            return redis_reply_error(ctx, 0, r, key);
+        got = r->type == REDIS_REPLY_STATUS;
+        freeReplyObject(r);
+        if (got)
+            return LL_OK;
+        if (lock_backoff(ctx) != LL_OK)
+            return redis_timeout(ctx, 0, key, "string");
+    }
+}
+
+static int set_nx_ex_release(struct lock_ctx *ctx, const char *key)
+{
+    const char *keys[1] = { key };
+    return redis_del(ctx, 0, 1, keys);
+}
+
+const struct lock_ops lock_redis_set_nx_ex = {
+    .name     = "redis-set-nx-ex",
+    .family   = "redis",
+    .summary  = "SET lock:P locked NX EX 3 in one command, DEL to unlock (seed 000 §3.2)",
+    .flaw     = "no owner: a holder slower than the 3 s expiry is overtaken (lost updates) and its DEL frees the next holder's lock",
+    .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .acquire  = set_nx_ex_acquire,
+    .release  = set_nx_ex_release,
+    .reset    = set_nx_ex_release,
+    .ctx_free = redis_ctx_free,
+};

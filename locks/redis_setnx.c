@@ -1,0 +1,59 @@
+/* redis_setnx.c — SETNX to lock, DEL to unlock (seed 000 §3.1).
+ *
+ *     acquire:  SETNX lock:P <owner>      1: ours; 0: sleep a jittered
+ *                                          --retry-ms and try again
+ *     release:  DEL lock:P
+ *
+ * The first Redis lock of the course: one atomic command decides the
+ * winner, so concurrent sales are excluded — as long as every holder lives
+ * to send its DEL. The key has no expiry, so a holder that dies (?crash=1)
+ * leaves lock:P behind for ever and every later sale times out until
+ * POST /stock/reset deletes it (seed §3.2's "死锁"). Not reentrant: a
+ * second acquire by the holder waits for itself until the deadline.
+ */
+#include "redis_private.h"
+
+static int setnx_acquire(struct lock_ctx *ctx, const char *key)
+{
+    char owner[80];
+    redisReply *r;
+    int got, rc;
+
+    lock_owner(ctx, owner, sizeof owner);
+    for (;;) {
+        if ((r = redis_cmd(ctx, 0, "SETNX %s %s", key, owner)) == NULL)
+            return ctx->err;
+        if (r->type != REDIS_REPLY_INTEGER)
+            return redis_reply_error(ctx, 0, r, key);
+        got = r->integer == 1;
+        freeReplyObject(r);
+        if (got)
+            return LL_OK;
+        if ((rc = lock_backoff(ctx)) != LL_OK)
+            return redis_timeout(ctx, 0, key, "string");
+    }
+}
+
+static int setnx_release(struct lock_ctx *ctx, const char *key)
+{
+    const char *keys[1] = { key };
+    return redis_del(ctx, 0, 1, keys);
+}
+
+static int setnx_reset(struct lock_ctx *ctx, const char *key)
+{
+    const char *keys[1] = { key };
+    return redis_del(ctx, 0, 1, keys);
+}
+
+const struct lock_ops lock_redis_setnx = {
+    .name     = "redis-setnx",
+    .family   = "redis",
+    .summary  = "SETNX lock:P to lock, DEL to unlock, spin while taken (seed 000 §3.1)",
+    .flaw     = "no expiry: a holder that dies leaves the lock for ever (deadlock); not reentrant",
+    .props    = LOCK_DISTRIBUTED | LOCK_EXACT,
+    .acquire  = setnx_acquire,
+    .release  = setnx_release,
+    .reset    = setnx_reset,
+    .ctx_free = redis_ctx_free,
+};

@@ -1,0 +1,68 @@
+/* redis_setnx_expire.c — SETNX, then EXPIRE as a second command (seed 004
+ * scheme 1, seed 000 §3.2 "方式1").
+ *
+ *     acquire:  SETNX lock:P <owner>; if 1: EXPIRE lock:P 3
+ *     release:  DEL lock:P
+ *
+ * The expiry frees the lock of a holder that dies while holding it — but
+ * only once EXPIRE has run. The two commands are not atomic: a death
+ * between them leaves a lock with no expiry, for ever. ?crash=1 lands
+ * exactly there for this strategy (between SETNX and EXPIRE), so the flaw
+ * is shown on demand. The 3 s expiry is the seed's constant; a holder
+ * slower than that is overtaken and its DEL then frees someone else's lock.
+ */
+#include "redis_private.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+#define SETNX_EXPIRE_S 3
+
+static int setnx_expire_acquire(struct lock_ctx *ctx, const char *key)
+{
+    char owner[80];
+    redisReply *r;
+    int got;
+
+    lock_owner(ctx, owner, sizeof owner);
+    for (;;) {
+        if ((r = redis_cmd(ctx, 0, "SETNX %s %s", key, owner)) == NULL)
+            return ctx->err;
+        if (r->type != REDIS_REPLY_INTEGER)
+            return redis_reply_error(ctx, 0, r, key);
+        got = r->integer == 1;
+        freeReplyObject(r);
+        if (got)
+            break;
+        if (lock_backoff(ctx) != LL_OK)
+            return redis_timeout(ctx, 0, key, "string");
+    }
+    if (ctx->crash) {   /* fault: die in the window the seed warns about */
+        fprintf(stderr, "locklab: crash requested between SETNX and EXPIRE of %s\n", key);
+        _exit(3);
+    }
+    if ((r = redis_cmd(ctx, 0, "EXPIRE %s %d", key, SETNX_EXPIRE_S)) == NULL)
+        return ctx->err;    /* the lock stays, without expiry: the flaw */
+    if (r->type == REDIS_REPLY_ERROR)
+        return redis_reply_error(ctx, 0, r, key);
+    freeReplyObject(r);
+    return LL_OK;
+}
+
+static int setnx_expire_release(struct lock_ctx *ctx, const char *key)
+{
+    const char *keys[1] = { key };
+    return redis_del(ctx, 0, 1, keys);
+}
+
+const struct lock_ops lock_redis_setnx_expire = {
+    .name     = "redis-setnx-expire",
+    .family   = "redis",
+    .summary  = "SETNX lock:P then EXPIRE lock:P 3 as two commands, DEL to unlock (seed 004 scheme 1)",
+    .flaw     = "not atomic: a death between SETNX and EXPIRE leaves the lock for ever; a holder slower than 3 s is overtaken and deletes the next holder's lock",
+    .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .acquire  = setnx_expire_acquire,
+    .release  = setnx_expire_release,
+    .reset    = setnx_expire_release,
+    .ctx_free = redis_ctx_free,
+};

@@ -1,0 +1,242 @@
+/* redis_watchdog.c — one thread that keeps held hash locks alive (seed 000
+ * §3.7, Redisson's lock watchdog).
+ *
+ * A holder that is slower than its lease must not lose the lock, yet a
+ * holder that dies must lose it within a lease: so the lease stays short
+ * (--lease-ms) and is renewed every lease/3 for as long as the lock is
+ * held. The renewal is the guarded script
+ *
+ *     if HEXISTS key field then (P)EXPIRE key lease; return 1 else return 0
+ *
+ * so renewing a lock that was released (or taken over) meanwhile does
+ * nothing.
+ *
+ * Why one process-wide thread rather than one per holder (the seed's Timer
+ * per lock): a holder's own connection is busy with its own request, so a
+ * renewer needs another connection either way; one thread with one
+ * connection serves every slot's lock at a cost of one script call per lock
+ * per lease/3, with no thread created per acquisition. Holders register in
+ * a table indexed by slot (a slot holds at most one key at a time; re-entry
+ * is counted), and the thread sleeps on a condition variable until the
+ * earliest renewal is due. It starts lazily (pthread_once) at the first
+ * registration. A renewal that finds the lock gone marks the entry lost,
+ * and the strategy's check hook then refuses to write the stock.
+ */
+#include "redis_private.h"
+#include "../app/util.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct watch_entry {
+    int      depth;              /* entries of this slot; 0: not held       */
+    enum redis_watch_unit unit;
+    unsigned gen;                /* bumped at every first entry             */
+    int      lost;               /* a renewal found the lock gone           */
+    int64_t  next_ms;            /* next renewal due (monotonic)            */
+    char     key[80];
+    char     field[REDIS_TOKEN_MAX];
+};
+
+static struct {
+    pthread_mutex_t     mu;
+    pthread_cond_t      cv;
+    struct watch_entry *e;
+    int                 n;
+    const struct config *cfg;
+    redisContext       *c;
+    int64_t             retry_at_ms;
+} wd = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static pthread_once_t wd_once = PTHREAD_ONCE_INIT;
+static _Atomic(const struct config *) wd_cfg;
+
+static struct redis_script renew_seconds = {
+    "if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then "
+    "redis.call('expire', KEYS[1], ARGV[2]); return 1; else return 0; end",
+    ""
+};
+static struct redis_script renew_millis = {
+    "if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then "
+    "redis.call('pexpire', KEYS[1], ARGV[2]); return 1; end; return 0;",
+    ""
+};
+
+static int period_ms(void)
+{
+    int p = wd.cfg->lease_ms / 3;
+    return p > 0 ? p : 1;
+}
+
+/* ---------------------------------------------------------------- renewal */
+
+/* 1 renewed, 0 the lock is gone, -1 Redis did not answer. Called without
+ * wd.mu: the connection belongs to the watchdog thread alone. */
+static int renew(const char *key, const char *field, enum redis_watch_unit unit)
+{
+    const struct hostport *hp = &wd.cfg->redis[0];
+    struct timeval tv = { REDIS_CMD_TIMEOUT_MS / 1000, (REDIS_CMD_TIMEOUT_MS % 1000) * 1000 };
+    char lease[24];
+    const char *argv[3];
+    redisReply *r;
+    unsigned ops = 0;
+    int rc;
+
+    if (wd.c == NULL) {
+        if (now_ms() < wd.retry_at_ms)
+            return -1;
+        wd.c = redisConnectWithTimeout(hp->host, hp->port, tv);
+        if (wd.c == NULL || wd.c->err) {
+            if (wd.c)
+                redisFree(wd.c);
+            wd.c = NULL;
+            wd.retry_at_ms = now_ms() + REDIS_RECONNECT_MS;
+            return -1;
+        }
+        redisSetTimeout(wd.c, tv);
+    }
+    if (unit == WATCH_SECONDS)
+        snprintf(lease, sizeof lease, "%d", (wd.cfg->lease_ms + 999) / 1000);
+    else
+        snprintf(lease, sizeof lease, "%d", wd.cfg->lease_ms);
+    argv[0] = key;
+    argv[1] = field;
+    argv[2] = lease;
+    r = redis_eval_on(wd.c, unit == WATCH_SECONDS ? &renew_seconds : &renew_millis,
+                      1, 3, argv, &ops);
+    if (r == NULL) {
+        redisFree(wd.c);
+        wd.c = NULL;
+        wd.retry_at_ms = now_ms() + REDIS_RECONNECT_MS;
+        return -1;
+    }
+    rc = r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -1;
+    freeReplyObject(r);
+    return rc;
+}
+
+static void *watchdog_main(void *arg)
+{
+    struct watch_entry copy;
+    struct timespec ts;
+    int i, due, rc;
+    int64_t now, first;
+
+    (void)arg;
+    pthread_mutex_lock(&wd.mu);
+    for (;;) {
+        now = now_ms();
+        due = -1;
+        first = INT64_MAX;
+        for (i = 0; i < wd.n; i++) {
+            if (wd.e[i].depth == 0)
+                continue;
+            if (wd.e[i].next_ms <= now) {
+                due = i;
+                break;
+            }
+            if (wd.e[i].next_ms < first)
+                first = wd.e[i].next_ms;
+        }
+        if (due < 0) {
+            if (first == INT64_MAX) {
+                pthread_cond_wait(&wd.cv, &wd.mu);
+            } else {
+                ts.tv_sec = first / 1000;
+                ts.tv_nsec = (first % 1000) * 1000000;
+                pthread_cond_timedwait(&wd.cv, &wd.mu, &ts);
+            }
+            continue;
+        }
+        copy = wd.e[due];
+        wd.e[due].next_ms = now + period_ms();
+        pthread_mutex_unlock(&wd.mu);
+
+        rc = renew(copy.key, copy.field, copy.unit);
+
+        pthread_mutex_lock(&wd.mu);
+        if (wd.e[due].depth > 0 && wd.e[due].gen == copy.gen) {
+            if (rc == 0) {              /* expired or taken: stop renewing */
+                wd.e[due].lost = 1;
+                wd.e[due].next_ms = INT64_MAX;
+            } else if (rc < 0)            /* Redis down: try again soon */
+                wd.e[due].next_ms = now_ms() + REDIS_RECONNECT_MS;
+        }
+    }
+    return NULL;
+}
+
+static void watchdog_start(void)
+{
+    pthread_condattr_t attr;
+    pthread_t tid;
+
+    wd.cfg = atomic_load(&wd_cfg);
+    wd.n = wd.cfg->threads;
+    wd.e = xcalloc((size_t)wd.n, sizeof *wd.e);
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&wd.cv, &attr);
+    pthread_condattr_destroy(&attr);
+    if (pthread_create(&tid, NULL, watchdog_main, NULL) != 0) {
+        fprintf(stderr, "locklab: cannot start the Redis watchdog thread\n");
+        abort();
+    }
+    pthread_detach(tid);
+}
+
+/* ---------------------------------------------------------------- holders */
+
+static void watchdog_init(const struct lock_ctx *ctx)
+{
+    atomic_store(&wd_cfg, ctx->cfg);
+    pthread_once(&wd_once, watchdog_start);
+}
+
+void redis_watch(struct lock_ctx *ctx, const char *key, const char *field,
+                 enum redis_watch_unit unit)
+{
+    struct watch_entry *e;
+
+    watchdog_init(ctx);
+    pthread_mutex_lock(&wd.mu);
+    e = &wd.e[ctx->slot];
+    if (e->depth++ == 0) {
+        snprintf(e->key, sizeof e->key, "%s", key);
+        snprintf(e->field, sizeof e->field, "%s", field);
+        e->unit = unit;
+        e->gen++;
+        e->lost = 0;
+        e->next_ms = now_ms() + period_ms();
+        pthread_cond_signal(&wd.cv);
+    }
+    pthread_mutex_unlock(&wd.mu);
+}
+
+void redis_unwatch(struct lock_ctx *ctx)
+{
+    watchdog_init(ctx);
+    pthread_mutex_lock(&wd.mu);
+    if (wd.e[ctx->slot].depth > 0)
+        wd.e[ctx->slot].depth--;
+    pthread_mutex_unlock(&wd.mu);
+}
+
+int redis_watch_check(struct lock_ctx *ctx, const char *key)
+{
+    int lost;
+
+    watchdog_init(ctx);
+    pthread_mutex_lock(&wd.mu);
+    lost = wd.e[ctx->slot].depth > 0 && wd.e[ctx->slot].lost;
+    pthread_mutex_unlock(&wd.mu);
+    if (lost)
+        return lock_error(ctx, LL_ERROR, "redis",
+                          "%s was lost while held (the watchdog could not renew it): "
+                          "sale not written", key);
+    return LL_OK;
+}

@@ -1,0 +1,170 @@
+/* redisson.c — Redisson's RLock, protocol for protocol, so a Java service
+ * using redisson.getLock("lock:P") excludes with us.
+ *
+ * Keys: the hash lock:P {"<instance uuid>:<thread>": re-entry count} with a
+ * PEXPIRE lease, and the channel redisson_lock__channel:{lock:P}. Our
+ * "thread" is the worker slot, so the field is lock_owner().
+ *
+ *     tryLock (KEYS lock:P; ARGV lease, field):
+ *         if EXISTS == 0:         HINCRBY field 1; PEXPIRE lease; return nil
+ *         if HEXISTS field == 1:  HINCRBY field 1; PEXPIRE lease; return nil
+ *         return PTTL lock:P                        (the holder's time left)
+ *     unlock (KEYS lock:P, channel; ARGV "0", lease, field):
+ *         if HEXISTS field == 0: return nil         (not ours: an error)
+ *         if HINCRBY field -1 > 0: PEXPIRE lease; return 0
+ *         DEL lock:P; PUBLISH channel 0; return 1
+ *
+ * Waiting, as RedissonLock.lock(): try once; if taken, SUBSCRIBE to the
+ * channel, then loop { try; wait for a message or the returned PTTL,
+ * whichever comes first, never past the deadline } and UNSUBSCRIBE. No
+ * fixed-interval spinning: a waiter wakes when a holder publishes or the
+ * holder's lease would have run out (a crashed holder). Subscribing before
+ * the second try means a release can never slip by unseen.
+ *
+ * The subscription is shared by the whole process (redis_pubsub.c, as
+ * Redisson's LockPubSub): each unlock message wakes one waiter per
+ * instance, not every waiter. Watchdog: the lease is --lease-ms (Redisson:
+ * 30 s) renewed every lease/3 (10 s) by redis_watchdog.c while held.
+ * Unlocking a lock we do not hold is an error, as Redisson's
+ * IllegalMonitorStateException.
+ * What it still gets wrong: one Redis server — a failover to a replica
+ * that had not received the lock lets a second holder in (hence redlock).
+ */
+#include "redis_private.h"
+
+#include <stdio.h>
+
+static struct redis_script redisson_lock = {
+    "if (redis.call('exists', KEYS[1]) == 0) then "
+        "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+        "redis.call('pexpire', KEYS[1], ARGV[1]); "
+        "return nil; "
+    "end; "
+    "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then "
+        "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+        "redis.call('pexpire', KEYS[1], ARGV[1]); "
+        "return nil; "
+    "end; "
+    "return redis.call('pttl', KEYS[1]);",
+    ""
+};
+
+static struct redis_script redisson_unlock = {
+    "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then "
+        "return nil; "
+    "end; "
+    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+    "if (counter > 0) then "
+        "redis.call('pexpire', KEYS[1], ARGV[2]); "
+        "return 0; "
+    "else "
+        "redis.call('del', KEYS[1]); "
+        "redis.call('publish', KEYS[2], ARGV[1]); "
+        "return 1; "
+    "end; "
+    "return nil;",
+    ""
+};
+
+static void channel_of(const char *key, char *buf, size_t len)
+{
+    snprintf(buf, len, "redisson_lock__channel:{%s}", key);
+}
+
+/* One tryLock: LL_OK with *ttl = -2 when acquired, else the holder's PTTL. */
+static int redisson_try(struct lock_ctx *ctx, const char *key, const char *field,
+                        long long *ttl)
+{
+    char lease[16];
+    const char *argv[3] = { key, lease, field };
+    redisReply *r;
+
+    snprintf(lease, sizeof lease, "%d", ctx->cfg->lease_ms);
+    if ((r = redis_eval(ctx, 0, &redisson_lock, 1, 3, argv)) == NULL)
+        return ctx->err;
+    if (r->type == REDIS_REPLY_NIL)
+        *ttl = -2;
+    else if (r->type == REDIS_REPLY_INTEGER)
+        *ttl = r->integer;
+    else
+        return redis_reply_error(ctx, 0, r, key);
+    freeReplyObject(r);
+    return LL_OK;
+}
+
+static int redisson_acquire(struct lock_ctx *ctx, const char *key)
+{
+    char field[80], channel[160];
+    long long ttl;
+    int64_t left;
+    struct redis_sub *sub;
+    int rc;
+
+    lock_owner(ctx, field, sizeof field);
+    if ((rc = redisson_try(ctx, key, field, &ttl)) != LL_OK)
+        return rc;
+    if (ttl != -2) {
+        channel_of(key, channel, sizeof channel);
+        if ((rc = redis_sub_join(ctx, channel, &sub)) != LL_OK)
+            return rc;
+        for (;;) {
+            if ((rc = redisson_try(ctx, key, field, &ttl)) != LL_OK || ttl == -2)
+                break;
+            if ((left = lock_time_left(ctx)) <= 0) {
+                lock_error(ctx, LL_TIMEOUT, NULL, "lock not obtained within %d ms",
+                           ctx->cfg->lock_wait_ms);
+                rc = redis_timeout(ctx, 0, key, "hash");
+                break;
+            }
+            ctx->retries++;
+            redis_sub_wait(ctx, sub, ttl >= 0 && ttl < left ? ttl : left);
+        }
+        redis_sub_leave(sub);
+        if (rc != LL_OK)
+            return rc;
+    }
+    redis_watch(ctx, key, field, WATCH_MILLIS);
+    return LL_OK;
+}
+
+static int redisson_release(struct lock_ctx *ctx, const char *key)
+{
+    char field[80], channel[160], lease[16];
+    const char *argv[5] = { key, channel, "0", lease, field };
+    redisReply *r;
+    int rc = LL_OK;
+
+    lock_owner(ctx, field, sizeof field);
+    channel_of(key, channel, sizeof channel);
+    snprintf(lease, sizeof lease, "%d", ctx->cfg->lease_ms);
+    redis_unwatch(ctx);
+    if ((r = redis_eval(ctx, 0, &redisson_unlock, 2, 5, argv)) == NULL)
+        return ctx->err;
+    if (r->type == REDIS_REPLY_NIL)
+        rc = lock_error(ctx, LL_ERROR, "redis",
+                        "attempt to unlock %s, not locked by current thread %s "
+                        "(IllegalMonitorStateException)", key, field);
+    else if (r->type != REDIS_REPLY_INTEGER)
+        return redis_reply_error(ctx, 0, r, key);
+    freeReplyObject(r);
+    return rc;
+}
+
+static int redisson_reset(struct lock_ctx *ctx, const char *key)
+{
+    const char *keys[1] = { key };
+    return redis_del(ctx, 0, 1, keys);
+}
+
+const struct lock_ops lock_redisson = {
+    .name     = "redisson",
+    .family   = "redis",
+    .summary  = "Redisson RLock: hash lock:P {uuid:thread: count}, PTTL to waiters, pub/sub wake-up on unlock, watchdog at lease/3",
+    .flaw     = "one Redis server: a failover to a replica that missed the lock admits a second holder; not fair",
+    .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .acquire  = redisson_acquire,
+    .release  = redisson_release,
+    .check    = redis_watch_check,
+    .reset    = redisson_reset,
+    .ctx_free = redis_ctx_free,
+};

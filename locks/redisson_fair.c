@@ -1,0 +1,283 @@
+/* redisson_fair.c — Redisson's RFairLock: first come, first served.
+ *
+ * Keys (Redisson's names, so Java clients join the same queue):
+ *   lock:P                                  hash {"<uuid>:<thread>": count}, PEXPIRE lease
+ *   redisson_lock_queue:{lock:P}            list of waiting fields, in arrival order
+ *   redisson_lock_timeout:{lock:P}          zset field -> time (wall ms) after which
+ *                                           a waiter that stopped asking is stale
+ *   redisson_lock__channel:{lock:P}:<field> one channel per waiter
+ *
+ * tryLock (KEYS lock:P, queue, timeout; ARGV lease, field, wait, now):
+ *   1. pop stale waiters off the head of the queue (timeout <= now);
+ *   2. if lock:P is free and the queue is empty or we are its head: leave
+ *      the queue, take wait off every other waiter's timeout, HSET field 1,
+ *      PEXPIRE lease, return nil;
+ *   3. re-entry: HEXISTS field -> HINCRBY, PEXPIRE, return nil;
+ *   4. already queued: return our timeout − wait − now (≈ when our turn
+ *      comes); otherwise queue at the tail with timeout = the previous
+ *      waiter's (or the lock's PTTL) + wait + now, and return that ttl.
+ * unlock (KEYS lock:P, queue, timeout, channel; ARGV "0", lease, field, now):
+ *   pop stale waiters; decrement our count (nil if not ours: an error); at
+ *   zero DEL lock:P and PUBLISH "0" to the head waiter's channel only.
+ * A waiter that gives up runs Redisson's acquireFailed script: it leaves
+ * the queue and hands its wait back to those behind it.
+ *
+ * Waiting: subscribe to our own channel, then loop { tryLock; wait for the
+ * message or the returned ttl, never past the deadline }. The hand-off is
+ * FIFO across all instances and only the next waiter wakes. `wait` is the
+ * request's remaining wait, as Redisson's tryLock(waitTime) passes it.
+ * Held locks are renewed by the watchdog like redisson's.
+ *
+ * What it still gets wrong: the stale-waiter timeouts compare the wall
+ * clocks of every client (ARGV now); a waiter that dies without leaving
+ * blocks the queue until its timeout (up to its whole wait); every
+ * acquisition rewrites every waiter's timeout (O(waiters)); one Redis.
+ */
+#include "redis_private.h"
+
+#include <stdio.h>
+
+static struct redis_script fair_lock = {
+    "while true do "
+        "local first = redis.call('lindex', KEYS[2], 0); "
+        "if first == false then break; end; "
+        "local timeout = tonumber(redis.call('zscore', KEYS[3], first)); "
+        "if timeout <= tonumber(ARGV[4]) then "
+            "redis.call('zrem', KEYS[3], first); "
+            "redis.call('lpop', KEYS[2]); "
+        "else break; end; "
+    "end; "
+    "if (redis.call('exists', KEYS[1]) == 0) and ((redis.call('exists', KEYS[2]) == 0) "
+        "or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then "
+        "redis.call('lpop', KEYS[2]); "
+        "redis.call('zrem', KEYS[3], ARGV[2]); "
+        "local keys = redis.call('zrange', KEYS[3], 0, -1); "
+        "for i = 1, #keys, 1 do "
+            "redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), keys[i]); "
+        "end; "
+        "redis.call('hset', KEYS[1], ARGV[2], 1); "
+        "redis.call('pexpire', KEYS[1], ARGV[1]); "
+        "return nil; "
+    "end; "
+    "if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
+        "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+        "redis.call('pexpire', KEYS[1], ARGV[1]); "
+        "return nil; "
+    "end; "
+    "local timeout = redis.call('zscore', KEYS[3], ARGV[2]); "
+    "if timeout ~= false then "
+        "return timeout - tonumber(ARGV[3]) - tonumber(ARGV[4]); "
+    "end; "
+    "local last = redis.call('lindex', KEYS[2], -1); "
+    "local ttl; "
+    "if last ~= false and last ~= ARGV[2] then "
+        "ttl = tonumber(redis.call('zscore', KEYS[3], last)) - tonumber(ARGV[4]); "
+    "else "
+        "ttl = redis.call('pttl', KEYS[1]); "
+    "end; "
+    "local newtimeout = ttl + tonumber(ARGV[3]) + tonumber(ARGV[4]); "
+    "if redis.call('zadd', KEYS[3], newtimeout, ARGV[2]) == 1 then "
+        "redis.call('rpush', KEYS[2], ARGV[2]); "
+    "end; "
+    "return ttl;",
+    ""
+};
+
+static struct redis_script fair_unlock = {
+    "while true do "
+        "local first = redis.call('lindex', KEYS[2], 0); "
+        "if first == false then break; end; "
+        "local timeout = tonumber(redis.call('zscore', KEYS[3], first)); "
+        "if timeout <= tonumber(ARGV[4]) then "
+            "redis.call('zrem', KEYS[3], first); "
+            "redis.call('lpop', KEYS[2]); "
+        "else break; end; "
+    "end; "
+    "if (redis.call('exists', KEYS[1]) == 0) then "
+        "local nextThreadId = redis.call('lindex', KEYS[2], 0); "
+        "if nextThreadId ~= false then "
+            "redis.call('publish', KEYS[4] .. ':' .. nextThreadId, ARGV[1]); "
+        "end; "
+        "return 1; "
+    "end; "
+    "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
+    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+    "if (counter > 0) then "
+        "redis.call('pexpire', KEYS[1], ARGV[2]); "
+        "return 0; "
+    "end; "
+    "redis.call('del', KEYS[1]); "
+    "local nextThreadId = redis.call('lindex', KEYS[2], 0); "
+    "if nextThreadId ~= false then "
+        "redis.call('publish', KEYS[4] .. ':' .. nextThreadId, ARGV[1]); "
+    "end; "
+    "return 1;",
+    ""
+};
+
+static struct redis_script fair_give_up = {
+    "local queue = redis.call('lrange', KEYS[1], 0, -1); "
+    "local i = 1; "
+    "while i <= #queue and queue[i] ~= ARGV[1] do i = i + 1; end; "
+    "i = i + 1; "
+    "while i <= #queue do "
+        "redis.call('zincrby', KEYS[2], -tonumber(ARGV[2]), queue[i]); "
+        "i = i + 1; "
+    "end; "
+    "redis.call('zrem', KEYS[2], ARGV[1]); "
+    "redis.call('lrem', KEYS[1], 0, ARGV[1]);",
+    ""
+};
+
+struct fair_names {
+    char field[80];
+    char queue[128];
+    char timeout[128];
+    char channel[128];       /* the lock's channel; ours is channel:field */
+};
+
+static void names_of(const struct lock_ctx *ctx, const char *key, struct fair_names *n)
+{
+    lock_owner(ctx, n->field, sizeof n->field);
+    snprintf(n->queue, sizeof n->queue, "redisson_lock_queue:{%s}", key);
+    snprintf(n->timeout, sizeof n->timeout, "redisson_lock_timeout:{%s}", key);
+    snprintf(n->channel, sizeof n->channel, "redisson_lock__channel:{%s}", key);
+}
+
+/* One tryLock: LL_OK with *ttl = -2 when acquired, else the time to wait. */
+static int fair_try(struct lock_ctx *ctx, const char *key, const struct fair_names *n,
+                    long long wait, long long *ttl)
+{
+    char lease[16], waits[24], now[24];
+    const char *argv[7] = { key, n->queue, n->timeout, lease, n->field, waits, now };
+    redisReply *r;
+
+    snprintf(lease, sizeof lease, "%d", ctx->cfg->lease_ms);
+    snprintf(waits, sizeof waits, "%lld", wait);
+    snprintf(now, sizeof now, "%lld", (long long)redis_wall_ms());
+    if ((r = redis_eval(ctx, 0, &fair_lock, 3, 7, argv)) == NULL)
+        return ctx->err;
+    if (r->type == REDIS_REPLY_NIL)
+        *ttl = -2;
+    else if (r->type == REDIS_REPLY_INTEGER)
+        *ttl = r->integer;
+    else
+        return redis_reply_error(ctx, 0, r, key);
+    freeReplyObject(r);
+    return LL_OK;
+}
+
+/* Leave the queue after giving up; the caller's status stays on ctx. */
+static void fair_leave(struct lock_ctx *ctx, const struct fair_names *n, long long wait)
+{
+    int err = ctx->err;
+    const char *backend = ctx->backend;
+    char errstr[sizeof ctx->errstr], waits[24];
+    const char *argv[4] = { n->queue, n->timeout, n->field, waits };
+    redisReply *r;
+
+    snprintf(errstr, sizeof errstr, "%s", ctx->errstr);
+    snprintf(waits, sizeof waits, "%lld", wait);
+    if ((r = redis_eval(ctx, 0, &fair_give_up, 2, 4, argv)) != NULL)
+        freeReplyObject(r);
+    lock_error(ctx, err, backend, "%s", errstr);
+}
+
+static int fair_acquire(struct lock_ctx *ctx, const char *key)
+{
+    struct fair_names n;
+    char mine[sizeof n.channel + sizeof n.field + 2];
+    long long ttl, wait = lock_time_left(ctx);
+    int64_t left;
+    struct redis_sub *sub;
+    int rc;
+
+    names_of(ctx, key, &n);
+    if (wait < 1)
+        wait = 1;
+    if ((rc = fair_try(ctx, key, &n, wait, &ttl)) != LL_OK)
+        return rc;
+    if (ttl != -2) {
+        snprintf(mine, sizeof mine, "%s:%s", n.channel, n.field);
+        if ((rc = redis_sub_join(ctx, mine, &sub)) != LL_OK) {
+            fair_leave(ctx, &n, wait);
+            return rc;
+        }
+        for (;;) {
+            if ((rc = fair_try(ctx, key, &n, wait, &ttl)) != LL_OK || ttl == -2)
+                break;
+            if ((left = lock_time_left(ctx)) <= 0) {
+                lock_error(ctx, LL_TIMEOUT, NULL, "lock not obtained within %d ms",
+                           ctx->cfg->lock_wait_ms);
+                rc = redis_timeout(ctx, 0, key, "hash");
+                break;
+            }
+            ctx->retries++;
+            redis_sub_wait(ctx, sub, ttl > 0 && ttl < left ? ttl : left);
+        }
+        redis_sub_leave(sub);
+        if (rc != LL_OK) {
+            fair_leave(ctx, &n, wait);
+            return rc;
+        }
+    }
+    redis_watch(ctx, key, n.field, WATCH_MILLIS);
+    return LL_OK;
+}
+
+static int fair_release(struct lock_ctx *ctx, const char *key)
+{
+    struct fair_names n;
+    char lease[16], now[24];
+    const char *argv[8];
+    redisReply *r;
+    int rc = LL_OK;
+
+    names_of(ctx, key, &n);
+    snprintf(lease, sizeof lease, "%d", ctx->cfg->lease_ms);
+    snprintf(now, sizeof now, "%lld", (long long)redis_wall_ms());
+    argv[0] = key;
+    argv[1] = n.queue;
+    argv[2] = n.timeout;
+    argv[3] = n.channel;
+    argv[4] = "0";
+    argv[5] = lease;
+    argv[6] = n.field;
+    argv[7] = now;
+    redis_unwatch(ctx);
+    if ((r = redis_eval(ctx, 0, &fair_unlock, 4, 8, argv)) == NULL)
+        return ctx->err;
+    if (r->type == REDIS_REPLY_NIL)
+        rc = lock_error(ctx, LL_ERROR, "redis",
+                        "attempt to unlock %s, not locked by current thread %s "
+                        "(IllegalMonitorStateException)", key, n.field);
+    else if (r->type != REDIS_REPLY_INTEGER)
+        return redis_reply_error(ctx, 0, r, key);
+    freeReplyObject(r);
+    return rc;
+}
+
+static int fair_reset(struct lock_ctx *ctx, const char *key)
+{
+    struct fair_names n;
+    const char *keys[3];
+
+    names_of(ctx, key, &n);
+    keys[0] = key;
+    keys[1] = n.queue;
+    keys[2] = n.timeout;
+    return redis_del(ctx, 0, 3, keys);
+}
+
+const struct lock_ops lock_redisson_fair = {
+    .name     = "redisson-fair",
+    .family   = "redis",
+    .summary  = "Redisson RFairLock: FIFO queue list + timeout zset, hand-off published to the next waiter only, watchdog",
+    .flaw     = "stale-waiter timeouts trust client wall clocks; a dead waiter stalls the queue until its timeout; O(waiters) per acquisition; one Redis",
+    .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_FAIR | LOCK_EXACT,
+    .acquire  = fair_acquire,
+    .release  = fair_release,
+    .check    = redis_watch_check,
+    .reset    = fair_reset,
+    .ctx_free = redis_ctx_free,
+};

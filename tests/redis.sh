@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# redis.sh — the Redis strategies against real Redis through nginx with
+# three instances: exact counts, re-entry, and every fault the seeds teach,
+# shown on demand.
+#
+# Needs the test topology (tests/CMakeLists.txt): five Redis servers and
+# --lease-ms 3000. S = 200 units, R = 1000 purchases over 64 connections.
+# The broken strategies are made certainly broken, not likely broken: a
+# crash (?crash=1) leaves a lock with no expiry, and a hold (?hold_ms=5000)
+# longer than the 3 s expiry makes two sales read the same count. No
+# assertion depends on how fast anything runs.
+set -u
+T_NAME=redis
+. "$(dirname "$0")/lib.sh"
+t_setup
+
+S=200 R=1000 C=64
+STACK=$T_ROOT/bench/stack
+APP0=${T_INSTANCES[0]}
+APP1=${T_INSTANCES[1]}     # a survivor: while one instance is dead, ask it, not nginx
+IFS=, read -r -a REDIS <<< "$LOCKLAB_REDIS"
+
+# One request; sets CODE and BODY.
+req() {
+    BODY=$(t_curl -w '\n%{http_code}' "$1")
+    CODE=${BODY##*$'\n'}
+    BODY=${BODY%$'\n'*}
+}
+has() { case $BODY in *"$1"*) echo 1 ;; *) echo 0 ;; esac; }
+
+# Kill the holder: instance 0 dies (_exit) holding the lock. Straight to the
+# instance, never through nginx, which would retry on the next instance.
+crash_holder() {
+    req "$APP0/check/lock?lock=$1&crash=1"
+    t_ok "'$CODE' != 200" "$1: the holder crashed without answering"
+}
+restart() { "$STACK" up >/dev/null || echo "stack up failed"; }
+
+echo "== exact counts through nginx, three instances"
+for lock in redis-setnx redis-setnx-expire redis-getset redis-set-nx-ex redis-uuid \
+            redis-lua redis-reentrant redisson redisson-fair redlock; do
+    t_reset $S
+    t_load "lock=$lock" $R $C
+    t_exact "$lock"
+done
+
+echo "== re-entry within one request"
+for lock in redis-reentrant redisson redisson-fair; do
+    t_reset $S
+    t_load "lock=$lock&reentry=3" $R $C
+    t_exact "$lock reentry=3"
+done
+t_reset 10
+for lock in redis-setnx redis-lua redlock; do
+    req "$LOCKLAB_URL/check/lock?lock=$lock&reentry=2&wait_ms=300"
+    t_ok "$CODE = 503 -a $(has lock_timeout) = 1" "$lock is not reentrant: waits for itself (lock_timeout)"
+done
+t_ok "$(t_stock) -eq 10" "no self-deadlocked sale sold anything"
+
+echo "== redis-setnx: a crashed holder deadlocks the product"
+t_reset 10
+crash_holder redis-setnx
+sleep 4     # longer than any lease: nothing will ever free it
+LOCKLAB_URL=$APP1 t_load "lock=redis-setnx&wait_ms=300" 20 4
+t_ok "$L_lock_timeout -eq 20 -a $L_sold -eq 0" "redis-setnx: every later sale times out ($L_lock_timeout/20)"
+restart
+
+echo "== redis-setnx-expire: a death between SETNX and EXPIRE leaves the lock for ever"
+t_reset 10
+crash_holder redis-setnx-expire
+sleep 4
+LOCKLAB_URL=$APP1 t_load "lock=redis-setnx-expire&wait_ms=300" 10 2
+t_ok "$L_lock_timeout -eq 10 -a $L_sold -eq 0" "redis-setnx-expire: still locked after the 3 s expiry"
+restart
+
+echo "== redis-set-nx-ex: a holder slower than the 3 s expiry is overtaken"
+t_reset 10
+t_load "lock=redis-set-nx-ex&hold_ms=5000&wait_ms=60000" 4 4
+t_ok "$L_lost -gt 0" "redis-set-nx-ex: lost updates with hold 5 s > expiry 3 s ($L_lost)"
+t_ok "$L_sold -eq 4" "redis-set-nx-ex: every slow sale still answered sold"
+
+echo "== redis-lua: no renewal, so a slow holder is overtaken too"
+t_reset 10
+t_load "lock=redis-lua&hold_ms=5000&wait_ms=60000" 2 2
+t_ok "$L_lost -gt 0" "redis-lua: lost update with hold 5 s > lease 3 s ($L_lost)"
+
+echo "== the watchdog keeps a long hold alive and exclusive"
+for lock in redis-reentrant redisson redisson-fair; do
+    t_reset 10
+    t_load "lock=$lock&hold_ms=4000&wait_ms=60000" 3 3
+    t_ok "$L_sold -eq 3 -a '$L_lost' = 0 -a '$L_final' = 7" \
+         "$lock: three 4 s holds (lease 3 s) sold 3, lost $L_lost, final $L_final"
+done
+
+echo "== leases free the lock of a crashed holder"
+for lock in redis-lua redisson redisson-fair redlock; do
+    t_reset 10
+    crash_holder $lock
+    LOCKLAB_URL=$APP1 t_load "lock=$lock" 5 1
+    t_ok "$L_sold -eq 5 -a '$L_final' = 5" "$lock: sells again once the lease ran out ($L_sold/5)"
+    restart
+done
+
+echo "== a key of another type is a clear error, not a crash"
+if command -v redis-cli >/dev/null; then
+    t_reset 10
+    redis-cli -h "${REDIS[0]%:*}" -p "${REDIS[0]#*:}" HSET lock:1001 someone 1 >/dev/null
+    req "$LOCKLAB_URL/check/lock?lock=redis-getset&wait_ms=300"
+    t_ok "$CODE = 500 -a $(has 'another strategy') = 1" "redis-getset on a hash: 500 naming the cause"
+    req "$LOCKLAB_URL/check/lock?lock=redis-lua&wait_ms=300"
+    t_ok "$CODE = 500 -a $(has 'is a hash') = 1" "redis-lua on a hash: 500 naming the cause"
+    t_reset 10
+    req "$LOCKLAB_URL/check/lock?lock=redisson"
+    t_ok "$CODE = 200" "after a reset the key is usable again"
+fi
+
+echo "== Redis down: 503 unavailable naming the server, then recovery"
+t_reset 10
+"$STACK" kill redis:1 >/dev/null
+for lock in redis-setnx redis-lua redisson redisson-fair; do
+    req "$LOCKLAB_URL/check/lock?lock=$lock"
+    t_ok "$CODE = 503 -a $(has unavailable) = 1 -a $(has "redis ${REDIS[0]}") = 1" \
+         "$lock with Redis down: 503 unavailable from redis ${REDIS[0]}"
+done
+req "$LOCKLAB_URL/stats"
+t_ok "$CODE = 200" "the instances are alive"
+restart
+sleep 0.3   # let the failed-connect hold-off pass
+t_reset 10
+for lock in redis-setnx redis-lua redisson redisson-fair; do
+    req "$LOCKLAB_URL/check/lock?lock=$lock"
+    t_ok "$CODE = 200" "$lock sells again after Redis came back"
+done
+
+echo "== redlock: exact with two of five servers killed mid-run"
+t_reset $S
+( sleep 1; "$STACK" kill redis:4 >/dev/null; "$STACK" kill redis:5 >/dev/null ) &
+t_load "lock=redlock" $R $C
+wait
+t_exact "redlock losing 2 of 5 servers"
+"$STACK" kill redis:3 >/dev/null
+t_reset 10
+req "$LOCKLAB_URL/check/lock?lock=redlock"
+t_ok "$CODE = 503 -a $(has unavailable) = 1" "redlock with 3 of 5 servers down refuses the lock (503)"
+t_ok "$(t_stock) -eq 10" "and sells nothing"
+restart
+sleep 0.3
+t_reset 10
+req "$LOCKLAB_URL/check/lock?lock=redlock"
+t_ok "$CODE = 200" "redlock sells again with all servers back"
+
+t_done

@@ -93,10 +93,13 @@ static int db_is_unavailable(unsigned err)
 }
 
 /* Turn the error of the last call into ctx's error and a status. */
-static int db_fail(struct lock_ctx *ctx, unsigned err, const char *msg, const char *what)
+static int db_fail(struct lock_ctx *ctx, unsigned err, const char *error, const char *what)
 {
     struct db *db = ctx->db;
+    char msg[128];
 
+    /* `error` lives in the connection or statement: copy it before they go. */
+    strlcopy(msg, error, sizeof msg);
     db->last_errno = err;
     if (db_is_unavailable(err) || db->conn == NULL) {
         atomic_fetch_add(&db_epoch, 1);

@@ -6,7 +6,8 @@
 //        CONNECT PATH hold MS     acquire (30 s at most), print "held", hold MS, release
 //        CONNECT PATH try  MS     print "acquired" or "busy" after waiting MS at most
 //
-// Run as a single-file source program (Java 11+); Debian's
+// tests/zookeeper.sh compiles it with javac -cp <same jars>; it also runs
+// as a single-file source program (Java 11+). Debian's
 // libcurator-recipes-java provides the jars.
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;

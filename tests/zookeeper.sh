@@ -176,13 +176,15 @@ t_ok "$(stack_whole) = yes" "bench/stack up restores the ZooKeeper server"
 
 echo "== Curator's own InterProcessMutex and locklab exclude each other"
 CURATOR_CP=/usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar
+CLASSES=$(mktemp -d)
 curator_java() {
-    java -Xmx64m -XX:+UseSerialGC -cp "$CURATOR_CP" "$HERE/CuratorLock.java" \
+    java -Xmx64m -XX:+UseSerialGC -cp "$CLASSES:$CURATOR_CP" CuratorLock \
         "$LOCKLAB_ZK" /locklab/locks/1002 "$@" 2>/dev/null
 }
 
-if ! command -v java >/dev/null || [ ! -r /usr/share/java/curator-recipes.jar ]; then
-    t_log "SKIP Curator interoperation: needs java and libcurator-recipes-java"
+if ! command -v javac >/dev/null || [ ! -r /usr/share/java/curator-recipes.jar ] ||
+   ! javac -cp "$CURATOR_CP" -d "$CLASSES" "$HERE/CuratorLock.java" 2>/dev/null; then
+    t_log "SKIP Curator interoperation: needs javac and libcurator-recipes-java"
 else
     out=$(mktemp)
     t_reset 10 1002
@@ -201,7 +203,8 @@ else
     t_load "lock=curator&product=1002" 3 3
     t_ok "$L_sold -eq 3" "locklab sells once Curator released it"
 
-    t_curl -o /dev/null "${T_INSTANCES[0]}/check/lock?lock=curator&product=1002&hold_ms=8000" &
+    # locklab holds for 20 s: far longer than a JVM takes to start and try.
+    t_curl -o /dev/null "${T_INSTANCES[0]}/check/lock?lock=curator&product=1002&hold_ms=20000" &
     holder=$!
     sleep 1
     got=$(curator_java try 1000 | head -1)
@@ -211,5 +214,6 @@ else
     t_ok "'$got' = acquired" "Java's Curator acquires once locklab released it"
     rm -f "$out"
 fi
+rm -rf "$CLASSES"
 
 t_done

@@ -178,12 +178,14 @@ static json_t *lock_names(void)
 
 /* ---------------------------------------------------------------- routes */
 
-static struct lock_ctx *borrow(int64_t deadline_ms)
+static struct lock_ctx *borrow(int wait_ms)
 {
+    int64_t deadline_ms = now_ms() + wait_ms;
     struct lock_ctx *ctx = pool_get(deadline_ms);
 
     if (ctx) {
         ctx->deadline_ms = deadline_ms;
+        ctx->wait_ms = wait_ms;
         ctx->hold_ms = ctx->crash = 0;
         ctx->retries = ctx->backend_ops = ctx->wakeups = 0;
         ctx->err = 0;
@@ -231,7 +233,7 @@ static enum MHD_Result route_sale(struct MHD_Connection *conn)
         return reply_bad(conn, MHD_HTTP_BAD_REQUEST,
                          "hold_ms and crash need a server started with --allow-faults");
 
-    ctx = borrow(now_ms() + wait_ms);
+    ctx = borrow((int)wait_ms);
     if (ctx == NULL)
         return no_slot(conn);
     ctx->hold_ms = (int)hold_ms;
@@ -276,7 +278,7 @@ static enum MHD_Result route_stock(struct MHD_Connection *conn, int reset)
         if (!param_int(conn, "count", p.count, 0, 1000000000, 0, &count, &ret))
             return ret;
     }
-    ctx = borrow(now_ms() + cfg->lock_wait_ms);
+    ctx = borrow(cfg->lock_wait_ms);
     if (ctx == NULL)
         return no_slot(conn);
     rc = stock_find(ctx, p.product ? p.product : "1001", &prod);

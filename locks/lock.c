@@ -46,7 +46,7 @@ int lock_backoff(struct lock_ctx *ctx)
 
     if (left_us <= 0)
         return lock_error(ctx, LL_TIMEOUT, NULL, "lock not obtained within %d ms",
-                          ctx->cfg->lock_wait_ms);
+                          ctx->wait_ms);
     ctx->retries++;
     sleep_us(us < left_us ? us : left_us);
     return LL_OK;

@@ -65,6 +65,7 @@ struct lock_ctx {
 
     /* The request being served. */
     int64_t     deadline_ms;        /* monotonic; acquire gives up after it   */
+    int         wait_ms;            /* the wait that deadline came from       */
     int         hold_ms;            /* fault: stretch the critical section    */
     int         crash;              /* fault: _exit() while holding the lock  */
     unsigned    retries;            /* spins / optimistic retries this request*/

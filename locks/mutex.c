@@ -47,7 +47,7 @@ static int mutex_acquire(struct lock_ctx *ctx, const char *key)
     rc = pthread_mutex_timedlock(&mutex, &ts);
     if (rc == ETIMEDOUT)
         return lock_error(ctx, LL_TIMEOUT, NULL, "mutex not obtained within %d ms",
-                          ctx->cfg->lock_wait_ms);
+                          ctx->wait_ms);
     if (rc != 0)
         return lock_error(ctx, LL_ERROR, NULL, "pthread_mutex_timedlock: error %d", rc);
     return LL_OK;

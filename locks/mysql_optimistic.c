@@ -62,7 +62,7 @@ static int optimistic_sell(struct lock_ctx *ctx, const struct product *p, long l
     }
     return lock_error(ctx, LL_TIMEOUT, "mysql",
                       "optimistic update lost %u races in %d ms", ctx->retries,
-                      ctx->cfg->lock_wait_ms);
+                      ctx->wait_ms);
 }
 
 const struct lock_ops lock_mysql_optimistic = {

@@ -208,7 +208,7 @@ static int fair_acquire(struct lock_ctx *ctx, const char *key)
                 break;
             if ((left = lock_time_left(ctx)) <= 0) {
                 lock_error(ctx, LL_TIMEOUT, NULL, "lock not obtained within %d ms",
-                           ctx->cfg->lock_wait_ms);
+                           ctx->wait_ms);
                 rc = redis_timeout(ctx, 0, key, "hash");
                 break;
             }

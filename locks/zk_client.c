@@ -400,7 +400,7 @@ int zk_wait_gone(struct lock_ctx *ctx, struct zk_conn *c, const char *path, int 
                             "ZooKeeper session expired while waiting for %s", path);
         else
             rc = lock_error(ctx, LL_TIMEOUT, NULL, "lock not obtained within %lld ms",
-                            (long long)ctx->cfg->lock_wait_ms);
+                            (long long)ctx->wait_ms);
     }
 
     pthread_mutex_lock(&zk_mu);

@@ -320,3 +320,27 @@ int64_t redis_wall_ms(void)
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
+
+int redis_set_token_spin(struct lock_ctx *ctx, const char *key, const char *unit, int ttl)
+{
+    struct redis_set *rs = redis_set_of(ctx);
+    char token[REDIS_TOKEN_MAX];
+    redisReply *r;
+    int got;
+
+    redis_new_token(ctx, token, sizeof token);
+    for (;;) {
+        if ((r = redis_cmd(ctx, 0, "SET %s %s NX %s %d", key, token, unit, ttl)) == NULL)
+            return ctx->err;
+        if (r->type == REDIS_REPLY_ERROR)
+            return redis_reply_error(ctx, 0, r, key);
+        got = r->type == REDIS_REPLY_STATUS;
+        freeReplyObject(r);
+        if (got) {
+            memcpy(rs->token, token, sizeof token);
+            return LL_OK;
+        }
+        if (lock_backoff(ctx) != LL_OK)
+            return redis_timeout(ctx, 0, key, "string");
+    }
+}

@@ -19,27 +19,7 @@
 
 static int lua_acquire(struct lock_ctx *ctx, const char *key)
 {
-    struct redis_set *rs = redis_set_of(ctx);
-    char token[REDIS_TOKEN_MAX];
-    redisReply *r;
-    int got;
-
-    redis_new_token(ctx, token, sizeof token);
-    for (;;) {
-        r = redis_cmd(ctx, 0, "SET %s %s PX %d NX", key, token, ctx->cfg->lease_ms);
-        if (r == NULL)
-            return ctx->err;
-        if (r->type == REDIS_REPLY_ERROR)
-            return redis_reply_error(ctx, 0, r, key);
-        got = r->type == REDIS_REPLY_STATUS;
-        freeReplyObject(r);
-        if (got) {
-            memcpy(rs->token, token, sizeof token);
-            return LL_OK;
-        }
-        if (lock_backoff(ctx) != LL_OK)
-            return redis_timeout(ctx, 0, key, "string");
-    }
+    return redis_set_token_spin(ctx, key, "PX", ctx->cfg->lease_ms);
 }
 
 static int lua_release(struct lock_ctx *ctx, const char *key)

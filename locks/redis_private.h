@@ -108,6 +108,11 @@ int redis_del(struct lock_ctx *ctx, int server, int nkeys, const char **keys);
 /* A value no other acquisition anywhere will use: "<owner>:<seq>". */
 void redis_new_token(struct lock_ctx *ctx, char *buf, int len);
 
+/* The token lock of redis-uuid and redis-lua: SET key <new token> NX with
+ * `unit` ("EX" or "PX") `ttl`, spinning with lock_backoff() while taken.
+ * On LL_OK the token is in the slot's redis_set. */
+int redis_set_token_spin(struct lock_ctx *ctx, const char *key, const char *unit, int ttl);
+
 /* Wall clock in milliseconds (CLOCK_REALTIME): for values other clients
  * compare, as redis-getset and Redisson's fair lock do. */
 int64_t redis_wall_ms(void);

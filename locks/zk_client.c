@@ -234,6 +234,14 @@ int zk_connect(struct lock_ctx *ctx, struct zk_conn **out)
             *out = c;
             break;
         }
+        if (!c->expired && now_ms() - c->down_since > 2 * (int64_t)zk_session_ms(ctx)) {
+            /* No server for two session timeouts: the servers have expired
+             * the session even if this client never hears of it (an
+             * ensemble restarted with fresh data refuses a client that has
+             * seen a newer zxid, for ever). Start over with a new handle. */
+            c->expired = 1;
+            continue;
+        }
         if (!c->expired) {
             int64_t limit = min64(ctx->deadline_ms, c->down_since + zk_session_ms(ctx));
             if (now_ms() >= limit) {

@@ -20,6 +20,7 @@
 #include "../locks/lock.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,8 +29,10 @@
 
 #define STOCK_CACHE 64
 
+/* Append-only: readers take no lock (the hot path of every sale); writers
+ * serialise on cache_lock and publish an entry by bumping ncache last. */
 static struct product cache[STOCK_CACHE];
-static int ncache;
+static _Atomic int ncache;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int stock_code_valid(const char *code)
@@ -49,28 +52,28 @@ int stock_code_valid(const char *code)
 
 static int cache_lookup(const char *code, struct product *p)
 {
-    int i, found = 0;
+    int i, n = atomic_load_explicit(&ncache, memory_order_acquire);
 
-    pthread_mutex_lock(&cache_lock);
-    for (i = 0; i < ncache && !found; i++)
+    for (i = 0; i < n; i++)
         if (strcmp(cache[i].code, code) == 0) {
             *p = cache[i];
-            found = 1;
+            return 1;
         }
-    pthread_mutex_unlock(&cache_lock);
-    return found;
+    return 0;
 }
 
 static void cache_store(const struct product *p)
 {
+    int i, n;
+
     pthread_mutex_lock(&cache_lock);
-    if (ncache < STOCK_CACHE) {
-        int i;
-        for (i = 0; i < ncache; i++)
-            if (strcmp(cache[i].code, p->code) == 0)
-                break;
-        if (i == ncache)
-            cache[ncache++] = *p;
+    n = atomic_load_explicit(&ncache, memory_order_relaxed);
+    for (i = 0; i < n; i++)
+        if (strcmp(cache[i].code, p->code) == 0)
+            break;
+    if (i == n && n < STOCK_CACHE) {
+        cache[n] = *p;
+        atomic_store_explicit(&ncache, n + 1, memory_order_release);
     }
     pthread_mutex_unlock(&cache_lock);
 }

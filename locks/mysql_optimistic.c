@@ -17,38 +17,52 @@
 #include "../app/db.h"
 #include "../app/stock.h"
 #include "../app/util.h"
+#include "mysql_private.h"
 
 #define OPT_BASE_US      200
 #define OPT_CAP_US       20000
 #define OPT_MAX_ATTEMPTS 1000
 
-static int optimistic_sell(struct lock_ctx *ctx, const struct product *p, long long *remaining)
+/* One optimistic attempt: read count and version, write count − 1 if the
+ * version is still the one read. LL_OK with *won = 1 sold; LL_OK with
+ * *won = 0 lost the race; LL_SOLD_OUT or a failure otherwise. Shared with
+ * mysql-optimistic-recursive, which differs only in how it retries. */
+int mysql_optimistic_attempt(struct lock_ctx *ctx, const struct product *p,
+                             long long *remaining, int *won)
 {
     static const char read_sql[] = "SELECT count, version FROM db_stock WHERE id = ?";
     static const char write_sql[] =
         "UPDATE db_stock SET count = ?, version = version + 1 WHERE id = ? AND version = ?";
-    int attempt;
+    long long count = 0, version = 0, rows = 0;
+    int rc;
+
+    *won = 0;
+    rc = db_exec(ctx, read_sql, &rows, "l>ll", p->id, &count, &version);
+    if (rc != LL_OK)
+        return rc;
+    if (rows == 0)
+        return lock_error(ctx, LL_ERROR, "mysql", "db_stock row %lld vanished", p->id);
+    if (count <= 0)
+        return LL_SOLD_OUT;
+    stock_hold(ctx);
+    rc = db_exec(ctx, write_sql, &rows, "lll", count - 1, p->id, version);
+    if (rc == LL_OK && rows == 1) {
+        *remaining = count - 1;
+        *won = 1;
+    }
+    return rc;
+}
+
+static int optimistic_sell(struct lock_ctx *ctx, const struct product *p, long long *remaining)
+{
+    int attempt, won, rc;
 
     for (attempt = 0; attempt < OPT_MAX_ATTEMPTS; attempt++) {
-        long long count = 0, version = 0, rows = 0;
         int64_t cap, left;
-        int rc;
 
-        rc = db_exec(ctx, read_sql, &rows, "l>ll", p->id, &count, &version);
-        if (rc != LL_OK)
+        rc = mysql_optimistic_attempt(ctx, p, remaining, &won);
+        if (rc != LL_OK || won)
             return rc;
-        if (rows == 0)
-            return lock_error(ctx, LL_ERROR, "mysql", "db_stock row %lld vanished", p->id);
-        if (count <= 0)
-            return LL_SOLD_OUT;
-        stock_hold(ctx);
-        rc = db_exec(ctx, write_sql, &rows, "lll", count - 1, p->id, version);
-        if (rc != LL_OK)
-            return rc;
-        if (rows == 1) {
-            *remaining = count - 1;
-            return LL_OK;
-        }
         /* Lost the race: back off, never past the deadline. */
         left = lock_time_left(ctx) * 1000;
         if (left <= 0)

@@ -13,38 +13,21 @@
  * lock_timeout, so the server never dies of it.
  */
 #include "lock.h"
-#include "../app/db.h"
-#include "../app/stock.h"
+#include "mysql_private.h"
 
 #define RECURSION_MAX 2000
 
 static int check_and_lock(struct lock_ctx *ctx, const struct product *p,
                           long long *remaining, int depth)
 {
-    static const char read_sql[] = "SELECT count, version FROM db_stock WHERE id = ?";
-    static const char write_sql[] =
-        "UPDATE db_stock SET count = ?, version = version + 1 WHERE id = ? AND version = ?";
-    long long count = 0, version = 0, rows = 0;
-    int rc;
+    int won, rc;
 
     if (depth >= RECURSION_MAX || lock_time_left(ctx) <= 0)
         return lock_error(ctx, LL_TIMEOUT, "mysql",
                           "gave up after %d recursive retries (Java would overflow its stack)", depth);
-    rc = db_exec(ctx, read_sql, &rows, "l>ll", p->id, &count, &version);
-    if (rc != LL_OK)
+    rc = mysql_optimistic_attempt(ctx, p, remaining, &won);
+    if (rc != LL_OK || won)
         return rc;
-    if (rows == 0)
-        return lock_error(ctx, LL_ERROR, "mysql", "db_stock row %lld vanished", p->id);
-    if (count <= 0)
-        return LL_SOLD_OUT;
-    stock_hold(ctx);
-    rc = db_exec(ctx, write_sql, &rows, "lll", count - 1, p->id, version);
-    if (rc != LL_OK)
-        return rc;
-    if (rows == 1) {
-        *remaining = count - 1;
-        return LL_OK;
-    }
     ctx->retries++;
     return check_and_lock(ctx, p, remaining, depth + 1);
 }

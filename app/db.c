@@ -140,6 +140,8 @@ static int db_connect(struct lock_ctx *ctx)
     unsigned timeout = 2, rw_timeout = (unsigned)(cfg->lock_wait_ms / 1000) + 30;
     my_bool off = 0;
 
+    if (db->conn && fd_peer_closed((int)mysql_get_socket(db->conn)))
+        db_disconnect(db);      /* the server restarted: nothing was sent */
     if (db->conn) {
         unsigned epoch = atomic_load(&db_epoch);
         if (db->epoch == epoch)

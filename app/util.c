@@ -1,4 +1,4 @@
-/* util.c — allocation that cannot fail, clocks, jitter, small parsers. */
+/* util.c — allocation that cannot fail, clocks, jitter, small parsers, a socket peek. */
 #include "util.h"
 
 #include <errno.h>
@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -127,4 +128,14 @@ void uuid4(char out[37])
         out[o++] = hex[u[i] & 15];
     }
     out[o] = '\0';
+}
+
+int fd_peer_closed(int fd)
+{
+    char b;
+    ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+    if (n > 0)
+        return 0;
+    return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
 }

@@ -30,6 +30,12 @@ size_t strlcopy(char *dst, const char *src, size_t size);
 /* Parse all of s as a decimal integer in [min, max]. 0 on success. */
 int parse_int(const char *s, long long min, long long max, long long *out);
 
+/* Has the peer of this idle client socket closed it? One non-blocking
+ * peek: end-of-file or a reset means closed; unread bytes (pub/sub
+ * messages) or nothing yet mean open. A restarted server leaves every old
+ * connection at end-of-file, so this spares the next request a 503. */
+int fd_peer_closed(int fd);
+
 /* A random RFC 4122 version-4 UUID, 36 chars + NUL. */
 void uuid4(char out[37]);
 

@@ -79,6 +79,10 @@ static redisContext *link_open(struct lock_ctx *ctx, struct redis_link *l, int s
     const struct hostport *hp = &ctx->cfg->redis[server];
     int64_t now;
 
+    if (l->c && fd_peer_closed(l->c->fd)) {
+        snprintf(l->lasterr, sizeof l->lasterr, "closed by the server");
+        link_close(l);
+    }
     if (l->c) {
         if (l->timeout_ms != timeout_ms) {
             redisSetTimeout(l->c, ms_tv(timeout_ms));

@@ -115,4 +115,11 @@ for lock in mysql-update mysql-for-update; do
     t_exact "$lock after MariaDB came back"
 done
 
+echo "== MariaDB restarted while idle: no request pays for a stale connection"
+"$T_ROOT/bench/stack" stop mysql >/dev/null
+"$T_ROOT/bench/stack" up >/dev/null
+t_reset $S
+t_load "lock=mysql-for-update" $R $C
+t_exact "mysql-for-update after an idle restart"
+
 t_done

@@ -28,6 +28,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -83,6 +84,23 @@ static json_t *failure_json(int status, const struct lock_ctx *ctx)
     if (ctx && status == LL_UNAVAILABLE && ctx->backend)
         json_object_set_new(o, "backend", json_string(ctx->backend));
     return o;
+}
+
+/* A 500 is our fault or a backend's surprise: say what it was on stderr
+ * (the instance log), at most LOG_PER_SECOND lines a second. */
+#define LOG_PER_SECOND 10
+
+static void log_failure(const char *lock, const char *error)
+{
+    static _Atomic int64_t second;
+    static _Atomic int logged;
+    int64_t now = now_ms() / 1000;
+    int64_t seen = atomic_load(&second);
+
+    if (seen != now && atomic_compare_exchange_strong(&second, &seen, now))
+        atomic_store(&logged, 0);
+    if (atomic_fetch_add(&logged, 1) < LOG_PER_SECOND)
+        fprintf(stderr, "locklab: %s: lock=%s: 500: %s\n", cfg->name, lock, error);
 }
 
 /* ---------------------------------------------------------------- parameters */
@@ -203,7 +221,7 @@ static enum MHD_Result no_slot(struct MHD_Connection *conn)
                  json_pack("{s:s,s:s}", "result", "lock_timeout", "error", why));
 }
 
-static enum MHD_Result route_sale(struct MHD_Connection *conn)
+static enum MHD_Result sale(struct MHD_Connection *conn)
 {
     long long reentry, hold_ms, crash, wait_ms, remaining = -1;
     const struct lock_ops *ops;
@@ -254,9 +272,22 @@ static enum MHD_Result route_sale(struct MHD_Connection *conn)
         body = failure_json(rc, ctx);
     }
     json_object_set_new(body, "lock", json_string(ops->name));
+    if (status_code(rc) == MHD_HTTP_INTERNAL_SERVER_ERROR)
+        log_failure(ops->name, ctx->errstr);
     stats_record(lock_index(ops), rc, now_us() - t0, ctx, release_failed);
     pool_put(ctx);
     return reply(conn, status_code(rc), body);
+}
+
+/* Every purchase is counted in flight from its first byte to its answer. */
+static enum MHD_Result route_sale(struct MHD_Connection *conn)
+{
+    enum MHD_Result ret;
+
+    stats_begin();
+    ret = sale(conn);
+    stats_end();
+    return ret;
 }
 
 static enum MHD_Result route_stock(struct MHD_Connection *conn, int reset)

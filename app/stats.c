@@ -15,6 +15,10 @@ struct lock_stats {
 
 static struct lock_stats *stats;
 static int nstats;
+static _Atomic int64_t in_flight;
+
+void stats_begin(void) { atomic_fetch_add(&in_flight, 1); }
+void stats_end(void)   { atomic_fetch_sub(&in_flight, 1); }
 
 /* ---------------------------------------------------------------- histogram */
 
@@ -163,5 +167,6 @@ json_t *stats_json(void)
     all = lock_all(&n);
     for (i = 0; i < n && i < nstats; i++)
         json_object_set_new(by, all[i]->name, one_json(&stats[i]));
-    return json_pack("{s:o}", "strategies", by);
+    return json_pack("{s:I,s:o}", "in_flight", (json_int_t)atomic_load(&in_flight),
+                     "strategies", by);
 }

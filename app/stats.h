@@ -30,6 +30,11 @@ void    stats_init(int nlocks);
 void    stats_record(int lock, int status, int64_t latency_us,
                      const struct lock_ctx *ctx, int release_failed);
 void    stats_reset(void);
-json_t *stats_json(void);   /* {"strategies":{name:{...}}} */
+/* Purchases begun and not yet answered: a client that gave up (wrk at the
+ * end of its time) leaves its purchase running until the lock wait ends,
+ * and a harness must wait for in_flight 0 before it reads the counts. */
+void    stats_begin(void);
+void    stats_end(void);
+json_t *stats_json(void);   /* {"in_flight":N,"strategies":{name:{...}}} */
 
 #endif /* LOCKLAB_STATS_H */

@@ -254,8 +254,13 @@ static json_t *derive_run(const char *name, const char *family, long long stock,
     struct answers a;
     json_t *run, *final_v = json_object_get(stock_after, "count");
     struct lat_summary client;
+    json_t *server = server_side(name, instances);
+    long long sold;
 
     count_answers(load, &a);
+    /* The units sold are the instances' count: it includes purchases the
+     * client gave up on (wrk at the end of its time) that still sold. */
+    sold = json_array_size(instances) > 0 ? jint(server, "sold") : a.sold;
     client.n = jint(load, "responses");
     client.mean = jnum(load, "lat_mean_ms");
     client.p50 = jnum(load, "lat_p50_ms");
@@ -263,9 +268,10 @@ static json_t *derive_run(const char *name, const char *family, long long stock,
     client.p95 = jnum(load, "lat_p95_ms");
     client.p99 = jnum(load, "lat_p99_ms");
     client.max = jnum(load, "lat_max_ms");
-    run = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f}",
+    run = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f}",
         "strategy", name, "family", family,
-        "requests", (json_int_t)a.requests, "sold", (json_int_t)a.sold,
+        "requests", (json_int_t)a.requests, "sold", (json_int_t)sold,
+        "answered_sold", (json_int_t)a.sold,
         "sold_out", (json_int_t)a.sold_out, "lock_timeouts", (json_int_t)a.timeouts,
         "unavailable", (json_int_t)a.unavailable, "errors", (json_int_t)a.errors,
         "other_answers", (json_int_t)a.other, "transport_errors", (json_int_t)a.transport,
@@ -274,8 +280,8 @@ static json_t *derive_run(const char *name, const char *family, long long stock,
     if (json_is_integer(final_v)) {
         long long fin = (long long)json_integer_value(final_v);
         json_object_set_new(run, "final", json_integer(fin));
-        json_object_set_new(run, "oversold", json_integer(harness_oversold(stock, a.sold)));
-        json_object_set_new(run, "lost_updates", json_integer(harness_lost(stock, a.sold, fin)));
+        json_object_set_new(run, "oversold", json_integer(harness_oversold(stock, sold)));
+        json_object_set_new(run, "lost_updates", json_integer(harness_lost(stock, sold, fin)));
     } else {
         json_object_set_new(run, "final", json_null());
         json_object_set_new(run, "oversold", json_null());
@@ -286,7 +292,7 @@ static json_t *derive_run(const char *name, const char *family, long long stock,
     json_object_set_new(run, "efficiency",
         json_real(harness_efficiency(harness_rate(a.sold, elapsed), ceil_rate)));
     json_object_set_new(run, "latency_ms", lat_json(&client));
-    json_object_set_new(run, "server", server_side(name, instances));
+    json_object_set_new(run, "server", server);
     if (seed)
         json_object_set_new(run, "seed", json_pack("{s:s,s:f,s:I}", "label", seed->label,
                             "rps", seed->rps, "final", (json_int_t)seed->final_stock));
@@ -366,9 +372,10 @@ static void print_table(FILE *f, const json_t *results)
 }
 
 static const char wrk_note[] =
-    "Duration runs (wrk): requests still in flight when the time is up are not counted, "
-    "though the server may have sold them, so lost updates can read slightly negative "
-    "(at most one per connection).";
+    "Duration runs (wrk): purchases still in flight when the time is up go on in their "
+    "instances until answered; compare waits for them, and sold, oversold and lost "
+    "updates count them (the instances' counters), while req/s and sold/s are the "
+    "answers wrk saw within its time.";
 static const char serial_note[] =
     "none and mutex are measured against the serial SELECT + UPDATE ceiling although they "
     "do not serialise across instances: above 100 % means sales overlapped, which is "
@@ -402,7 +409,7 @@ static void write_md(FILE *f, const json_t *res)
     machine = json_object_get(res, "machine");
     lim = json_object_get(json_object_get(res, "limits"), "ceilings");
     fprintf(f, "# locklab comparison — %s\n\n", jstr(settings, "scenario", "?"));
-    fprintf(f, "Started %s. Initial stock %s; sold = 200 answers; oversold = max(0, sold − stock); "
+    fprintf(f, "Started %s. Initial stock %s; sold = the sales the instances counted; oversold = max(0, sold − stock); "
             "lost = sold − (stock − final); efficiency = sold/s ÷ the ceiling of the "
             "strategy's path (ll-limits, same servers, no HTTP).\n\n",
             jstr(settings, "started", "?"), jstr(settings, "stock", "?"));
@@ -679,17 +686,27 @@ static int cmd_locks(const char *path)
     return 0;
 }
 
-static int cmd_line(const char *stock_s, const char *load_path, const char *stock_path)
+/* One run's live line. With NAME and the instances' stats, sold is their
+ * count for NAME (as in results.json); without, the client's 200s. */
+static int cmd_line(const char *stock_s, const char *load_path, const char *stock_path,
+                    const char *name, int nstats, char **stats_paths)
 {
     json_t *load = load_json(load_path), *after = load_json(stock_path);
-    long long stock = atoll(stock_s), fin = jint(after, "count");
+    long long stock = atoll(stock_s), fin = jint(after, "count"), sold;
     struct answers a;
+    int i;
 
     count_answers(load, &a);
+    sold = nstats > 0 ? 0 : a.sold;
+    for (i = 0; i < nstats; i++) {
+        json_t *st = load_json(stats_paths[i]);
+        sold += jint(json_object_get(json_object_get(st, "strategies"), name), "sold");
+        json_decref(st);
+    }
     printf("sold %lld  sold_out %lld  failed %lld  final %lld  oversold %lld  lost %lld  "
-           "%.1f req/s  p99 %.1f ms\n", a.sold, a.sold_out,
+           "%.1f req/s  p99 %.1f ms\n", sold, a.sold_out,
            a.timeouts + a.unavailable + a.errors + a.other + a.transport, fin,
-           harness_oversold(stock, a.sold), harness_lost(stock, a.sold, fin),
+           harness_oversold(stock, sold), harness_lost(stock, sold, fin),
            jnum(load, "rps"), jnum(load, "lat_p99_ms"));
     json_decref(load);
     json_decref(after);
@@ -830,14 +847,19 @@ static int cmd_check(const char *path)
 
         count_answers(json_object_get(run, "load"), &a);
         EXPECT(a.requests > 0, "%s: no requests", name);
-        EXPECT(a.sold == jint(run, "sold"), "%s: sold %lld is not the 200 answers %lld",
-               name, jint(run, "sold"), a.sold);
+        EXPECT(a.sold == jint(run, "answered_sold"), "%s: answered_sold %lld is not the 200 "
+               "answers %lld", name, jint(run, "answered_sold"), a.sold);
+        EXPECT(jint(run, "sold") == jint(json_object_get(run, "server"), "sold"),
+               "%s: sold %lld is not the instances' count %lld", name, jint(run, "sold"),
+               jint(json_object_get(run, "server"), "sold"));
         EXPECT(a.sold + a.sold_out + a.timeouts + a.unavailable + a.errors + a.other +
                a.transport == a.requests, "%s: answers do not add up to %lld requests",
                name, a.requests);
         EXPECT(json_is_integer(json_object_get(run, "final")), "%s: no final stock", name);
-        EXPECT(jint(run, "oversold") == harness_oversold(stock, a.sold), "%s: oversold", name);
-        EXPECT(jint(run, "lost_updates") == harness_lost(stock, a.sold, fin), "%s: lost", name);
+        EXPECT(jint(run, "oversold") == harness_oversold(stock, jint(run, "sold")),
+               "%s: oversold", name);
+        EXPECT(jint(run, "lost_updates") == harness_lost(stock, jint(run, "sold"), fin),
+               "%s: lost", name);
         /* Every 200 the client saw was a sale some instance counted (the
          * instances may count more: requests wrk left in flight). */
         EXPECT(jint(json_object_get(run, "server"), "sold") >= a.sold,
@@ -975,7 +997,7 @@ static int cmd_jtl(const char *path, long long stock, long long fin)
 
 static const char usage[] =
 "usage: ll-report locks LOCKS.json\n"
-"       ll-report line STOCK LOAD.json STOCK.json\n"
+"       ll-report line STOCK LOAD.json STOCK.json [NAME STATS.json...]\n"
 "       ll-report build RUNDIR\n"
 "       ll-report table RESULTS.json\n"
 "       ll-report check RESULTS.json\n"
@@ -987,8 +1009,9 @@ int main(int argc, char **argv)
 
     if (!strcmp(cmd, "locks") && argc == 3)
         return cmd_locks(argv[2]);
-    if (!strcmp(cmd, "line") && argc == 5)
-        return cmd_line(argv[2], argv[3], argv[4]);
+    if (!strcmp(cmd, "line") && argc >= 5)
+        return cmd_line(argv[2], argv[3], argv[4], argc > 5 ? argv[5] : NULL,
+                        argc > 6 ? argc - 6 : 0, argv + 6);
     if (!strcmp(cmd, "build") && argc == 3)
         return cmd_build(argv[2]);
     if (!strcmp(cmd, "table") && argc == 3)

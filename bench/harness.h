@@ -32,6 +32,7 @@ double harness_efficiency(double rate, double ceiling);
 
 /* The ceilings ll-limits measures, by the key it writes them under. */
 #define CEIL_MYSQL_UPDATE   "mysql_update"      /* hot-row conditional UPDATE, concurrent */
+#define CEIL_UPDATE_PEAK    "mysql_update_peak" /* the same, from the best of 1..8 clients */
 #define CEIL_FOR_UPDATE     "mysql_for_update"  /* SELECT … FOR UPDATE txn, concurrent    */
 #define CEIL_SERIAL_MYSQL   "serial_mysql"      /* SELECT + UPDATE, one client            */
 #define CEIL_SERIAL_REDIS   "serial_redis"      /* SET NX PX, SELECT + UPDATE, Lua del    */

@@ -45,6 +45,11 @@ for s in mysql-update mysql-for-update; do
 done
 read -r _ _ _ sold final oversold lost _ <<< "$(row none)"
 t_ok "$lost -ge $oversold -a $oversold -ge 0" "none: lost ($lost) >= oversold ($oversold) >= 0"
-t_ok "$(grep -c '"ceiling": "mysql_update"' "$run/results.json") -eq 1" \
-     "mysql-update is measured against the hot-row UPDATE ceiling"
+t_ok "$(grep -c '"ceiling": "mysql_update_peak"' "$run/results.json") -eq 1" \
+     "mysql-update is measured against the hot-row UPDATE's peak"
+for key in mysql_update mysql_update_peak mysql_for_update serial_mysql serial_redis serial_zk; do
+    rate=$(jq -r ".limits.ceilings.$key.rate // 0 | floor" "$run/results.json")
+    trials=$(jq -r ".limits.ceilings.$key.trials | length" "$run/results.json")
+    t_ok "$rate -gt 0 -a $trials -ge 3" "ceiling $key measured ($rate/s, best of $trials trials)"
+done
 t_done

@@ -39,7 +39,7 @@ static void test_counts(void)
 
 static void test_ceilings(void)
 {
-    CHECK(!strcmp(harness_ceiling("mysql-update", "mysql"), CEIL_MYSQL_UPDATE));
+    CHECK(!strcmp(harness_ceiling("mysql-update", "mysql"), CEIL_UPDATE_PEAK));
     CHECK(!strcmp(harness_ceiling("mysql-for-update", "mysql"), CEIL_FOR_UPDATE));
     CHECK(!strcmp(harness_ceiling("mysql-optimistic", "mysql"), CEIL_FOR_UPDATE));
     CHECK(!strcmp(harness_ceiling("mysql-lock-table", "mysql"), CEIL_SERIAL_MYSQL));

@@ -46,6 +46,7 @@ static const struct ceiling_rule {
 } rules[] = {
     /* InnoDB orders the sales: bounded by the concurrent statement rate. */
     { BY_NAME,   "mysql-update",     CEIL_UPDATE_PEAK },
+    { BY_NAME,   "mysql-batch",      CEIL_UPDATE_PEAK },
     { BY_NAME,   "mysql-for-update", CEIL_FOR_UPDATE },
     { BY_NAME,   "mysql-optimistic", CEIL_FOR_UPDATE },
     /* One sale at a time around the plain SELECT + UPDATE. */

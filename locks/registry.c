@@ -8,7 +8,7 @@
 #include <string.h>
 
 extern const struct lock_ops lock_none, lock_mutex;
-extern const struct lock_ops lock_mysql_update, lock_mysql_for_update,
+extern const struct lock_ops lock_mysql_update, lock_mysql_batch, lock_mysql_for_update,
        lock_mysql_optimistic, lock_mysql_optimistic_recursive, lock_mysql_lock_table;
 extern const struct lock_ops lock_redis_setnx, lock_redis_setnx_expire, lock_redis_getset,
        lock_redis_set_nx_ex, lock_redis_uuid, lock_redis_lua, lock_redis_reentrant,
@@ -20,6 +20,7 @@ static const struct lock_ops *const registry[] = {
     &lock_none,
     &lock_mutex,
     &lock_mysql_update,
+    &lock_mysql_batch,
     &lock_mysql_for_update,
     &lock_mysql_optimistic,
     &lock_mysql_optimistic_recursive,

@@ -14,12 +14,32 @@ t_setup
 S=200 R=1000 C=64
 
 echo "== exact strategies, three instances behind nginx"
-for lock in mysql-update mysql-for-update mysql-optimistic mysql-optimistic-recursive \
-            mysql-lock-table; do
+for lock in mysql-update mysql-batch mysql-for-update mysql-optimistic \
+            mysql-optimistic-recursive mysql-lock-table; do
     t_reset $S
     t_load "lock=$lock" $R $C
     t_exact "$lock"
 done
+
+echo "== mysql-batch: batches really form, and the last units sell one by one"
+for stock in 1 37 1999; do
+    t_reset $stock
+    t_load "lock=mysql-batch" 3000 $C
+    t_exact "mysql-batch with $stock units"
+done
+t_reset 5000                 # nothing sells out: every statement sells
+t_load "lock=mysql-batch" 3000 $C
+ops=0 sold=0
+for url in "${T_INSTANCES[@]}"; do
+    read -r o s <<< "$(t_curl "$url/stats" | jq -r '.strategies["mysql-batch"] | "\(.backend_ops) \(.sold)"')"
+    ops=$((ops + o)) sold=$((sold + s))
+done
+t_ok "$sold -gt 0 -a $ops -lt $sold" "mysql-batch: fewer statements ($ops) than sales ($sold)"
+t_reset $S
+t_load "lock=mysql-batch&wait_ms=0" $R $C
+t_ok "$L_sold -le $S -a $((L_sold + L_sold_out + L_lock_timeout)) -eq $R" \
+     "mysql-batch with no wait: every purchase sold, sold out or timed out in line"
+t_ok "'$L_oversold $L_lost' = '0 0'" "mysql-batch with no wait: 0 oversold, 0 lost updates"
 
 echo "== none loses updates"
 t_reset $S

@@ -1,0 +1,30 @@
+/* mysql_batch.c — many purchases, one conditional statement.
+ *
+ * mysql-update's queue (mysql_queue.c) with batches: the purchases of one
+ * row waiting in an instance are sold together by whoever is first in
+ * line,
+ *
+ *     UPDATE db_stock SET count = count - n WHERE id = ? AND count >= n
+ *
+ * which sells all n or none, so the counts stay exact across instances
+ * (the row lock still orders them). Near the end, when fewer than n are
+ * left, the leader sells one unit at a time until one is refused. This is
+ * the flash sale's classic answer to a hot row: merge the deductions, so
+ * the row sees one statement for a crowd instead of one per buyer. It is
+ * not in the seeds; it shows how far past mysql-update the same row goes.
+ */
+#include "mysql_private.h"
+
+static int batch_sell(struct lock_ctx *ctx, const struct product *p, long long *remaining)
+{
+    *remaining = -1;
+    return mysql_queue_sell(ctx, p, MYSQL_QUEUE_MAX);
+}
+
+const struct lock_ops lock_mysql_batch = {
+    .name    = "mysql-batch",
+    .family  = "mysql",
+    .summary = "the purchases of one row queued in an instance, sold together by one UPDATE ... count - n WHERE count >= n",
+    .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .sell    = batch_sell,
+};

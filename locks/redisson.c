@@ -79,6 +79,7 @@ static int redisson_try(struct lock_ctx *ctx, const char *key, const char *field
     const char *argv[3] = { key, lease, field };
     redisReply *r;
 
+    *ttl = -1;
     snprintf(lease, sizeof lease, "%d", ctx->cfg->lease_ms);
     if ((r = redis_eval(ctx, 0, &redisson_lock, 1, 3, argv)) == NULL)
         return ctx->err;

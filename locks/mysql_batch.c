@@ -17,8 +17,7 @@
 
 static int batch_sell(struct lock_ctx *ctx, const struct product *p, long long *remaining)
 {
-    *remaining = -1;
-    return mysql_queue_sell(ctx, p, MYSQL_QUEUE_MAX);
+    return mysql_queue_sell(ctx, p, remaining, MYSQL_QUEUE_MAX, mysql_sell_one);
 }
 
 const struct lock_ops lock_mysql_batch = {

@@ -10,12 +10,17 @@
  * is InnoDB's (innodb_lock_wait_timeout, set per session from
  * --lock-wait-ms; a timeout or deadlock answers lock_timeout). Every error
  * path rolls back. Costs four round trips and holds the row for two.
+ *
+ * Within one instance the transactions on one row go one at a time through
+ * the row's queue (mysql_queue.c): InnoDB then has at most one waiter per
+ * instance to put to sleep and wake, which measured 2.5-2.6k -> 2.7-2.8k
+ * sales/s through nginx with 64 connections.
  */
-#include "lock.h"
+#include "mysql_private.h"
 #include "../app/db.h"
 #include "../app/stock.h"
 
-static int for_update_sell(struct lock_ctx *ctx, const struct product *p, long long *remaining)
+static int for_update_once(struct lock_ctx *ctx, const struct product *p, long long *remaining)
 {
     static const char sql[] = "SELECT count FROM db_stock WHERE id = ? FOR UPDATE";
     long long count = 0, rows = 0;
@@ -44,10 +49,15 @@ static int for_update_sell(struct lock_ctx *ctx, const struct product *p, long l
     return LL_OK;
 }
 
+static int for_update_sell(struct lock_ctx *ctx, const struct product *p, long long *remaining)
+{
+    return mysql_queue_sell(ctx, p, remaining, 1, for_update_once);
+}
+
 const struct lock_ops lock_mysql_for_update = {
     .name    = "mysql-for-update",
     .family  = "mysql",
-    .summary = "SELECT ... FOR UPDATE in a transaction, then UPDATE (seed 000 §1.6.2)",
+    .summary = "SELECT ... FOR UPDATE in a transaction, then UPDATE (seed 000 §1.6.2); one transaction per row per instance at a time",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .sell    = for_update_sell,
 };

@@ -10,11 +10,20 @@ struct product;
 int mysql_optimistic_attempt(struct lock_ctx *ctx, const struct product *p,
                              long long *remaining, int *won);
 
-/* Sell one unit of prod through the row's queue in this instance: one
- * conditional UPDATE for up to `batch` queued purchases (mysql_queue.c).
- * LL_OK, LL_SOLD_OUT, LL_TIMEOUT (the deadline passed in line) or the
- * statement's failure. */
+/* A sale of one unit of prod by one purchase alone. */
+typedef int (*mysql_sell_fn)(struct lock_ctx *ctx, const struct product *prod,
+                             long long *remaining);
+
+/* Sell one unit of prod through the row's queue in this instance
+ * (mysql_queue.c): first in line runs `sell` for its purchase alone, or,
+ * when batch > 1, one conditional UPDATE for up to `batch` purchases of
+ * the same row and sell. LL_OK, LL_SOLD_OUT, LL_TIMEOUT (the deadline
+ * passed in line) or the sale's failure. */
 #define MYSQL_QUEUE_MAX 64
-int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, int batch);
+int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long *remaining,
+                     int batch, mysql_sell_fn sell);
+
+/* UPDATE … count = count - 1 WHERE id = ? AND count >= 1 (seed 001). */
+int mysql_sell_one(struct lock_ctx *ctx, const struct product *prod, long long *remaining);
 
 #endif /* LOCKLAB_MYSQL_PRIVATE_H */

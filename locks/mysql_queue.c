@@ -4,29 +4,30 @@
  * Why queue at all. Concurrent UPDATEs of one row wait in InnoDB for each
  * other's row lock, and every such wait costs MariaDB a suspend and a
  * wake-up: measured with ll-limits on the 2-core machine, the hot row takes
- * 15-22k UPDATEs/s from 2-3 connections but only 7-8k/s from 32-64. A
+ * 15-30k UPDATEs/s from 2-3 connections but only 7-9k/s from 32-64. A
  * queue here is far cheaper than one in InnoDB, and the row lock still
- * orders the instances (three instances: at most three statements on the
- * row at a time). The queue is not the lock: without it the counts stay
- * exact, only slower.
+ * orders the instances (three instances: at most three sales on the row at
+ * a time). The queue is not the lock: without it the counts stay exact,
+ * only slower. mysql-update and mysql-for-update use it one purchase at a
+ * time; mysql-batch in batches.
  *
  * The queue is flat combining. A purchase appends itself; the head of the
  * line, when no leader is at the database, becomes it, takes itself and up
- * to batch − 1 of the purchases behind it for the same row, runs one statement for all of
- * them without the queue's mutex, hands each its answer and wakes the next
- * in line to lead. With batch 1 that is a FIFO mutex and one statement per
- * purchase (mysql-update); with more, n purchases cost one round trip:
+ * to batch − 1 of the purchases behind it for the same row and sale, runs
+ * the sale for all of them without the queue's mutex, hands each its
+ * answer and wakes the next in line to lead. Alone, the leader runs its
+ * strategy's own sale; with n > 1 purchases, one round trip serves them:
  *
  *     UPDATE db_stock SET count = count - n WHERE id = ? AND count >= n
  *
- * sells all n or none (mysql-batch). None means fewer than n are left:
- * the leader then sells them one unit at a time until one is refused, and
- * the rest of the batch is sold out too (stock only falls during a sale).
+ * sells all n or none. None means fewer than n are left: the leader then
+ * sells them one unit at a time until one is refused, and the rest of the
+ * batch is sold out too (stock only falls during a sale).
  * A purchase whose deadline passes while it waits in line leaves the queue
  * with a timeout; one already taken by a leader waits for its answer, which
- * MariaDB's own timeouts bound. Each statement counts as one backend
- * operation of its leader, so /stats shows the batching as operations per
- * sale below 1.
+ * MariaDB's own timeouts bound. Each UPDATE of the queue's counts as one
+ * backend operation of its leader, so /stats shows batching as operations
+ * per sale below 1.
  */
 #include "mysql_private.h"
 #include "../app/db.h"
@@ -43,7 +44,9 @@ enum { PENDING = -1 };
 struct purchase {
     struct purchase *next;
     struct lock_ctx *ctx;
-    long long        id;            /* the row */
+    const struct product *prod;     /* the row */
+    mysql_sell_fn    sell;          /* one purchase alone */
+    long long        remaining;     /* what sell said is left */
     int              status;        /* PENDING until a leader answers */
     int              taken;         /* in a leader's batch: wait for it */
     pthread_cond_t   wake;
@@ -83,7 +86,8 @@ static void unlink_purchase(struct queue *q, struct purchase *p)
     }
 }
 
-/* Take me and up to max − 1 purchases of my row, in order. Under q->lock. */
+/* Take me and up to max − 1 purchases of my row and kind, in order.
+ * Under q->lock. */
 static int take_batch(struct queue *q, struct purchase *me, struct purchase **batch, int max)
 {
     struct purchase *p, *next;
@@ -93,7 +97,7 @@ static int take_batch(struct queue *q, struct purchase *me, struct purchase **ba
     batch[n++] = me;
     for (p = q->head; p && n < max; p = next) {
         next = p->next;
-        if (p->id != me->id)
+        if (p->prod->id != me->prod->id || p->sell != me->sell)
             continue;
         unlink_purchase(q, p);
         p->taken = 1;
@@ -103,16 +107,16 @@ static int take_batch(struct queue *q, struct purchase *me, struct purchase **ba
 }
 
 /* One unit, the seeds' statement (seed 001). */
-static int sell_one(struct lock_ctx *ctx, long long id)
+int mysql_sell_one(struct lock_ctx *ctx, const struct product *prod, long long *remaining)
 {
     static const char sql[] =
         "UPDATE db_stock SET count = count - 1 WHERE id = ? AND count >= 1";
     long long rows = 0;
     int rc;
 
+    *remaining = -1;
     ctx->backend_ops++;
-    rc = db_exec(ctx, sql, &rows, "l", id);
-
+    rc = db_exec(ctx, sql, &rows, "l", prod->id);
     return rc != LL_OK ? rc : rows == 1 ? LL_OK : LL_SOLD_OUT;
 }
 
@@ -131,16 +135,22 @@ static int sell_n(struct lock_ctx *ctx, long long id, long long n)
 }
 
 /* The leader's work, without q->lock: an answer for each of batch[0..n). */
-static void run_batch(struct lock_ctx *ctx, struct purchase **batch, int n, int *status)
+static void run_batch(struct purchase **batch, int n, int *status)
 {
-    int i, rc = n == 1 ? sell_one(ctx, batch[0]->id) : sell_n(ctx, batch[0]->id, n);
+    struct purchase *me = batch[0];
+    int i, rc;
 
+    if (n == 1) {
+        status[0] = me->sell(me->ctx, me->prod, &me->remaining);
+        return;
+    }
+    rc = sell_n(me->ctx, me->prod->id, n);
     for (i = 0; i < n; i++)
         status[i] = rc;
-    if (rc != LL_SOLD_OUT || n == 1)
+    if (rc != LL_SOLD_OUT)
         return;
     for (i = 0; i < n; i++) {               /* fewer than n left: one by one */
-        status[i] = sell_one(ctx, batch[0]->id);
+        status[i] = me->sell(me->ctx, me->prod, &batch[i]->remaining);
         if (status[i] != LL_OK)
             break;
     }
@@ -157,7 +167,7 @@ static void lead(struct queue *q, struct purchase *me, int max)
     q->busy = 1;
     n = take_batch(q, me, batch, max);
     pthread_mutex_unlock(&q->lock);
-    run_batch(me->ctx, batch, n, status);
+    run_batch(batch, n, status);
     pthread_mutex_lock(&q->lock);
     for (i = 0; i < n; i++) {
         batch[i]->status = status[i];
@@ -172,11 +182,13 @@ static void lead(struct queue *q, struct purchase *me, int max)
         pthread_cond_signal(&q->head->wake);
 }
 
-int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, int max)
+int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long *remaining,
+                     int max, mysql_sell_fn sell)
 {
     struct queue *q = &queues[(unsigned long long)prod->id % QUEUES];
     struct timespec ts = { ctx->deadline_ms / 1000, (ctx->deadline_ms % 1000) * 1000000 };
-    struct purchase me = { .ctx = ctx, .id = prod->id, .status = PENDING };
+    struct purchase me = { .ctx = ctx, .prod = prod, .sell = sell, .remaining = -1,
+                           .status = PENDING };
 
     pthread_once(&queues_once, queues_init);
     pthread_cond_init(&me.wake, &monotonic);
@@ -204,5 +216,6 @@ int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, int max)
     }
     pthread_mutex_unlock(&q->lock);
     pthread_cond_destroy(&me.wake);
+    *remaining = me.remaining;
     return me.status;
 }

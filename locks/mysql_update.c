@@ -20,8 +20,7 @@
 
 static int update_sell(struct lock_ctx *ctx, const struct product *p, long long *remaining)
 {
-    *remaining = -1;
-    return mysql_queue_sell(ctx, p, 1);
+    return mysql_queue_sell(ctx, p, remaining, 1, mysql_sell_one);
 }
 
 const struct lock_ops lock_mysql_update = {

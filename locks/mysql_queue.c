@@ -8,8 +8,8 @@
  * queue here is far cheaper than one in InnoDB, and the row lock still
  * orders the instances (three instances: at most three sales on the row at
  * a time). The queue is not the lock: without it the counts stay exact,
- * only slower. mysql-update and mysql-for-update use it one purchase at a
- * time; mysql-batch in batches.
+ * only slower. mysql-update, mysql-for-update and mysql-optimistic use it
+ * one purchase at a time; mysql-batch in batches.
  *
  * The queue is flat combining. A purchase appends itself; the head of the
  * line, when no leader is at the database, becomes it, takes itself and up

@@ -266,6 +266,21 @@ int redis_reply_error(struct lock_ctx *ctx, int server, redisReply *r, const cha
     return rc;
 }
 
+int redis_ttl_reply(struct lock_ctx *ctx, redisReply *r, const char *key, long long *ttl)
+{
+    *ttl = -1;
+    if (r == NULL)
+        return ctx->err;
+    if (r->type == REDIS_REPLY_NIL)
+        *ttl = -2;
+    else if (r->type == REDIS_REPLY_INTEGER)
+        *ttl = r->integer;
+    else
+        return redis_reply_error(ctx, 0, r, key);
+    freeReplyObject(r);
+    return LL_OK;
+}
+
 int redis_timeout(struct lock_ctx *ctx, int server, const char *key, const char *type)
 {
     struct redis_set *rs = redis_set_of(ctx);
@@ -307,6 +322,12 @@ int redis_del(struct lock_ctx *ctx, int server, int nkeys, const char **keys)
         return redis_reply_error(ctx, server, r, keys[0]);
     freeReplyObject(r);
     return LL_OK;
+}
+
+int redis_del_key(struct lock_ctx *ctx, const char *key)
+{
+    const char *keys[1] = { key };
+    return redis_del(ctx, 0, 1, keys);
 }
 
 void redis_new_token(struct lock_ctx *ctx, char *buf, int len)

@@ -92,12 +92,6 @@ static int getset_release(struct lock_ctx *ctx, const char *key)
     return redis_del(ctx, 0, 1, keys);
 }
 
-static int getset_reset(struct lock_ctx *ctx, const char *key)
-{
-    const char *keys[1] = { key };
-    return redis_del(ctx, 0, 1, keys);
-}
-
 const struct lock_ops lock_redis_getset = {
     .name     = "redis-getset",
     .family   = "redis",
@@ -106,6 +100,6 @@ const struct lock_ops lock_redis_getset = {
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .acquire  = getset_acquire,
     .release  = getset_release,
-    .reset    = getset_reset,
+    .reset    = redis_del_key,
     .ctx_free = redis_ctx_free,
 };

@@ -42,12 +42,6 @@ static int lua_release(struct lock_ctx *ctx, const char *key)
     return LL_OK;
 }
 
-static int lua_reset(struct lock_ctx *ctx, const char *key)
-{
-    const char *keys[1] = { key };
-    return redis_del(ctx, 0, 1, keys);
-}
-
 const struct lock_ops lock_redis_lua = {
     .name     = "redis-lua",
     .family   = "redis",
@@ -56,6 +50,6 @@ const struct lock_ops lock_redis_lua = {
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .acquire  = lua_acquire,
     .release  = lua_release,
-    .reset    = lua_reset,
+    .reset    = redis_del_key,
     .ctx_free = redis_ctx_free,
 };

@@ -97,6 +97,10 @@ redisReply *redis_eval_on(redisContext *c, struct redis_script *s,
  * WRONGTYPE names the likely cause: another strategy's key, not reset. */
 int redis_reply_error(struct lock_ctx *ctx, int server, redisReply *r, const char *key);
 
+/* A Redisson tryLock script's reply (server 0), freed: nil = acquired
+ * (*ttl = -2), an integer = the holder's remaining lease in ms. */
+int redis_ttl_reply(struct lock_ctx *ctx, redisReply *r, const char *key, long long *ttl);
+
 /* The deadline passed while `key` stayed taken: LL_TIMEOUT, unless the
  * key has another type than `type` ("string", "hash") — then LL_ERROR
  * saying which strategy's leftovers block it. */
@@ -104,6 +108,9 @@ int redis_timeout(struct lock_ctx *ctx, int server, const char *key, const char 
 
 /* DEL the given keys on server i (reset hooks). */
 int redis_del(struct lock_ctx *ctx, int server, int nkeys, const char **keys);
+/* DEL key on server 0: the release of the seeds' plain locks, and the
+ * reset of every single-key lock. */
+int redis_del_key(struct lock_ctx *ctx, const char *key);
 
 /* A value no other acquisition anywhere will use: "<owner>:<seq>". */
 void redis_new_token(struct lock_ctx *ctx, char *buf, int len);

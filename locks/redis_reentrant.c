@@ -83,12 +83,6 @@ static int reentrant_release(struct lock_ctx *ctx, const char *key)
     return rc;
 }
 
-static int reentrant_reset(struct lock_ctx *ctx, const char *key)
-{
-    const char *keys[1] = { key };
-    return redis_del(ctx, 0, 1, keys);
-}
-
 const struct lock_ops lock_redis_reentrant = {
     .name     = "redis-reentrant",
     .family   = "redis",
@@ -98,6 +92,6 @@ const struct lock_ops lock_redis_reentrant = {
     .acquire  = reentrant_acquire,
     .release  = reentrant_release,
     .check    = redis_watch_check,
-    .reset    = reentrant_reset,
+    .reset    = redis_del_key,
     .ctx_free = redis_ctx_free,
 };

@@ -34,12 +34,6 @@ static int set_nx_ex_acquire(struct lock_ctx *ctx, const char *key)
     }
 }
 
-static int set_nx_ex_release(struct lock_ctx *ctx, const char *key)
-{
-    const char *keys[1] = { key };
-    return redis_del(ctx, 0, 1, keys);
-}
-
 const struct lock_ops lock_redis_set_nx_ex = {
     .name     = "redis-set-nx-ex",
     .family   = "redis",
@@ -47,7 +41,7 @@ const struct lock_ops lock_redis_set_nx_ex = {
     .flaw     = "no owner: a holder slower than the 3 s expiry is overtaken (lost updates) and its DEL frees the next holder's lock",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .acquire  = set_nx_ex_acquire,
-    .release  = set_nx_ex_release,
-    .reset    = set_nx_ex_release,
+    .release  = redis_del_key,
+    .reset    = redis_del_key,
     .ctx_free = redis_ctx_free,
 };

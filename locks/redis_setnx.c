@@ -34,18 +34,6 @@ static int setnx_acquire(struct lock_ctx *ctx, const char *key)
     }
 }
 
-static int setnx_release(struct lock_ctx *ctx, const char *key)
-{
-    const char *keys[1] = { key };
-    return redis_del(ctx, 0, 1, keys);
-}
-
-static int setnx_reset(struct lock_ctx *ctx, const char *key)
-{
-    const char *keys[1] = { key };
-    return redis_del(ctx, 0, 1, keys);
-}
-
 const struct lock_ops lock_redis_setnx = {
     .name     = "redis-setnx",
     .family   = "redis",
@@ -53,7 +41,7 @@ const struct lock_ops lock_redis_setnx = {
     .flaw     = "no expiry: a holder that dies leaves the lock for ever (deadlock); not reentrant",
     .props    = LOCK_DISTRIBUTED | LOCK_EXACT,
     .acquire  = setnx_acquire,
-    .release  = setnx_release,
-    .reset    = setnx_reset,
+    .release  = redis_del_key,
+    .reset    = redis_del_key,
     .ctx_free = redis_ctx_free,
 };

@@ -49,12 +49,6 @@ static int setnx_expire_acquire(struct lock_ctx *ctx, const char *key)
     return LL_OK;
 }
 
-static int setnx_expire_release(struct lock_ctx *ctx, const char *key)
-{
-    const char *keys[1] = { key };
-    return redis_del(ctx, 0, 1, keys);
-}
-
 const struct lock_ops lock_redis_setnx_expire = {
     .name     = "redis-setnx-expire",
     .family   = "redis",
@@ -62,7 +56,7 @@ const struct lock_ops lock_redis_setnx_expire = {
     .flaw     = "not atomic: a death between SETNX and EXPIRE leaves the lock for ever; a holder slower than 3 s is overtaken and deletes the next holder's lock",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .acquire  = setnx_expire_acquire,
-    .release  = setnx_expire_release,
-    .reset    = setnx_expire_release,
+    .release  = redis_del_key,
+    .reset    = redis_del_key,
     .ctx_free = redis_ctx_free,
 };

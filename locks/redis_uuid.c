@@ -43,12 +43,6 @@ static int uuid_release(struct lock_ctx *ctx, const char *key)
     return redis_del(ctx, 0, 1, keys);
 }
 
-static int uuid_reset(struct lock_ctx *ctx, const char *key)
-{
-    const char *keys[1] = { key };
-    return redis_del(ctx, 0, 1, keys);
-}
-
 const struct lock_ops lock_redis_uuid = {
     .name     = "redis-uuid",
     .family   = "redis",
@@ -57,6 +51,6 @@ const struct lock_ops lock_redis_uuid = {
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .acquire  = uuid_acquire,
     .release  = uuid_release,
-    .reset    = uuid_reset,
+    .reset    = redis_del_key,
     .ctx_free = redis_ctx_free,
 };

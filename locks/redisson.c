@@ -77,20 +77,9 @@ static int redisson_try(struct lock_ctx *ctx, const char *key, const char *field
 {
     char lease[16];
     const char *argv[3] = { key, lease, field };
-    redisReply *r;
 
-    *ttl = -1;
     snprintf(lease, sizeof lease, "%d", ctx->cfg->lease_ms);
-    if ((r = redis_eval(ctx, 0, &redisson_lock, 1, 3, argv)) == NULL)
-        return ctx->err;
-    if (r->type == REDIS_REPLY_NIL)
-        *ttl = -2;
-    else if (r->type == REDIS_REPLY_INTEGER)
-        *ttl = r->integer;
-    else
-        return redis_reply_error(ctx, 0, r, key);
-    freeReplyObject(r);
-    return LL_OK;
+    return redis_ttl_reply(ctx, redis_eval(ctx, 0, &redisson_lock, 1, 3, argv), key, ttl);
 }
 
 static int redisson_acquire(struct lock_ctx *ctx, const char *key)
@@ -151,12 +140,6 @@ static int redisson_release(struct lock_ctx *ctx, const char *key)
     return rc;
 }
 
-static int redisson_reset(struct lock_ctx *ctx, const char *key)
-{
-    const char *keys[1] = { key };
-    return redis_del(ctx, 0, 1, keys);
-}
-
 const struct lock_ops lock_redisson = {
     .name     = "redisson",
     .family   = "redis",
@@ -166,6 +149,6 @@ const struct lock_ops lock_redisson = {
     .acquire  = redisson_acquire,
     .release  = redisson_release,
     .check    = redis_watch_check,
-    .reset    = redisson_reset,
+    .reset    = redis_del_key,
     .ctx_free = redis_ctx_free,
 };

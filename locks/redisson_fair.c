@@ -37,16 +37,21 @@
 
 #include <stdio.h>
 
-static struct redis_script fair_lock = {
-    "while true do "
-        "local first = redis.call('lindex', KEYS[2], 0); "
-        "if first == false then break; end; "
-        "local timeout = tonumber(redis.call('zscore', KEYS[3], first)); "
-        "if timeout <= tonumber(ARGV[4]) then "
-            "redis.call('zrem', KEYS[3], first); "
-            "redis.call('lpop', KEYS[2]); "
-        "else break; end; "
+/* Both scripts first drop the waiters at the head of the queue whose wait
+ * ran out (Redisson's own first loop; ARGV[4] is the current time). */
+#define FAIR_DROP_STALE_WAITERS \
+    "while true do " \
+        "local first = redis.call('lindex', KEYS[2], 0); " \
+        "if first == false then break; end; " \
+        "local timeout = tonumber(redis.call('zscore', KEYS[3], first)); " \
+        "if timeout <= tonumber(ARGV[4]) then " \
+            "redis.call('zrem', KEYS[3], first); " \
+            "redis.call('lpop', KEYS[2]); " \
+        "else break; end; " \
     "end; "
+
+static struct redis_script fair_lock = {
+    FAIR_DROP_STALE_WAITERS
     "if (redis.call('exists', KEYS[1]) == 0) and ((redis.call('exists', KEYS[2]) == 0) "
         "or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then "
         "redis.call('lpop', KEYS[2]); "
@@ -84,15 +89,7 @@ static struct redis_script fair_lock = {
 };
 
 static struct redis_script fair_unlock = {
-    "while true do "
-        "local first = redis.call('lindex', KEYS[2], 0); "
-        "if first == false then break; end; "
-        "local timeout = tonumber(redis.call('zscore', KEYS[3], first)); "
-        "if timeout <= tonumber(ARGV[4]) then "
-            "redis.call('zrem', KEYS[3], first); "
-            "redis.call('lpop', KEYS[2]); "
-        "else break; end; "
-    "end; "
+    FAIR_DROP_STALE_WAITERS
     "if (redis.call('exists', KEYS[1]) == 0) then "
         "local nextThreadId = redis.call('lindex', KEYS[2], 0); "
         "if nextThreadId ~= false then "
@@ -150,21 +147,11 @@ static int fair_try(struct lock_ctx *ctx, const char *key, const struct fair_nam
 {
     char lease[16], waits[24], now[24];
     const char *argv[7] = { key, n->queue, n->timeout, lease, n->field, waits, now };
-    redisReply *r;
 
     snprintf(lease, sizeof lease, "%d", ctx->cfg->lease_ms);
     snprintf(waits, sizeof waits, "%lld", wait);
     snprintf(now, sizeof now, "%lld", (long long)redis_wall_ms());
-    if ((r = redis_eval(ctx, 0, &fair_lock, 3, 7, argv)) == NULL)
-        return ctx->err;
-    if (r->type == REDIS_REPLY_NIL)
-        *ttl = -2;
-    else if (r->type == REDIS_REPLY_INTEGER)
-        *ttl = r->integer;
-    else
-        return redis_reply_error(ctx, 0, r, key);
-    freeReplyObject(r);
-    return LL_OK;
+    return redis_ttl_reply(ctx, redis_eval(ctx, 0, &fair_lock, 3, 7, argv), key, ttl);
 }
 
 /* Leave the queue after giving up; the caller's status stays on ctx. */

@@ -35,6 +35,24 @@ double harness_efficiency(double rate, double ceiling)
     return ceiling > 0 ? rate / ceiling : -1.0;
 }
 
+/* ---------------------------------------------------------------- cost */
+
+double harness_per_request(double count, long long n)
+{
+    return n > 0 && count >= 0 ? count / (double)n : -1.0;
+}
+
+double harness_per_request_us(double cpu_s, long long n)
+{
+    double per = harness_per_request(cpu_s, n);
+    return per < 0 ? per : per * 1e6;
+}
+
+double harness_busy_share(double busy, double idle)
+{
+    return busy >= 0 && idle >= 0 && busy + idle > 0 ? busy / (busy + idle) : -1.0;
+}
+
 /* ---------------------------------------------------------------- ceilings */
 
 enum rule_kind { BY_NAME, BY_FAMILY, BY_PREFIX };

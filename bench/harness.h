@@ -28,6 +28,18 @@ double harness_rate(long long n, double seconds);
 /* rate ÷ ceiling, or -1 when there is no usable ceiling (<= 0). */
 double harness_efficiency(double rate, double ceiling);
 
+/* ---------------------------------------------------------------- cost */
+
+/* Where the time goes: a run's CPU seconds (or context switches) spread
+ * over its n requests, as microseconds (or switches) per request; -1 when
+ * n <= 0 or the amount is negative (nothing measured). */
+double harness_per_request_us(double cpu_s, long long n);
+double harness_per_request(double count, long long n);
+
+/* The machine's busy share over a run: busy ÷ (busy + idle), from the
+ * CPU ticks of /proc/stat; -1 when nothing was measured. */
+double harness_busy_share(double busy, double idle);
+
 /* ---------------------------------------------------------------- ceilings */
 
 /* The ceilings ll-limits measures, by the key it writes them under. */

@@ -243,10 +243,53 @@ static double ceiling_rate(const json_t *limits, const char *key)
     return c ? jnum(c, "rate") : 0.0;
 }
 
+/* ---------------------------------------------------------------- cost */
+
+/* The stack's process groups, as bench/compare's cost_json names them,
+ * and how the reports head them. */
+static const char *const cost_groups[][2] = {
+    { "app", "app" }, { "nginx", "nginx" }, { "mysql", "MariaDB" },
+    { "redis", "Redis" }, { "zookeeper", "ZooKeeper" },
+};
+#define NCOST_GROUPS (sizeof cost_groups / sizeof cost_groups[0])
+
+/* A run's cost per request from RAW/NN.cost.json: CPU microseconds per
+ * answered request of each group, of the rest of the machine (the load
+ * generator above all) and in all, the context switches per request of
+ * each group, and how busy the machine was. NULL without a measurement. */
+static json_t *derive_cost(const json_t *cost, long long n)
+{
+    const json_t *groups = json_object_get(cost, "groups");
+    const json_t *machine = json_object_get(cost, "machine");
+    double busy = jnum(machine, "busy_s"), sum = 0, rest;
+    json_t *us, *sw;
+    size_t i;
+
+    if (!json_is_object(groups) || n <= 0)
+        return NULL;
+    us = json_object();
+    sw = json_object();
+    for (i = 0; i < NCOST_GROUPS; i++) {
+        const json_t *g = json_object_get(groups, cost_groups[i][0]);
+        double cpu = jnum(g, "cpu_s");
+        sum += cpu;
+        json_object_set_new(us, cost_groups[i][0], json_real(harness_per_request_us(cpu, n)));
+        json_object_set_new(sw, cost_groups[i][0],
+                            json_real(harness_per_request((double)jint(g, "switches"), n)));
+    }
+    rest = busy - sum;                  /* ticks are 10 ms: never below 0 */
+    json_object_set_new(us, "rest", json_real(harness_per_request_us(rest > 0 ? rest : 0, n)));
+    json_object_set_new(us, "total", json_real(harness_per_request_us(busy, n)));
+    return json_pack("{s:f,s:i,s:I,s:f,s:o,s:o}", "seconds", jnum(cost, "seconds"),
+                     "cpus", (int)jint(cost, "cpus"), "requests", (json_int_t)n,
+                     "busy", harness_busy_share(busy, jnum(machine, "idle_s")),
+                     "cpu_us_per_request", us, "switches_per_request", sw);
+}
+
 /* One run's object of results.json from its raw pieces. */
 static json_t *derive_run(const char *name, const char *family, long long stock,
                           int with_seed, json_t *load, json_t *stock_after, json_t *instances,
-                          const json_t *limits)
+                          const json_t *limits, const json_t *cost)
 {
     const char *ceiling = harness_ceiling(name, family);
     double elapsed = jnum(load, "elapsed_s"), ceil_rate = ceiling_rate(limits, ceiling);
@@ -254,7 +297,7 @@ static json_t *derive_run(const char *name, const char *family, long long stock,
     struct answers a;
     json_t *run, *final_v = json_object_get(stock_after, "count");
     struct lat_summary client;
-    json_t *server = server_side(name, instances);
+    json_t *server = server_side(name, instances), *costs;
     long long sold;
 
     count_answers(load, &a);
@@ -296,9 +339,115 @@ static json_t *derive_run(const char *name, const char *family, long long stock,
     if (seed)
         json_object_set_new(run, "seed", json_pack("{s:s,s:f,s:I}", "label", seed->label,
                             "rps", seed->rps, "final", (json_int_t)seed->final_stock));
+    costs = derive_cost(cost, client.n);
+    json_object_set_new(run, "cost", costs ? costs : json_null());
     json_object_set_new(run, "load", json_incref(load));
     json_object_set_new(run, "instances", json_incref(instances));
     return run;
+}
+
+static void html_text(FILE *f, const char *s);
+
+/* Where the time goes, one table in three formats. */
+enum fmt { FMT_TEXT, FMT_MD, FMT_HTML };
+
+#define COST_COLS (NCOST_GROUPS + 5)
+static const char *const cost_heads[COST_COLS] = {
+    "app", "nginx", "MariaDB", "Redis", "ZooKeeper", "load+rest", "total", "busy",
+    "app sw", "MariaDB sw",
+};
+
+/* The cells of one run's row; 0 when the run has no cost. */
+static int cost_cells(char cell[COST_COLS][16], const json_t *run)
+{
+    const json_t *c = json_object_get(run, "cost");
+    const json_t *us = json_object_get(c, "cpu_us_per_request");
+    const json_t *sw = json_object_get(c, "switches_per_request");
+    size_t i;
+
+    if (!json_is_object(c))
+        return 0;
+    for (i = 0; i < NCOST_GROUPS; i++)
+        snprintf(cell[i], 16, "%.0f", jnum(us, cost_groups[i][0]));
+    snprintf(cell[NCOST_GROUPS], 16, "%.0f", jnum(us, "rest"));
+    snprintf(cell[NCOST_GROUPS + 1], 16, "%.0f", jnum(us, "total"));
+    snprintf(cell[NCOST_GROUPS + 2], 16, "%.0f%%", jnum(c, "busy") * 100.0);
+    snprintf(cell[NCOST_GROUPS + 3], 16, "%.1f", jnum(sw, "app"));
+    snprintf(cell[NCOST_GROUPS + 4], 16, "%.1f", jnum(sw, "mysql"));
+    return 1;
+}
+
+static const char cost_note[] =
+    "CPU microseconds per answered request, by who spent them, from /proc over the load's "
+    "time: the stack's processes (three instances together), and load+rest, what else the "
+    "machine was busy with, the load generator above all. busy: the machine's CPU time in "
+    "use; near 100 % the run was CPU-bound, well below it the strategy waited (for a lock, "
+    "a sleep, a round trip). sw: context switches per request of the instances' and "
+    "MariaDB's threads.";
+
+static void print_cost(FILE *f, const json_t *runs, enum fmt fmt)
+{
+    char cell[COST_COLS][16];
+    const json_t *run;
+    size_t i, k;
+    int any = 0;
+
+    json_array_foreach(runs, i, run)
+        any |= cost_cells(cell, run);
+    if (!any)
+        return;
+    if (fmt == FMT_TEXT) {
+        fprintf(f, "\nwhere the time goes: CPU us per request, busy share, switches per request\n");
+        fprintf(f, "%-20s", "strategy");
+        for (k = 0; k < COST_COLS; k++)
+            fprintf(f, " %*s", k < NCOST_GROUPS + 2 ? 9 : 10, cost_heads[k]);
+        fputc('\n', f);
+    } else if (fmt == FMT_MD) {
+        fprintf(f, "## Where the time goes\n\n%s\n\n| strategy |", cost_note);
+        for (k = 0; k < COST_COLS; k++)
+            fprintf(f, " %s |", cost_heads[k]);
+        fprintf(f, "\n|---|");
+        for (k = 0; k < COST_COLS; k++)
+            fprintf(f, "--:|");
+        fputc('\n', f);
+    } else {
+        fprintf(f, "<h2>Where the time goes</h2>\n<p class=note>%s</p>\n<table><tr>"
+                "<th rowspan=2>strategy</th><th colspan=%d>CPU &micro;s per request</th>"
+                "<th rowspan=2>busy</th><th colspan=2>switches per request</th></tr><tr>",
+                cost_note, (int)NCOST_GROUPS + 2);
+        for (k = 0; k < COST_COLS; k++)
+            if (k != NCOST_GROUPS + 2)
+                fprintf(f, "<th>%s</th>", k < NCOST_GROUPS + 3 ? cost_heads[k] :
+                        k == NCOST_GROUPS + 3 ? "app" : "MariaDB");
+        fprintf(f, "</tr>\n");
+    }
+    json_array_foreach(runs, i, run) {
+        const char *name = jstr(run, "strategy", "?");
+        if (!cost_cells(cell, run))
+            continue;
+        if (fmt == FMT_TEXT)
+            fprintf(f, "%-20s", name);
+        else if (fmt == FMT_MD)
+            fprintf(f, "| %s |", name);
+        else {
+            fprintf(f, "<tr><td>");
+            html_text(f, name);
+            fprintf(f, "</td>");
+        }
+        for (k = 0; k < COST_COLS; k++) {
+            if (fmt == FMT_TEXT)
+                fprintf(f, " %*s", k < NCOST_GROUPS + 2 ? 9 : 10, cell[k]);
+            else if (fmt == FMT_MD)
+                fprintf(f, " %s |", cell[k]);
+            else
+                fprintf(f, "<td class=n>%s</td>", cell[k]);
+        }
+        fprintf(f, fmt == FMT_HTML ? "</tr>\n" : "\n");
+    }
+    if (fmt == FMT_HTML)
+        fprintf(f, "</table>\n");
+    else if (fmt == FMT_MD)
+        fputc('\n', f);
 }
 
 /* ---------------------------------------------------------------- table */
@@ -428,6 +577,7 @@ static void write_md(FILE *f, const json_t *res)
     if (!strcmp(jstr(settings, "driver", ""), "wrk"))
         fprintf(f, "%s\n\n", wrk_note);
     fprintf(f, "%s\n\n", serial_note);
+    print_cost(f, runs, FMT_MD);
     fprintf(f, "## Ceilings (ll-limits)\n\n| ceiling | per second | what |\n|---|--:|---|\n");
     json_object_foreach((json_t *)lim, k, v) {
         if (json_object_get(v, "error"))
@@ -648,6 +798,7 @@ static void write_html(FILE *f, const json_t *res)
             "generator. Server: the instances' summaries merged, weighted by requests "
             "(an estimate when more than one instance served).</p>\n");
     html_latency_table(f, runs);
+    print_cost(f, runs, FMT_HTML);
     fprintf(f, "<h2>Ceilings</h2>\n<table><tr><th>ceiling</th><th>per second</th>"
             "<th>what ll-limits did</th></tr>\n");
     json_object_foreach((json_t *)lim, k, v) {
@@ -725,7 +876,7 @@ static json_t *build_runs(const char *raw, long long stock, int with_seed, const
         die("%s: %s", tsv, strerror(errno));
     while (fgets(line, sizeof line, f)) {
         char idx[16], name[NAME_LEN], family[NAME_LEN], file[NAME_LEN + 32], *p;
-        json_t *load, *after, *inst = json_array();
+        json_t *load, *after, *cost, *inst = json_array();
         int k;
 
         if (sscanf(line, "%15s %63s %63s", idx, name, family) != 3)
@@ -737,6 +888,10 @@ static json_t *build_runs(const char *raw, long long stock, int with_seed, const
         snprintf(file, sizeof file, "%s.stock.json", idx);
         p = path_join(raw, file);
         after = load_json(p);
+        free(p);
+        snprintf(file, sizeof file, "%s.cost.json", idx);
+        p = path_join(raw, file);
+        cost = json_load_file(p, 0, NULL);      /* NULL: not measured */
         free(p);
         for (k = 0;; k++) {
             FILE *probe;
@@ -752,7 +907,8 @@ static json_t *build_runs(const char *raw, long long stock, int with_seed, const
                 break;
         }
         json_array_append_new(runs, derive_run(name, family, stock, with_seed, load, after,
-                                                     inst, limits));
+                                                     inst, limits, cost));
+        json_decref(cost);
         json_decref(load);
         json_decref(after);
         json_decref(inst);
@@ -813,6 +969,7 @@ static int cmd_build(const char *dir)
     write_file(dir, "report.md", write_md, res);
     write_file(dir, "report.html", write_html, res);
     print_table(stdout, res);
+    print_cost(stdout, json_object_get(res, "runs"), FMT_TEXT);
     json_decref(res);
     free(raw);
     return 0;
@@ -860,6 +1017,17 @@ static int cmd_check(const char *path)
                "%s: oversold", name);
         EXPECT(jint(run, "lost_updates") == harness_lost(stock, jint(run, "sold"), fin),
                "%s: lost", name);
+        if (json_is_object(json_object_get(run, "cost"))) {
+            const json_t *c = json_object_get(run, "cost");
+            const json_t *us = json_object_get(c, "cpu_us_per_request");
+            size_t g;
+            EXPECT(jnum(c, "busy") > 0 && jnum(c, "busy") <= 1, "%s: busy share %.3f",
+                   name, jnum(c, "busy"));
+            EXPECT(jnum(us, "total") > 0, "%s: no CPU time per request", name);
+            for (g = 0; g < NCOST_GROUPS; g++)
+                EXPECT(jnum(us, cost_groups[g][0]) >= 0, "%s: %s CPU time below 0",
+                       name, cost_groups[g][0]);
+        }
         /* Every 200 the client saw was a sale some instance counted (the
          * instances may count more: requests wrk left in flight). */
         EXPECT(jint(json_object_get(run, "server"), "sold") >= a.sold,
@@ -999,7 +1167,7 @@ static const char usage[] =
 "usage: ll-report locks LOCKS.json\n"
 "       ll-report line STOCK LOAD.json STOCK.json [NAME STATS.json...]\n"
 "       ll-report build RUNDIR\n"
-"       ll-report table RESULTS.json\n"
+"       ll-report table RESULTS.json      (the main table only)\n"
 "       ll-report check RESULTS.json\n"
 "       ll-report jtl RESULTS.csv [--stock S --final F]\n";
 

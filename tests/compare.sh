@@ -45,6 +45,14 @@ for s in mysql-update mysql-for-update; do
 done
 read -r _ _ _ sold final oversold lost _ <<< "$(row none)"
 t_ok "$lost -ge $oversold -a $oversold -ge 0" "none: lost ($lost) >= oversold ($oversold) >= 0"
+# Where the time goes: every run has its CPU time per request, the
+# instances' and MariaDB's above 0 (all three strategies sell through it).
+n=$(jq '[.runs[] | select(.cost.cpu_us_per_request.total > 0 and
+        .cost.cpu_us_per_request.app > 0 and .cost.cpu_us_per_request.mysql > 0 and
+        .cost.busy > 0)] | length' "$run/results.json")
+t_ok "$n -eq 3" "every run says where its CPU time went ($n of 3)"
+t_ok "$(grep -c '^## Where the time goes' "$run/report.md") -eq 1" "report.md: where the time goes"
+t_ok "$(grep -c '^where the time goes' "$log") -eq 1" "the terminal shows where the time goes"
 t_ok "$(grep -c '"ceiling": "mysql_update_peak"' "$run/results.json") -eq 1" \
      "mysql-update is measured against the hot-row UPDATE's peak"
 for key in mysql_update mysql_update_peak mysql_for_update serial_mysql serial_redis serial_zk; do

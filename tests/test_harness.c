@@ -35,6 +35,12 @@ static void test_counts(void)
     CHECK(harness_rate(5000, 0) == 0.0 && harness_rate(1, -1) == 0.0);
     CHECK(NEAR(harness_efficiency(250.0, 1000.0), 0.25, 1e-12));
     CHECK(harness_efficiency(250.0, 0) < 0);
+    /* where the time goes: 6 CPU seconds over 50000 requests = 120 us each */
+    CHECK(NEAR(harness_per_request_us(6.0, 50000), 120.0, 1e-9));
+    CHECK(NEAR(harness_per_request(175000, 50000), 3.5, 1e-12));
+    CHECK(harness_per_request_us(6.0, 0) < 0 && harness_per_request(-1, 10) < 0);
+    CHECK(NEAR(harness_busy_share(1840, 160), 0.92, 1e-12));
+    CHECK(harness_busy_share(0, 0) < 0 && harness_busy_share(-5, 10) < 0);
 }
 
 static void test_ceilings(void)

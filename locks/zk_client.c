@@ -200,6 +200,11 @@ static int conn_open(struct lock_ctx *ctx)
         return lock_error(ctx, LL_UNAVAILABLE, zk_backend_name, "zookeeper_init: %s",
                           strerror(e));
     }
+    /* The client otherwise resolves --zk again (getaddrinfo, a netlink
+     * dump of the interfaces) every time it polls its socket, which cost
+     * more CPU per sale than the locking itself. The list is fixed: only a
+     * connection loss resolves it again. */
+    zoo_set_servers_resolution_delay(c->zh, -1);
     zk_cur = c;
     return LL_OK;
 }

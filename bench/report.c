@@ -334,6 +334,11 @@ static json_t *derive_run(const char *name, const char *family, long long stock,
     json_object_set_new(run, "ceiling_rate", json_real(ceil_rate));
     json_object_set_new(run, "efficiency",
         json_real(harness_efficiency(harness_rate(a.sold, elapsed), ceil_rate)));
+    /* Measured against the row's peak, a strategy also says how it does
+     * against the concurrent hot-row ceiling (issue 5's yardstick). */
+    if (ceiling && !strcmp(ceiling, CEIL_UPDATE_PEAK))
+        json_object_set_new(run, "efficiency_concurrent", json_real(harness_efficiency(
+            harness_rate(a.sold, elapsed), ceiling_rate(limits, CEIL_MYSQL_UPDATE))));
     json_object_set_new(run, "latency_ms", lat_json(&client));
     json_object_set_new(run, "server", server);
     if (seed)
@@ -520,6 +525,27 @@ static void print_table(FILE *f, const json_t *results)
     }
 }
 
+/* The strategies measured against the row's peak, against the concurrent
+ * ceiling too: one sentence. */
+static void print_concurrent(FILE *f, const json_t *runs, enum fmt fmt)
+{
+    const json_t *run;
+    size_t i;
+    int n = 0;
+
+    json_array_foreach(runs, i, run) {
+        double e = jnum(run, "efficiency_concurrent");
+        if (!json_object_get(run, "efficiency_concurrent") || e < 0)
+            continue;
+        fprintf(f, "%s%s reaches %.1f%% of the concurrent hot-row UPDATE ceiling",
+                n++ ? "; " : fmt == FMT_HTML ? "<p class=note>" : "",
+                jstr(run, "strategy", "?"), e * 100.0);
+    }
+    if (n)
+        fprintf(f, fmt == FMT_HTML ? " (the efficiency column uses the row's peak).</p>\n"
+                                   : " (the efficiency column uses the row's peak).\n\n");
+}
+
 static const char wrk_note[] =
     "Duration runs (wrk): purchases still in flight when the time is up go on in their "
     "instances until answered; compare waits for them, and sold, oversold and lost "
@@ -577,6 +603,7 @@ static void write_md(FILE *f, const json_t *res)
     if (!strcmp(jstr(settings, "driver", ""), "wrk"))
         fprintf(f, "%s\n\n", wrk_note);
     fprintf(f, "%s\n\n", serial_note);
+    print_concurrent(f, runs, FMT_MD);
     print_cost(f, runs, FMT_MD);
     fprintf(f, "## Ceilings (ll-limits)\n\n| ceiling | per second | what |\n|---|--:|---|\n");
     json_object_foreach((json_t *)lim, k, v) {
@@ -664,6 +691,61 @@ static void svg_bars(FILE *f, const char *title, const char *unit, const json_t 
                     y + bar_h - 4, decimals, v);
         }
         y += gap;
+    }
+    fprintf(f, "</svg></figure>\n");
+}
+
+/* Where the time goes as a chart: one bar per run, stacked by who spent
+ * the CPU time per request. Runs without a cost get no bar. */
+static void svg_cost(FILE *f, const json_t *runs)
+{
+    static const char *const colour[NCOST_GROUPS + 1] = {
+        "#3366cc", "#999999", "#ee9933", "#cc3333", "#339966", "#cccc66",
+    };
+    const int label_w = 170, bar_h = 16, gap = 6, width = 760, chart_w = width - label_w - 90;
+    size_t n = json_array_size(runs), i, k;
+    double max = 0;
+    int y, height;
+
+    for (i = 0; i < n; i++) {
+        const json_t *us = json_object_get(json_object_get(json_array_get(runs, i), "cost"),
+                                           "cpu_us_per_request");
+        if (us && jnum(us, "total") > max)
+            max = jnum(us, "total");
+    }
+    if (max <= 0)
+        return;
+    height = 40 + (int)n * (bar_h + gap) + 10;
+    fprintf(f, "<figure><figcaption>CPU time per request, &micro;s, by who spent it</figcaption>\n"
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" role=\"img\" "
+            "font-family=\"sans-serif\" font-size=\"12\">\n", width, height);
+    for (k = 0; k <= NCOST_GROUPS; k++)                          /* legend */
+        fprintf(f, "<rect x=\"%d\" y=\"8\" width=\"12\" height=\"12\" fill=\"%s\"/>"
+                "<text x=\"%d\" y=\"18\">%s</text>\n", label_w + (int)k * 95, colour[k],
+                label_w + (int)k * 95 + 16, k < NCOST_GROUPS ? cost_groups[k][1] : "load+rest");
+    y = 34;
+    for (i = 0; i < n; i++, y += bar_h + gap) {
+        const json_t *run = json_array_get(runs, i);
+        const json_t *us = json_object_get(json_object_get(run, "cost"), "cpu_us_per_request");
+        double x = label_w;
+
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", label_w - 8, y + bar_h - 4);
+        html_text(f, jstr(run, "strategy", "?"));
+        fprintf(f, "</text>\n");
+        if (us == NULL)
+            continue;
+        for (k = 0; k <= NCOST_GROUPS; k++) {
+            const char *key = k < NCOST_GROUPS ? cost_groups[k][0] : "rest";
+            double v = jnum(us, key), w = v / max * chart_w;
+            if (v <= 0)
+                continue;
+            fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
+                    "<title>%s: %.0f us</title></rect>", x, y, w, bar_h - 2, colour[k],
+                    k < NCOST_GROUPS ? cost_groups[k][1] : "load+rest", v);
+            x += w;
+        }
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\">%.0f</text>\n", x + 4, y + bar_h - 4,
+                jnum(us, "total"));
     }
     fprintf(f, "</svg></figure>\n");
 }
@@ -791,6 +873,7 @@ static void write_html(FILE *f, const json_t *res)
     if (!strcmp(jstr(settings, "driver", ""), "wrk"))
         fprintf(f, "<p class=note>%s</p>\n", wrk_note);
     fprintf(f, "<p class=note>%s</p>\n", serial_note);
+    print_concurrent(f, runs, FMT_HTML);
     svg_bars(f, "Throughput", "requests/s", runs, thr, have_seeds ? 2 : 1);
     svg_bars(f, "Oversold units and lost updates", "units", runs, bad, 2);
     svg_bars(f, "Efficiency", "%", runs, eff, 1);
@@ -799,6 +882,7 @@ static void write_html(FILE *f, const json_t *res)
             "(an estimate when more than one instance served).</p>\n");
     html_latency_table(f, runs);
     print_cost(f, runs, FMT_HTML);
+    svg_cost(f, runs);
     fprintf(f, "<h2>Ceilings</h2>\n<table><tr><th>ceiling</th><th>per second</th>"
             "<th>what ll-limits did</th></tr>\n");
     json_object_foreach((json_t *)lim, k, v) {

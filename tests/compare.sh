@@ -27,7 +27,7 @@ t_ok "$? -eq 0" "ll-report check: results.json valid ($(head -c 200 "$OUT/check.
 t_ok "-s '$run/report.md'" "report.md written"
 html=$run/report.html
 t_ok "-s '$html'" "report.html written"
-t_ok "$(grep -c '<svg' "$html") -ge 3" "report.html has its three SVG charts"
+t_ok "$(grep -c '<svg' "$html") -ge 4" "report.html has its four SVG charts (throughput, oversold/lost, efficiency, CPU time)"
 t_ok "$(grep -c -E '<(script|link|img)[ >]' "$html") -eq 0" "report.html is self-contained"
 for s in none mysql-update mysql-for-update; do
     t_ok "$(grep -c "^$s " <<< "$("$T_BUILD/ll-report" table "$run/results.json")") -eq 1" \
@@ -55,6 +55,10 @@ t_ok "$(grep -c '^## Where the time goes' "$run/report.md") -eq 1" "report.md: w
 t_ok "$(grep -c '^where the time goes' "$log") -eq 1" "the terminal shows where the time goes"
 t_ok "$(grep -c '"ceiling": "mysql_update_peak"' "$run/results.json") -eq 1" \
      "mysql-update is measured against the hot-row UPDATE's peak"
+t_ok "$(jq '[.runs[] | select(.strategy == "mysql-update" and .efficiency_concurrent > 0)] | length' \
+       "$run/results.json") -eq 1" "... and against the concurrent ceiling too"
+t_ok "$(grep -c 'of the concurrent hot-row UPDATE ceiling' "$run/report.md") -eq 1" \
+     "report.md says so"
 for key in mysql_update mysql_update_peak mysql_for_update serial_mysql serial_redis serial_zk; do
     rate=$(jq -r ".limits.ceilings.$key.rate // 0 | floor" "$run/results.json")
     trials=$(jq -r ".limits.ceilings.$key.trials | length" "$run/results.json")

@@ -571,6 +571,7 @@ static const char *const setting_keys[][2] = {
     { "target", "load sent to" }, { "driver", "load generator" }, { "product", "product" },
     { "limits_seconds", "seconds per ceiling (ll-limits)" },
     { "limits_connections", "connections of the concurrent ceilings" },
+    { "warmup_s", "warm-up before each run, not counted (s)" },
 };
 
 static void write_md(FILE *f, const json_t *res)

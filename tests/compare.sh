@@ -13,9 +13,12 @@ t_setup
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 log=$OUT/compare.log
+before=$(t_stock 1002)
 "$T_ROOT/bench/compare" --scenario oversell --strategies none,mysql-update,mysql-for-update \
-    --stock 60 --requests 200 --connections 16 --limits-seconds 0.5 --out "$OUT" > "$log" 2>&1
+    --stock 60 --requests 200 --connections 16 --limits-seconds 0.5 --warmup 1 \
+    --out "$OUT" > "$log" 2>&1
 rc=$?
+after=$(t_stock 1002)
 sed 's/^/    /' "$log"
 t_ok "$rc -eq 0" "bench/compare exits 0"
 run=$(ls -d "$OUT"/2*/ 2>/dev/null | head -1)
@@ -33,7 +36,10 @@ for s in none mysql-update mysql-for-update; do
     t_ok "$(grep -c "^$s " <<< "$("$T_BUILD/ll-report" table "$run/results.json")") -eq 1" \
          "the table has a row for $s"
 done
-t_ok "$(grep -c '^\[[1-3]/3\]' "$log") -eq 3" "a progress line per strategy, k of 3"
+t_ok "$(grep -c '^\[[1-3]/3\] .* sold ' "$log") -eq 3" "a result line per strategy, k of 3"
+t_ok "$(grep -c '^\[[1-3]/3\] .* warming up for 1 s' "$log") -eq 3" "a warm-up before each"
+t_ok "'$after' = '$before'" "the warm-up product's count is put back ($before, $after)"
+t_ok "$(jq -r .settings.warmup_s "$run/results.json") = 1" "results.json records the warm-up"
 
 # The numbers: the exact strategies sell 60 and lose nothing. none races
 # without ?hold_ms (foundation.sh makes its loss certain), so only what is

@@ -388,7 +388,7 @@ static const char cost_note[] =
     "machine was busy with, the load generator above all. busy: the machine's CPU time in "
     "use; near 100 % the run was CPU-bound, well below it the strategy waited (for a lock, "
     "a sleep, a round trip). sw: context switches per request of the instances' and "
-    "MariaDB's threads.";
+    "MariaDB's threads (those alive at the end of the run).";
 
 static void print_cost(FILE *f, const json_t *runs, enum fmt fmt)
 {

@@ -23,6 +23,7 @@ struct config {
     const char *mysql_user;
     const char *mysql_password;
     const char *mysql_db;
+    const char *mysql_socket;    /* Unix socket: used instead of host:port */
 
     struct hostport redis[CONFIG_MAX_SERVERS];   /* --redis a:p,b:q   */
     int             nredis;

@@ -4,8 +4,17 @@
  * statements, found by the address of their SQL text. Reconnection is lazy:
  * a dead connection is closed at once, and the next db_exec() after
  * DB_RETRY_MS tries again, so a stopped server costs a request one refused
- * connect, not a stuck thread. Autocommit stays on, as in the seeds' MyBatis
+ * connect, not a stuck thread. Autocommit is on, as in the seeds' MyBatis
  * service: only mysql-for-update opens transactions, with db_begin().
+ *
+ * Transactions are Spring's @Transactional, not START TRANSACTION: begin
+ * turns autocommit off and the next statement opens the transaction, so a
+ * transaction costs no round trip of its own. The mode stays off between
+ * transactions of the same slot (a slot that runs mysql-for-update again
+ * and again sets it once), and the first statement run outside a
+ * transaction turns it back on. Inside a transaction the connection is
+ * never replaced behind the caller's back: a lost connection fails the
+ * statement, because a fresh one would run it outside the transaction.
  */
 #include "db.h"
 #include "config.h"
@@ -39,10 +48,13 @@ static _Atomic unsigned db_epoch;
 
 struct db {
     const struct config *cfg;
+    char            where[128];     /* "127.0.0.1:13306" or the socket   */
     unsigned        epoch;          /* db_epoch when last known good     */
     MYSQL          *conn;           /* NULL while disconnected           */
     int64_t         retry_at_ms;    /* no connect attempt before this    */
     unsigned        last_errno;
+    int             manual;         /* autocommit is off on this conn    */
+    int             txn;            /* between db_begin and commit/roll. */
     int             nstmts;
     struct db_stmt  stmts[DB_MAX_STMTS];
 };
@@ -51,6 +63,10 @@ struct db *db_new(const struct config *cfg)
 {
     struct db *db = xcalloc(1, sizeof *db);
     db->cfg = cfg;
+    if (cfg->mysql_socket)
+        snprintf(db->where, sizeof db->where, "%s", cfg->mysql_socket);
+    else
+        snprintf(db->where, sizeof db->where, "%s:%d", cfg->mysql_host, cfg->mysql_port);
     return db;
 }
 
@@ -63,6 +79,7 @@ static void db_disconnect(struct db *db)
     if (db->conn)
         mysql_close(db->conn);
     db->conn = NULL;
+    db->manual = 0;             /* a new connection starts in autocommit */
 }
 
 void db_free(struct db *db)
@@ -105,8 +122,8 @@ static int db_fail(struct lock_ctx *ctx, unsigned err, const char *error, const 
         atomic_fetch_add(&db_epoch, 1);
         db_disconnect(db);
         db->retry_at_ms = now_ms() + DB_RETRY_MS;
-        return lock_error(ctx, LL_UNAVAILABLE, "mysql", "mysql %s:%d: %s (%u)",
-                          db->cfg->mysql_host, db->cfg->mysql_port, msg, err);
+        return lock_error(ctx, LL_UNAVAILABLE, "mysql", "mysql %s: %s (%u)",
+                          db->where, msg, err);
     }
     if (err == ER_LOCK_WAIT_TIMEOUT || err == ER_LOCK_DEADLOCK)
         return lock_error(ctx, LL_TIMEOUT, "mysql", "mysql %s: %s (%u)", what, msg, err);
@@ -152,9 +169,12 @@ static int db_connect(struct lock_ctx *ctx)
         }
         db_disconnect(db);      /* stale: reconnect below, nothing was sent */
     }
+    if (db->txn)                /* a new connection would be outside it */
+        return lock_error(ctx, LL_UNAVAILABLE, "mysql",
+                          "mysql %s: connection lost inside a transaction", db->where);
     if (now_ms() < db->retry_at_ms)
         return lock_error(ctx, LL_UNAVAILABLE, "mysql",
-                          "mysql %s:%d: down, retrying shortly", cfg->mysql_host, cfg->mysql_port);
+                          "mysql %s: down, retrying shortly", db->where);
     db->conn = mysql_init(NULL);
     if (db->conn == NULL)
         return lock_error(ctx, LL_ERROR, "mysql", "mysql_init failed");
@@ -162,8 +182,10 @@ static int db_connect(struct lock_ctx *ctx)
     mysql_options(db->conn, MYSQL_OPT_READ_TIMEOUT, &rw_timeout);
     mysql_options(db->conn, MYSQL_OPT_WRITE_TIMEOUT, &rw_timeout);
     mysql_options(db->conn, MYSQL_OPT_RECONNECT, &off);
-    if (!mysql_real_connect(db->conn, cfg->mysql_host, cfg->mysql_user, cfg->mysql_password,
-                            cfg->mysql_db, (unsigned)cfg->mysql_port, NULL, 0)) {
+    /* With a socket, libmariadb takes host "localhost" to mean: use it. */
+    if (!mysql_real_connect(db->conn, cfg->mysql_socket ? "localhost" : cfg->mysql_host,
+                            cfg->mysql_user, cfg->mysql_password, cfg->mysql_db,
+                            (unsigned)cfg->mysql_port, cfg->mysql_socket, 0)) {
         unsigned err = mysql_errno(db->conn);
         char msg[128];
         strlcopy(msg, mysql_error(db->conn), sizeof msg);
@@ -171,10 +193,9 @@ static int db_connect(struct lock_ctx *ctx)
         db->retry_at_ms = now_ms() + DB_RETRY_MS;
         db->last_errno = err;
         if (err == ER_ACCESS_DENIED_ERROR || err == ER_BAD_DB_ERROR || err == ER_DBACCESS_DENIED_ERROR)
-            return lock_error(ctx, LL_UNAVAILABLE, "mysql", "mysql %s:%d: %s (%u): check --mysql-user/--mysql-db",
-                              cfg->mysql_host, cfg->mysql_port, msg, err);
-        return lock_error(ctx, LL_UNAVAILABLE, "mysql", "mysql %s:%d: %s (%u)",
-                          cfg->mysql_host, cfg->mysql_port, msg, err);
+            return lock_error(ctx, LL_UNAVAILABLE, "mysql", "mysql %s: %s (%u): check --mysql-user/--mysql-db",
+                              db->where, msg, err);
+        return lock_error(ctx, LL_UNAVAILABLE, "mysql", "mysql %s: %s (%u)", db->where, msg, err);
     }
     /* A row lock may be waited for as long as a lock of any other kind. */
     if (db_set_lock_wait(db->conn, cfg->lock_wait_ms / 1000 > 0 ? cfg->lock_wait_ms / 1000 : 1) != 0)
@@ -211,6 +232,11 @@ static MYSQL_STMT *db_prepare(struct lock_ctx *ctx, const char *sql, int *status
     return stmt;
 }
 
+static const char sql_autocommit_off[] = "SET autocommit = 0";
+static const char sql_autocommit_on[] = "SET autocommit = 1";
+static const char sql_commit[] = "COMMIT";
+static const char sql_rollback[] = "ROLLBACK";
+
 int db_exec(struct lock_ctx *ctx, const char *sql, long long *rows, const char *fmt, ...)
 {
     MYSQL_BIND in[DB_MAX_PARAMS], out[DB_MAX_PARAMS];
@@ -221,6 +247,11 @@ int db_exec(struct lock_ctx *ctx, const char *sql, long long *rows, const char *
     const char *f;
     va_list ap;
 
+    if (ctx->db->manual && !ctx->db->txn && sql != sql_autocommit_on) {
+        if ((status = db_exec(ctx, sql_autocommit_on, NULL, "")) != LL_OK)
+            return status;
+        ctx->db->manual = 0;
+    }
     stmt = db_prepare(ctx, sql, &status);
     if (stmt == NULL)
         return status;
@@ -271,18 +302,32 @@ int db_exec(struct lock_ctx *ctx, const char *sql, long long *rows, const char *
     return LL_OK;
 }
 
-static const char sql_begin[] = "START TRANSACTION";
-static const char sql_commit[] = "COMMIT";
-static const char sql_rollback[] = "ROLLBACK";
-
 int db_begin(struct lock_ctx *ctx)
 {
-    return db_exec(ctx, sql_begin, NULL, "");
+    struct db *db = ctx->db;
+    int rc;
+
+    assert(!db->txn);
+    /* Nothing of the transaction is sent yet: a stale connection is
+     * replaced here, where that is still safe, not at its first statement. */
+    if ((rc = db_connect(ctx)) != LL_OK)
+        return rc;
+    if (!db->manual) {
+        if ((rc = db_exec(ctx, sql_autocommit_off, NULL, "")) != LL_OK)
+            return rc;
+        db->manual = 1;
+    }
+    db->txn = 1;
+    return LL_OK;
 }
 
 int db_commit(struct lock_ctx *ctx)
 {
-    return db_exec(ctx, sql_commit, NULL, "");
+    int rc = db_exec(ctx, sql_commit, NULL, "");
+
+    if (rc == LL_OK)
+        ctx->db->txn = 0;
+    return rc;
 }
 
 void db_rollback(struct lock_ctx *ctx)
@@ -293,10 +338,13 @@ void db_rollback(struct lock_ctx *ctx)
     char saved[sizeof ctx->errstr];
     const char *backend = ctx->backend;
 
-    if (ctx->db->conn == NULL)
+    if (ctx->db->conn == NULL) {
+        ctx->db->txn = 0;
         return;
+    }
     memcpy(saved, ctx->errstr, sizeof saved);
     db_exec(ctx, sql_rollback, NULL, "");
+    ctx->db->txn = 0;
     ctx->err = err;
     ctx->backend = backend;
     memcpy(ctx->errstr, saved, sizeof saved);

@@ -4,10 +4,12 @@
  *     ll-limits [--seconds S] [--trials T] [--connections N] [--product CODE]
  *               [--only KEY[,KEY…]] [--mysql-host H] [--mysql-port N]
  *               [--mysql-user U] [--mysql-password P] [--mysql-db D]
- *               [--redis H:P[,…]] [--zk H:P[,…]]
+ *               [--mysql-socket PATH] [--redis H:P[,…]] [--zk H:P[,…]]
  *
  * Every option falls back to the LOCKLAB_* variable that bench/stack writes
  * to .run/stack.env (LOCKLAB_MYSQL_PORT, LOCKLAB_REDIS, LOCKLAB_ZK, …).
+ * MariaDB is reached the way the stack's instances reach it: through
+ * LOCKLAB_MYSQL_SOCKET when that is set, else host:port.
  *
  * What it measures, for S seconds each (default 3) as the best of T trials
  * of S/T seconds (default 3) after one more trial that warms the servers
@@ -17,8 +19,8 @@
  *                     WHERE id = ? AND count > 0  — the hot-row limit.
  *   mysql_update_peak the same from 1, 2, 3, 4, 6 and 8 connections, S/6
  *                     seconds each, the best kept: the most the row takes.
- *   mysql_for_update  N connections, each looping BEGIN; SELECT count …
- *                     FOR UPDATE; UPDATE … SET count = ?; COMMIT.
+ *   mysql_for_update  N connections, autocommit off, each looping SELECT
+ *                     count … FOR UPDATE; UPDATE … SET count = ?; COMMIT.
  *   serial_mysql      one connection: SELECT count, UPDATE count = read − 1
  *                     (autocommit) — the critical section of every sale.
  *   serial_redis      one client: SET key token NX PX 30000, the same
@@ -76,6 +78,7 @@ static const char release_lua[] =
 
 struct opts {
     const char *mysql_host, *mysql_user, *mysql_password, *mysql_db;
+    const char *mysql_socket;   /* NULL or "": TCP to host:port */
     int         mysql_port;
     char        redis_host[128];
     int         redis_port;
@@ -91,7 +94,8 @@ static const char usage[] =
 "usage: ll-limits [--seconds S] [--trials T] [--connections N] [--product CODE]\n"
 "                 [--only KEY,...]\n"
 "                 [--mysql-host H] [--mysql-port N] [--mysql-user U]\n"
-"                 [--mysql-password P] [--mysql-db D] [--redis H:P] [--zk H:P,...]\n"
+"                 [--mysql-password P] [--mysql-db D] [--mysql-socket PATH]\n"
+"                 [--redis H:P] [--zk H:P,...]\n"
 "keys: mysql_update mysql_update_peak mysql_for_update serial_mysql serial_redis\n"
 "      serial_zk\n";
 
@@ -126,6 +130,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
     o->mysql_user = env_or("LOCKLAB_MYSQL_USER", "locklab");
     o->mysql_password = env_or("LOCKLAB_MYSQL_PASSWORD", "locklab");
     o->mysql_db = env_or("LOCKLAB_MYSQL_DB", "locklab");
+    o->mysql_socket = env_or("LOCKLAB_MYSQL_SOCKET", "");
     o->zk = env_or("LOCKLAB_ZK", "127.0.0.1:2181");
     o->product = "1002";
     o->only = NULL;
@@ -149,6 +154,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
         else if (!strcmp(a, "--mysql-user"))       o->mysql_user = v;
         else if (!strcmp(a, "--mysql-password"))   o->mysql_password = v;
         else if (!strcmp(a, "--mysql-db"))         o->mysql_db = v;
+        else if (!strcmp(a, "--mysql-socket"))     o->mysql_socket = v;
         else if (!strcmp(a, "--zk"))               o->zk = v;
         else if (!strcmp(a, "--redis")) {
             if (set_redis(o, v) != 0)
@@ -232,6 +238,7 @@ struct db {
     MYSQL_STMT *select, *select_fu, *write, *decrement;
     long long   id, value, read;
     MYSQL_BIND  b_id, b_write[2], b_read;
+    int         manual;         /* autocommit turned off (FOR UPDATE) */
 };
 
 static MYSQL_STMT *prepare(struct db *d, const char *sql, MYSQL_BIND *params,
@@ -283,9 +290,12 @@ static int db_open(struct db *d, const struct opts *o, long long id, char *err)
         return -1;
     }
     mysql_options(d->conn, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
-    if (mysql_real_connect(d->conn, o->mysql_host, o->mysql_user, o->mysql_password,
-                           o->mysql_db, (unsigned)o->mysql_port, NULL, 0) == NULL) {
-        set_err(err, "mysql %s:%d: %s", o->mysql_host, o->mysql_port, mysql_error(d->conn));
+    if (mysql_real_connect(d->conn, *o->mysql_socket ? "localhost" : o->mysql_host,
+                           o->mysql_user, o->mysql_password, o->mysql_db,
+                           (unsigned)o->mysql_port, *o->mysql_socket ? o->mysql_socket : NULL,
+                           0) == NULL) {
+        set_err(err, "mysql %s:%d%s%s: %s", o->mysql_host, o->mysql_port,
+                *o->mysql_socket ? " via " : "", o->mysql_socket, mysql_error(d->conn));
         db_close(d);
         return -1;
     }
@@ -333,10 +343,13 @@ static int sale_plain(struct db *d, char *err)         /* SELECT + UPDATE */
 
 static int sale_for_update(struct db *d, char *err)
 {
-    if (mysql_query(d->conn, "BEGIN") != 0) {
-        set_err(err, "mysql: BEGIN: %s", mysql_error(d->conn));
+    /* As the server does (app/db.c): autocommit off once, so the SELECT
+     * opens the transaction and BEGIN costs no round trip. */
+    if (!d->manual && mysql_autocommit(d->conn, 0) != 0) {
+        set_err(err, "mysql: autocommit off: %s", mysql_error(d->conn));
         return -1;
     }
+    d->manual = 1;
     if (run_stmt(d, d->select_fu, err) != 0)
         goto rollback;
     d->value = d->read - 1;

@@ -1,6 +1,6 @@
 /* mysql_for_update.c — pessimistic row lock (seed 000 §1.6.2):
  *
- *     START TRANSACTION;
+ *     (autocommit off)                                     -- db_begin()
  *     SELECT count FROM db_stock WHERE id = ? FOR UPDATE;  -- row lock
  *     UPDATE db_stock SET count = ? WHERE id = ?;          -- value read − 1
  *     COMMIT;
@@ -9,7 +9,11 @@
  * of the seeds is safe across any number of instances. The wait for the row
  * is InnoDB's (innodb_lock_wait_timeout, set per session from
  * --lock-wait-ms; a timeout or deadlock answers lock_timeout). Every error
- * path rolls back. Costs four round trips and holds the row for two.
+ * path rolls back. db_begin() opens the transaction the way Spring's
+ * @Transactional does, by turning autocommit off (once per connection: see
+ * app/db.c), so a sale costs three round trips and holds the row for two.
+ * If MariaDB restarts inside the transaction, the row lock is gone with it:
+ * the statement after that fails (503) instead of reconnecting.
  *
  * Within one instance the transactions on one row go one at a time through
  * the row's queue (mysql_queue.c): InnoDB then has at most one waiter per

@@ -142,4 +142,26 @@ t_reset $S
 t_load "lock=mysql-for-update" $R $C
 t_exact "mysql-for-update after an idle restart"
 
+# The transaction's row lock dies with the server. A client that reconnected
+# and ran its UPDATE anyway would write the value it read before the restart
+# over the sale made since: a lost update behind a 200.
+echo "== MariaDB restarted inside a mysql-for-update transaction"
+t_reset 10
+t_curl "${T_INSTANCES[0]}/check/lock?lock=mysql-for-update&hold_ms=8000" > /tmp/locklab-t-$$ &
+held=$!
+sleep 1
+"$T_ROOT/bench/stack" stop mysql >/dev/null
+"$T_ROOT/bench/stack" up >/dev/null
+for i in $(seq 1 25); do     # a slot may find the server still starting
+    code=$(t_curl -o /dev/null -w '%{http_code}' "${T_INSTANCES[1]}/check/lock?lock=mysql-update")
+    [ "$code" = 200 ] && break
+    sleep 0.2
+done
+t_ok "$code = 200" "a sale by another instance while the transaction waits"
+wait $held
+body=$(cat /tmp/locklab-t-$$); rm -f /tmp/locklab-t-$$
+case $body in *'"result":"unavailable"'*'inside a transaction'*) ok=1 ;; *) ok=0 ;; esac
+t_ok "$ok = 1" "the transaction's sale is refused with 503 (got: ${body:0:100})"
+t_ok "'$(t_stock)' = 9" "one unit sold, none lost"
+
 t_done

@@ -65,7 +65,7 @@ ensure_binary() {
 app_args() {
     local port=$1
     printf '%s\n' --listen 127.0.0.1 --port "$port" --name "app-$port" \
-        --mysql-host 127.0.0.1 --mysql-port "$MYSQL_PORT" \
+        --mysql-host 127.0.0.1 --mysql-port "$MYSQL_PORT" --mysql-socket "$(mysql_socket)" \
         --mysql-user locklab --mysql-password locklab --mysql-db locklab \
         --redis "$(redis_list "$TOPO_REDIS")" --zk "$(zk_list "$TOPO_ZK")"
     [[ -n $TOPO_THREADS ]] && printf '%s\n' --threads "$TOPO_THREADS"

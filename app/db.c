@@ -321,12 +321,14 @@ int db_begin(struct lock_ctx *ctx)
     return LL_OK;
 }
 
+/* Ends the transaction whatever happens: a failed COMMIT is rolled back. */
 int db_commit(struct lock_ctx *ctx)
 {
     int rc = db_exec(ctx, sql_commit, NULL, "");
 
-    if (rc == LL_OK)
-        ctx->db->txn = 0;
+    if (rc != LL_OK)
+        db_rollback(ctx);
+    ctx->db->txn = 0;
     return rc;
 }
 
@@ -338,6 +340,8 @@ void db_rollback(struct lock_ctx *ctx)
     char saved[sizeof ctx->errstr];
     const char *backend = ctx->backend;
 
+    if (!ctx->db->txn)
+        return;                 /* none open, or commit already ended it */
     if (ctx->db->conn == NULL) {
         ctx->db->txn = 0;
         return;

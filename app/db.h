@@ -35,8 +35,9 @@ int db_exec(struct lock_ctx *ctx, const char *sql, long long *rows,
 
 /* Transactions, as prepared statements like the rest: begin turns autocommit
  * off (a round trip only the first time on a connection), commit and
- * rollback end the transaction. A connection lost in between fails every
- * statement of the transaction with LL_UNAVAILABLE. */
+ * rollback end the transaction (a failed commit rolls back). A connection
+ * lost in between fails every statement of the transaction with
+ * LL_UNAVAILABLE. */
 int db_begin(struct lock_ctx *ctx);
 int db_commit(struct lock_ctx *ctx);
 void db_rollback(struct lock_ctx *ctx);   /* best effort, on error paths */

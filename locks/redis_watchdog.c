@@ -18,7 +18,9 @@
  * per lease/3, with no thread created per acquisition. Holders register in
  * a table indexed by slot (a slot holds at most one key at a time; re-entry
  * is counted), and the thread sleeps on a condition variable until the
- * earliest renewal is due. It starts lazily (pthread_once) at the first
+ * earliest renewal is due; a new holder wakes it only when its renewal is
+ * due before that, so the thread wakes about once a lease/3, not at every
+ * sale. It starts lazily (pthread_once) at the first
  * registration. A renewal that finds the lock gone marks the entry lost,
  * and the strategy's check hook then refuses to write the stock.
  */
@@ -50,7 +52,8 @@ static struct {
     const struct config *cfg;
     redisContext       *c;
     int64_t             retry_at_ms;
-} wd = { .mu = PTHREAD_MUTEX_INITIALIZER };
+    int64_t             asleep_until;   /* the thread's wake-up; MAX: none */
+} wd = { .mu = PTHREAD_MUTEX_INITIALIZER, .asleep_until = INT64_MAX };
 
 static pthread_once_t wd_once = PTHREAD_ONCE_INIT;
 static _Atomic(const struct config *) wd_cfg;
@@ -143,6 +146,7 @@ static void *watchdog_main(void *arg)
                 first = wd.e[i].next_ms;
         }
         if (due < 0) {
+            wd.asleep_until = first;
             if (first == INT64_MAX) {
                 pthread_cond_wait(&wd.cv, &wd.mu);
             } else {
@@ -152,6 +156,7 @@ static void *watchdog_main(void *arg)
             }
             continue;
         }
+        wd.asleep_until = now;          /* awake: holders need not signal */
         copy = wd.e[due];
         wd.e[due].next_ms = now + period_ms();
         pthread_mutex_unlock(&wd.mu);
@@ -212,7 +217,12 @@ void redis_watch(struct lock_ctx *ctx, const char *key, const char *field,
         e->gen++;
         e->lost = 0;
         e->next_ms = now_ms() + period_ms();
-        pthread_cond_signal(&wd.cv);
+        /* Wake the thread only if it would sleep past this renewal: it
+         * does once in a lease/3, not at every sale (a context switch). */
+        if (e->next_ms < wd.asleep_until) {
+            wd.asleep_until = e->next_ms;
+            pthread_cond_signal(&wd.cv);
+        }
     }
     pthread_mutex_unlock(&wd.mu);
 }

@@ -167,8 +167,10 @@ int stock_sell(struct lock_ctx *ctx, const struct lock_ops *ops,
 
     if (ops->sell)
         return ops->sell(ctx, p, remaining);
+    ctx->ops = ops;
     while (held < reentry && rc == LL_OK) {
         rc = ops->acquire(ctx, p->key);
+        lock_poll_done(ctx);
         if (rc == LL_OK)
             held++;
     }
@@ -185,11 +187,14 @@ int stock_sell(struct lock_ctx *ctx, const struct lock_ops *ops,
      * layer reports as a warning on the 200 answer. */
     if (rc == LL_OK || rc == LL_SOLD_OUT)
         ctx->err = 0;
-    while (held > 0) {
-        rrc = ops->release(ctx, p->key);
-        held--;
-        if (rrc != LL_OK && rc == LL_SOLD_OUT)
-            rc = rrc;
+    if (held > 0) {
+        while (held > 0) {
+            rrc = ops->release(ctx, p->key);
+            held--;
+            if (rrc != LL_OK && rc == LL_SOLD_OUT)
+                rc = rrc;
+        }
+        lock_poll_released(ctx, p->key); /* wake this instance's poller */
     }
     return rc;
 }

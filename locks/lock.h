@@ -53,6 +53,7 @@ struct config;
 struct db;
 struct redis_set;
 struct product;
+struct lock_room;
 
 #define LOCK_MAX_DEPTH 8    /* deepest re-entry a request may ask for */
 
@@ -71,6 +72,8 @@ struct lock_ctx {
     unsigned    retries;            /* spins / optimistic retries this request*/
     unsigned    backend_ops;        /* ZooKeeper/Redis round trips (stats)    */
     unsigned    wakeups;            /* watch / pub-sub wake-ups (stats)       */
+    const struct lock_ops *ops;     /* the strategy it runs                   */
+    struct lock_room *room;         /* the waiting room it is in (lock_poll)  */
 
     /* The last failure, hiredis style. */
     int         err;                /* an ll_status, 0 when none              */
@@ -91,6 +94,20 @@ int64_t lock_time_left(const struct lock_ctx *ctx);
  * (exponential backoff, so polling waiters leave the holder room to work).
  * Counts a retry. Returns LL_TIMEOUT when the deadline passed. */
 int lock_backoff(struct lock_ctx *ctx);
+
+/* Polling locks' waiting room (lock_poll.c): instead of lock_backoff(),
+ * wait for this request's next try of `key`. Only one waiter per strategy
+ * and key per process tries, every --retry-ms ±50 % or at once after a
+ * release here. Counts a retry; LL_TIMEOUT when the deadline passed.
+ * stock_sell() calls lock_poll_done() after every acquire (leave the
+ * room) and lock_poll_released() after the last release of a key. */
+#define LOCK_KEY_MAX     64
+#define LOCK_POLL_STREAK 8   /* local wake-ups in a row, at most */
+int  lock_poll(struct lock_ctx *ctx, const char *key);
+void lock_poll_done(struct lock_ctx *ctx);
+void lock_poll_released(const struct lock_ctx *ctx, const char *key);
+/* How many requests wait in the room of ops and key (for tests). */
+int  lock_poll_waiting(const struct lock_ops *ops, const char *key);
 
 /* A string naming this holder across the whole system: "<instance uuid>:<slot>".
  * Written into buf (at least 64 bytes). */

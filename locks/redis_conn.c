@@ -365,7 +365,7 @@ int redis_set_token_spin(struct lock_ctx *ctx, const char *key, const char *unit
             memcpy(rs->token, token, sizeof token);
             return LL_OK;
         }
-        if (lock_backoff(ctx) != LL_OK)
+        if (lock_poll(ctx, key) != LL_OK)
             return redis_timeout(ctx, 0, key, "string");
     }
 }

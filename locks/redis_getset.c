@@ -75,7 +75,7 @@ static int getset_acquire(struct lock_ctx *ctx, const char *key)
     for (;;) {
         if ((rc = getset_try(ctx, key, &got)) != LL_OK || got)
             return rc;
-        if (lock_backoff(ctx) != LL_OK)
+        if (lock_poll(ctx, key) != LL_OK)
             return redis_timeout(ctx, 0, key, "string");
     }
 }

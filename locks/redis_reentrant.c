@@ -14,10 +14,11 @@
  * While held, the process-wide watchdog (redis_watchdog.c) runs
  * "if HEXISTS then EXPIRE" every lease/3, so a slow holder keeps its lock
  * and a dead one loses it within a lease. The check hook refuses the write
- * if a renewal found the lock gone. What it still gets wrong: waiters spin
- * on a fixed interval instead of being told (compare redisson), so they
- * hammer Redis and the order is luck; and the seconds-granular EXPIRE
- * rounds the lease up.
+ * if a renewal found the lock gone. What it still gets wrong: waiters poll
+ * on a timer instead of being told (compare redisson): one poller per
+ * instance (lock_poll.c), which a release on its own instance wakes at
+ * once, but a release elsewhere is seen only at its next poll, and the
+ * order is luck; and the seconds-granular EXPIRE rounds the lease up.
  */
 #include "redis_private.h"
 
@@ -58,7 +59,7 @@ static int reentrant_acquire(struct lock_ctx *ctx, const char *key)
             redis_watch(ctx, key, owner, WATCH_SECONDS);
             return LL_OK;
         }
-        if (lock_backoff(ctx) != LL_OK)
+        if (lock_poll(ctx, key) != LL_OK)
             return redis_timeout(ctx, 0, key, "hash");
     }
 }
@@ -87,7 +88,7 @@ const struct lock_ops lock_redis_reentrant = {
     .name     = "redis-reentrant",
     .family   = "redis",
     .summary  = "hash lock:P {owner: count} by HINCRBY Lua scripts, renewed at lease/3 by a watchdog (seed 000 §3.6–3.7)",
-    .flaw     = "waiters spin on a timer (load on Redis, no order); one Redis: a failover can lose the lock",
+    .flaw     = "waiters poll on a timer (a release elsewhere is seen at the next poll; no order); one Redis: a failover can lose the lock",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .acquire  = reentrant_acquire,
     .release  = reentrant_release,

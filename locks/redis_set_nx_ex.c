@@ -29,7 +29,7 @@ static int set_nx_ex_acquire(struct lock_ctx *ctx, const char *key)
         freeReplyObject(r);
         if (got)
             return LL_OK;
-        if (lock_backoff(ctx) != LL_OK)
+        if (lock_poll(ctx, key) != LL_OK)
             return redis_timeout(ctx, 0, key, "string");
     }
 }

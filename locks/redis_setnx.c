@@ -29,7 +29,7 @@ static int setnx_acquire(struct lock_ctx *ctx, const char *key)
         freeReplyObject(r);
         if (got)
             return LL_OK;
-        if ((rc = lock_backoff(ctx)) != LL_OK)
+        if ((rc = lock_poll(ctx, key)) != LL_OK)
             return redis_timeout(ctx, 0, key, "string");
     }
 }

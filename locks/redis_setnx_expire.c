@@ -34,7 +34,7 @@ static int setnx_expire_acquire(struct lock_ctx *ctx, const char *key)
         freeReplyObject(r);
         if (got)
             break;
-        if (lock_backoff(ctx) != LL_OK)
+        if (lock_poll(ctx, key) != LL_OK)
             return redis_timeout(ctx, 0, key, "string");
     }
     if (ctx->crash) {   /* fault: die in the window the seed warns about */

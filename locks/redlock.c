@@ -209,7 +209,7 @@ static int redlock_acquire(struct lock_ctx *ctx, const char *key)
     for (;;) {
         if ((rc = redlock_round(ctx, key, &got)) != LL_OK || got)
             return rc;
-        if (lock_backoff(ctx) != LL_OK)
+        if (lock_poll(ctx, key) != LL_OK)
             return LL_TIMEOUT;
     }
 }

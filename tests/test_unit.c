@@ -1,11 +1,14 @@
 /* test_unit.c — the pieces that need no server: flag parsing, integer
- * parsing, the latency histogram, product codes and the registry. */
+ * parsing, the latency histogram, product codes, the registry and the
+ * polling locks' waiting room. */
 #include "../app/config.h"
 #include "../app/stats.h"
 #include "../app/stock.h"
 #include "../app/util.h"
 #include "../locks/lock.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,12 +121,152 @@ static void test_codes_and_registry(void)
     CHECK(!strcmp(ll_status_name(LL_OK), "sold") && !strcmp(ll_status_name(LL_TIMEOUT), "lock_timeout"));
 }
 
+/* ---------------------------------------------------------------- lock_poll.c
+ *
+ * --retry-ms 10000: a poller's own timer fires after 5 s at the soonest,
+ * so within these waits (1 s and less) a poller returns only because a
+ * release woke it. Nothing here depends on how fast threads run: each
+ * release waits until the waiters are in the room (a release with nobody
+ * there wakes nobody), and one that comes before the poller sleeps is
+ * kept for it. */
+
+struct poller {
+    struct lock_ctx ctx;
+    int             rounds;     /* lock_poll() calls before leaving   */
+    atomic_int      returned;   /* how many returned LL_OK            */
+    atomic_int      last_rc;
+};
+
+static const char poll_key[] = "lock:poll-test";
+
+static void *poller_main(void *arg)
+{
+    struct poller *p = arg;
+    int i, rc;
+
+    for (i = 0; i < p->rounds; i++) {
+        rc = lock_poll(&p->ctx, poll_key);
+        atomic_store(&p->last_rc, rc);
+        if (rc != LL_OK)
+            break;
+        atomic_fetch_add(&p->returned, 1);
+    }
+    lock_poll_done(&p->ctx);
+    return NULL;
+}
+
+static int returned(struct poller *p, int n)
+{
+    int i, sum = 0;
+
+    for (i = 0; i < n; i++)
+        sum += atomic_load(&p[i].returned);
+    return sum;
+}
+
+/* Wait up to 5 s until n requests are in the test's room. */
+static int await_room(int n)
+{
+    int64_t until = now_ms() + 5000;
+
+    while (lock_poll_waiting(lock_find("redis-lua"), poll_key) < n && now_ms() < until)
+        sleep_us(1000);
+    return lock_poll_waiting(lock_find("redis-lua"), poll_key) == n;
+}
+
+/* Wait up to ms for `want` returns in all; the count seen. */
+static int await_returns(struct poller *p, int n, int want, int ms)
+{
+    int64_t until = now_ms() + ms;
+
+    while (returned(p, n) < want && now_ms() < until)
+        sleep_us(1000);
+    return returned(p, n);
+}
+
+static void poller_init(struct poller *p, const struct config *cfg, int rounds, int wait_ms)
+{
+    memset(p, 0, sizeof *p);
+    p->ctx.cfg = cfg;
+    p->ctx.ops = lock_find("redis-lua");
+    p->ctx.wait_ms = wait_ms;
+    p->ctx.deadline_ms = now_ms() + wait_ms;
+    p->rounds = rounds;
+    atomic_init(&p->returned, 0);
+    atomic_init(&p->last_rc, -1);
+}
+
+static void test_lock_poll(void)
+{
+    struct config cfg;
+    struct lock_ctx other = { 0 };
+    struct poller w[3], one;
+    pthread_t tid[3];
+    char err[256];
+    char *argv[] = { "locklab", "--retry-ms", "10000" };
+    int i;
+
+    CHECK(parse(&cfg, err, 3, argv) == 0);
+
+    /* Three waiters, one round each: a release wakes exactly one of
+     * them, and the one it woke hands the room to the next. */
+    for (i = 0; i < 3; i++) {
+        poller_init(&w[i], &cfg, 1, 30000);
+        pthread_create(&tid[i], NULL, poller_main, &w[i]);
+    }
+    CHECK(await_room(3));
+    CHECK(returned(w, 3) == 0);                     /* nobody polls on their own */
+    lock_poll_released(&w[0].ctx, poll_key);
+    CHECK(await_returns(w, 3, 1, 5000) == 1);
+    sleep_us(300000);
+    CHECK(returned(w, 3) == 1);                     /* one release, one try */
+    other.ops = lock_find("redis-reentrant");       /* another strategy's room */
+    lock_poll_released(&other, poll_key);
+    sleep_us(300000);
+    CHECK(returned(w, 3) == 1);
+    lock_poll_released(&w[0].ctx, poll_key);
+    CHECK(await_returns(w, 3, 2, 5000) == 2);
+    lock_poll_released(&w[0].ctx, poll_key);
+    CHECK(await_returns(w, 3, 3, 5000) == 3);
+    for (i = 0; i < 3; i++)
+        pthread_join(tid[i], NULL);
+    CHECK(lock_poll_waiting(lock_find("redis-lua"), poll_key) == 0);
+
+    /* One poller trying again and again: after LOCK_POLL_STREAK wake-ups
+     * in a row, one release is left to the timers, then they resume. */
+    poller_init(&one, &cfg, LOCK_POLL_STREAK + 1, 30000);
+    pthread_create(&tid[0], NULL, poller_main, &one);
+    CHECK(await_room(1));
+    for (i = 1; i <= LOCK_POLL_STREAK; i++) {
+        lock_poll_released(&one.ctx, poll_key);
+        CHECK(await_returns(&one, 1, i, 5000) == i);
+    }
+    lock_poll_released(&one.ctx, poll_key);
+    sleep_us(300000);
+    CHECK(returned(&one, 1) == LOCK_POLL_STREAK);
+    lock_poll_released(&one.ctx, poll_key);
+    CHECK(await_returns(&one, 1, LOCK_POLL_STREAK + 1, 5000) == LOCK_POLL_STREAK + 1);
+    pthread_join(tid[0], NULL);
+
+    /* The deadline ends the wait of the poller and of the queued. */
+    for (i = 0; i < 2; i++) {
+        poller_init(&w[i], &cfg, 1, 200);
+        pthread_create(&tid[i], NULL, poller_main, &w[i]);
+    }
+    for (i = 0; i < 2; i++) {
+        pthread_join(tid[i], NULL);
+        CHECK(atomic_load(&w[i].last_rc) == LL_TIMEOUT && w[i].ctx.err == LL_TIMEOUT);
+        CHECK(w[i].ctx.room == NULL);
+    }
+}
+
 int main(void)
 {
     test_config();
     test_parse_int();
     test_hist();
     test_codes_and_registry();
+    test_lock_poll();
     printf("unit: %d passed, %d failed\n", passed, failed);
     return failed != 0;
 }

@@ -1,0 +1,205 @@
+/* lock_poll.c — one poller per lock per instance, woken early by a release
+ * on its own instance.
+ *
+ * A polling lock (SET NX, a Lua or hash script) has no way to tell waiters
+ * that it is free: a waiter learns it only by trying again. With every
+ * waiter polling on its own timer, sixty waiters send sixty tries per
+ * interval, most of them while the lock is plainly held, and the lock still
+ * sits idle after a release until somebody's timer fires.
+ *
+ * So the waiters of one lock in one process queue in a waiting room and only
+ * the first of them, the poller, tries the lock: every --retry-ms (±50 %
+ * jitter, no exponential growth — one poller per instance cannot flood
+ * the server), or at once when a holder in this process has just released
+ * the lock (lock_poll_released()). When the poller gets the lock, or gives
+ * up, the next in the room becomes the poller. The lock itself is
+ * untouched: it is still taken only by its own try on its own server, and
+ * the pollers of the other instances race for it as before. A request on
+ * the same instance can still overtake a slow holder whose lease ran out,
+ * which is what the teaching strategies show.
+ *
+ * The wake-up on release favours this instance, whose poller tries about
+ * one round trip after the release while the others wait for their
+ * timers. That is where the throughput comes from, and it must not starve
+ * the others: after LOCK_POLL_STREAK releases announced in a row, one is
+ * not, and the pollers of every instance meet at their timers.
+ *
+ * Every request still makes its first try before it enters the room. One
+ * that arrives just after a release often gets the lock before the woken
+ * poller does, and that costs no extra wake-up: queueing new requests
+ * behind the poller without a try measured slower (2797, 2621 -> 2221,
+ * 2146 redis-lua sales/s through nginx, alternated).
+ *
+ * Rooms are per strategy and key, found in a small table under one mutex;
+ * a room whose last user left is free for another key. A full table sends
+ * a waiter back to lock_backoff()'s private timer.
+ */
+#include "lock.h"
+#include "../app/config.h"
+#include "../app/util.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#define ROOMS            64
+
+struct lock_room {
+    const struct lock_ops *ops; /* rooms are per strategy and key           */
+    char             key[LOCK_KEY_MAX];
+    int              users;     /* requests in the room, the poller included */
+    struct lock_ctx *poller;    /* the one that tries, or NULL              */
+    int              poked;     /* released here since the poller last tried */
+    int              streak;    /* releases announced in a row              */
+    pthread_cond_t   poll_cv;   /* the poller sleeps here                   */
+    pthread_cond_t   queue_cv;  /* the others wait for their turn here      */
+};
+
+static struct lock_room rooms[ROOMS];
+static pthread_mutex_t rooms_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t rooms_once = PTHREAD_ONCE_INIT;
+
+static void rooms_init(void)
+{
+    pthread_condattr_t attr;
+    int i;
+
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    for (i = 0; i < ROOMS; i++) {
+        pthread_cond_init(&rooms[i].poll_cv, &attr);
+        pthread_cond_init(&rooms[i].queue_cv, &attr);
+    }
+    pthread_condattr_destroy(&attr);
+}
+
+static unsigned key_hash(const char *key)
+{
+    unsigned h = 2166136261u;           /* FNV-1a */
+
+    while (*key)
+        h = (h ^ (unsigned char)*key++) * 16777619u;
+    return h;
+}
+
+/* The room of key; with `make`, a free one is taken for it. Under rooms_mu. */
+static struct lock_room *room_find(const struct lock_ops *ops, const char *key, int make)
+{
+    unsigned i, h = key_hash(key);
+    struct lock_room *r, *free_room = NULL;
+
+    for (i = 0; i < ROOMS; i++) {
+        r = &rooms[(h + i) % ROOMS];
+        if (r->users > 0 && r->ops == ops && strcmp(r->key, key) == 0)
+            return r;
+        if (r->users == 0 && free_room == NULL)
+            free_room = r;
+    }
+    if (!make || free_room == NULL)
+        return NULL;                    /* full: the caller polls alone */
+    strlcopy(free_room->key, key, sizeof free_room->key);
+    free_room->ops = ops;
+    free_room->poller = NULL;
+    free_room->poked = free_room->streak = 0;
+    return free_room;
+}
+
+static struct timespec at_us(int64_t us)
+{
+    struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+    return ts;
+}
+
+static int poll_timeout(struct lock_ctx *ctx)
+{
+    return lock_error(ctx, LL_TIMEOUT, NULL, "lock not obtained within %d ms", ctx->wait_ms);
+}
+
+int lock_poll(struct lock_ctx *ctx, const char *key)
+{
+    int64_t deadline_us = ctx->deadline_ms * 1000, base_us, wake_us;
+    struct lock_room *r;
+    struct timespec ts;
+    int rc = LL_OK;
+
+    pthread_once(&rooms_once, rooms_init);
+    pthread_mutex_lock(&rooms_mu);
+    if ((r = ctx->room) == NULL) {
+        if ((r = room_find(ctx->ops, key, 1)) == NULL) {
+            pthread_mutex_unlock(&rooms_mu);
+            return lock_backoff(ctx);
+        }
+        r->users++;
+        ctx->room = r;
+    }
+    ts = at_us(deadline_us);
+    while (r->poller != NULL && r->poller != ctx)       /* wait for my turn */
+        if (pthread_cond_timedwait(&r->queue_cv, &rooms_mu, &ts) == ETIMEDOUT)
+            break;
+    if (r->poller != NULL && r->poller != ctx) {
+        rc = poll_timeout(ctx);
+    } else {
+        r->poller = ctx;
+        base_us = (int64_t)ctx->cfg->retry_ms * 1000;
+        wake_us = now_us() + rand_range(base_us / 2, base_us + base_us / 2);
+        ts = at_us(wake_us < deadline_us ? wake_us : deadline_us);
+        while (!r->poked)
+            if (pthread_cond_timedwait(&r->poll_cv, &rooms_mu, &ts) == ETIMEDOUT)
+                break;
+        if (r->poked)
+            ctx->wakeups++;
+        else if (now_us() >= deadline_us)
+            rc = poll_timeout(ctx);
+        r->poked = 0;
+    }
+    pthread_mutex_unlock(&rooms_mu);
+    if (rc == LL_OK)
+        ctx->retries++;
+    return rc;
+}
+
+void lock_poll_done(struct lock_ctx *ctx)
+{
+    struct lock_room *r = ctx->room;
+
+    if (r == NULL)
+        return;
+    pthread_mutex_lock(&rooms_mu);
+    if (r->poller == ctx) {
+        r->poller = NULL;
+        pthread_cond_signal(&r->queue_cv);      /* the next becomes the poller */
+    }
+    r->users--;
+    ctx->room = NULL;
+    pthread_mutex_unlock(&rooms_mu);
+}
+
+void lock_poll_released(const struct lock_ctx *ctx, const char *key)
+{
+    struct lock_room *r;
+
+    pthread_once(&rooms_once, rooms_init);
+    pthread_mutex_lock(&rooms_mu);
+    if ((r = room_find(ctx->ops, key, 0)) != NULL) {
+        if (r->streak < LOCK_POLL_STREAK) {
+            r->streak++;
+            r->poked = 1;
+            pthread_cond_signal(&r->poll_cv);
+        } else {
+            r->streak = 0;              /* this one the timers decide */
+        }
+    }
+    pthread_mutex_unlock(&rooms_mu);
+}
+
+int lock_poll_waiting(const struct lock_ops *ops, const char *key)
+{
+    struct lock_room *r;
+    int n;
+
+    pthread_mutex_lock(&rooms_mu);
+    n = (r = room_find(ops, key, 0)) != NULL ? r->users : 0;
+    pthread_mutex_unlock(&rooms_mu);
+    return n;
+}

@@ -140,6 +140,14 @@ int  redis_sub_join(struct lock_ctx *ctx, const char *channel, struct redis_sub 
 /* Sleep until a message (counted in ctx->wakeups) or ms have passed. */
 int  redis_sub_wait(struct lock_ctx *ctx, struct redis_sub *sub, int64_t ms);
 void redis_sub_leave(struct redis_sub *sub);
+/* Is this process subscribed to `channel` now (joining costs no round trip)? */
+int  redis_sub_ready(const char *channel);
+/* A holder here just released the lock that publishes on `channel`: wake
+ * one waiter of this process now, not after the unlock message's trip
+ * through Redis, and let that message, when it arrives, wake nobody. After
+ * LOCK_POLL_STREAK such wake-ups in a row one release is left to the
+ * message, so waiters on other instances get their turn. */
+void redis_sub_released(const char *channel);
 
 /* ---------------------------------------------------------------- redis_watchdog.c */
 

@@ -46,6 +46,8 @@ struct redis_sub {
     int            subscribed;   /* Redis confirmed SUBSCRIBE              */
     int            requested;    /* SUBSCRIBE sent, confirmation pending   */
     int            permits;      /* messages not yet consumed by a waiter  */
+    int            echoes;       /* our own unlock messages still to come  */
+    int            streak;       /* local wake-ups in a row                */
     pthread_cond_t cv;
 };
 
@@ -100,7 +102,7 @@ static void mark_broken(const char *why)
     ps.broken++;
     ps.retry_at_ms = now_ms() + REDIS_RECONNECT_MS;
     for (i = 0; i < ps.nsub; i++) {
-        ps.sub[i]->subscribed = ps.sub[i]->requested = 0;
+        ps.sub[i]->subscribed = ps.sub[i]->requested = ps.sub[i]->echoes = 0;
         pthread_cond_broadcast(&ps.sub[i]->cv);
     }
 }
@@ -130,6 +132,8 @@ static void on_reply(const redisReply *r)
     if (strcmp(kind, "subscribe") == 0) {
         s->subscribed = 1;
         pthread_cond_broadcast(&s->cv);
+    } else if (strcmp(kind, "message") == 0 && s->echoes > 0) {
+        s->echoes--;                    /* redis_sub_released() woke one already */
     } else if (strcmp(kind, "message") == 0 && s->permits < s->waiters) {
         s->permits++;
         pthread_cond_signal(&s->cv);    /* one waiter, like a semaphore */
@@ -338,4 +342,37 @@ void redis_sub_leave(struct redis_sub *s)
     if (s->permits > s->waiters)
         s->permits = s->waiters;
     pthread_mutex_unlock(&ps.mu);
+}
+
+void redis_sub_released(const char *channel)
+{
+    struct redis_sub *s;
+
+    if (atomic_load(&ps_cfg) == NULL)
+        return;                 /* nobody here ever waited */
+    pthread_mutex_lock(&ps.mu);
+    if ((s = find(channel)) != NULL && s->subscribed && s->permits < s->waiters) {
+        if (s->streak < LOCK_POLL_STREAK) {
+            s->streak++;
+            s->echoes++;
+            s->permits++;
+            pthread_cond_signal(&s->cv);
+        } else {
+            s->streak = 0;      /* this one the message decides */
+        }
+    }
+    pthread_mutex_unlock(&ps.mu);
+}
+
+int redis_sub_ready(const char *channel)
+{
+    struct redis_sub *s;
+    int ready;
+
+    if (atomic_load(&ps_cfg) == NULL)
+        return 0;
+    pthread_mutex_lock(&ps.mu);
+    ready = (s = find(channel)) != NULL && s->subscribed;
+    pthread_mutex_unlock(&ps.mu);
+    return ready;
 }

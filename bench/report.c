@@ -559,7 +559,8 @@ static const char serial_note[] =
 /* ---------------------------------------------------------------- markdown */
 
 static const char *const machine_keys[][2] = {
-    { "nproc", "cores" }, { "cpu", "CPU" }, { "kernel", "kernel" }, { "load", "load average before" },
+    { "nproc", "cores" }, { "cpu", "CPU" }, { "kernel", "kernel" }, { "cpuidle", "CPU idle driver" },
+    { "load", "load average before" },
     { "mariadb", "MariaDB" }, { "redis", "Redis" }, { "zookeeper", "ZooKeeper" },
     { "nginx", "nginx" }, { "wrk", "wrk" },
 };

@@ -16,7 +16,9 @@
 #      hook answers 503;
 #   4. a ZooKeeper server killed in the middle of a run — a follower, then
 #      the leader — keeps the counts exact; `bench/stack up` restores it;
-#   5. a Java client holding Curator's own InterProcessMutex on
+#   5. ll-limits' ZooKeeper ceiling loses its quorum in the middle of a
+#      trial: the trial runs again and the ceiling is still the best of 3;
+#   6. a Java client holding Curator's own InterProcessMutex on
 #      /locklab/locks/1002 (tests/CuratorLock.java) and locklab's `curator`
 #      strategy exclude each other, both ways. Skipped without java and
 #      Debian's libcurator-recipes-java.
@@ -173,6 +175,27 @@ for run in "zk-sequential follower" "curator leader" "zk-ephemeral leader"; do
     counts_exact "$lock with the ZooKeeper $role killed mid-run"
 done
 t_ok "$(stack_whole) = yes" "bench/stack up restores the ZooKeeper server"
+
+echo "== ll-limits: a quorum lost in the middle of a trial costs a rerun, not the ceiling"
+# --seconds 9 --trials 3: a warm-up trial over about 0-3 s, kept trials
+# over 3-6, 6-9 and 9-12 s. Two servers die at about 6 s, so a kept trial
+# fails whatever the timing (the third server stops serving without a
+# quorum), and are back a second later; the broken trial runs again.
+lim=$(mktemp)
+"$T_BUILD/ll-limits" --seconds 9 --trials 3 --only serial_zk --zk "$LOCKLAB_ZK" \
+    --mysql-port "$LOCKLAB_MYSQL_PORT" --mysql-socket "$LOCKLAB_MYSQL_SOCKET" >"$lim" 2>/dev/null &
+lim_pid=$!
+sleep 6
+"$STACK" kill zk:1 >/dev/null
+"$STACK" kill zk:2 >/dev/null
+sleep 1
+"$STACK" up >/dev/null 2>&1
+wait "$lim_pid"
+kept=$(jq -r '.ceilings.serial_zk.trials | length' "$lim")
+failed=$(jq -r '.ceilings.serial_zk.failed_trials | length' "$lim")
+t_ok "$kept -eq 3 -a $failed -ge 1" "serial_zk: 3 trials kept, $failed failed and ran again"
+rm -f "$lim"
+t_ok "$(stack_whole) = yes" "bench/stack up restores the ensemble"
 
 echo "== Curator's own InterProcessMutex and locklab exclude each other"
 CURATOR_CP=/usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar

@@ -42,7 +42,7 @@
  *      "ceilings":{"mysql_update":{"rate":…,"ops":…,"seconds":…,
  *                  "connections":32,"what":"…","trials":[…]}, …}}
  * A ceiling whose backend cannot be reached has "error" instead of "rate";
- * one whose trials failed after the warm-up lists their errors under
+ * one whose trials failed (the warm-up included) lists their errors under
  * "failed_trials" and ran them again (at most T more runs): it has a rate
  * unless none succeeded.
  * Exit status 0 when it ran (even with errors in it), 2 on bad usage.
@@ -620,10 +620,9 @@ static void measure_once(const struct opts *o, const char *key, struct db *d, lo
         measure_zk(o, d, c);
 }
 
-/* Keep the faster of best and c. A trial that fails after the warm-up
- * trial ran (a stall past a client timeout, a ZooKeeper server still
- * catching up after a restart) is noted in `failed`; the caller runs it
- * again. */
+/* Keep the faster of best and c. A trial that fails (a stall past a client
+ * timeout, a ZooKeeper server still catching up after a restart) is noted
+ * in `failed`; the caller runs it again. */
 static void keep_best(struct ceiling *best, const struct ceiling *c, json_t *trials,
                       json_t *failed)
 {
@@ -656,24 +655,19 @@ static void measure_best(const struct opts *o, const char *key, struct db *d, lo
     if (!strcmp(key, CEIL_UPDATE_PEAK))
         n = (int)(sizeof sweep / sizeof sweep[0]);
     one.seconds = o->seconds / n;
-    /* One trial first that is not kept: a server just started (ZooKeeper's
-     * JVMs compiling their hot paths above all) is slower than it will be. */
-    if (strcmp(key, CEIL_UPDATE_PEAK) != 0) {
-        measure_once(&one, key, d, id, &c, redis_version);
-        if (c.err[0]) {
-            *best = c;
-            best->trials = trials;
-            json_decref(failed);
-            return;
-        }
-    }
-    /* A failed trial runs again, at most n times in all: the ceiling stays
-     * the best of n trials. Only when none succeeded is it an error. */
-    for (t = 0, again = 0; t < n; t++) {
+    /* Trial -1 is not kept: a server just started (ZooKeeper's JVMs
+     * compiling their hot paths above all) is slower than it will be. The
+     * peak's sweep has none. A failed trial, that one included, runs again,
+     * at most n times in all: the ceiling stays the best of n trials, and is
+     * an error only when none succeeded. */
+    for (t = strcmp(key, CEIL_UPDATE_PEAK) ? -1 : 0, again = 0; t < n; t++) {
         if (!strcmp(key, CEIL_UPDATE_PEAK))
             one.connections = sweep[t];
         measure_once(&one, key, d, id, &c, redis_version);
-        keep_best(best, &c, trials, failed);
+        if (t >= 0)
+            keep_best(best, &c, trials, failed);
+        else if (c.err[0])
+            json_array_append_new(failed, json_string(c.err));
         if (c.err[0] && again++ < n)
             t--;
     }

@@ -103,6 +103,18 @@ int lock_backoff(struct lock_ctx *ctx);
  * room) and lock_poll_released() after the last release of a key. */
 #define LOCK_KEY_MAX     64
 #define LOCK_POLL_STREAK 8   /* local wake-ups in a row, at most */
+/* Should this release wake a waiter of its own instance at once? Yes for
+ * LOCK_POLL_STREAK releases in a row, then one is left to the others'
+ * timers or messages. *streak counts the run; call under the caller's lock. */
+static inline int lock_poll_announce(int *streak)
+{
+    if (*streak < LOCK_POLL_STREAK) {
+        ++*streak;
+        return 1;
+    }
+    *streak = 0;
+    return 0;
+}
 int  lock_poll(struct lock_ctx *ctx, const char *key);
 void lock_poll_done(struct lock_ctx *ctx);
 void lock_poll_released(const struct lock_ctx *ctx, const char *key);

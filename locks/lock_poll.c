@@ -40,6 +40,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
@@ -59,6 +60,7 @@ struct lock_room {
 static struct lock_room rooms[ROOMS];
 static pthread_mutex_t rooms_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t rooms_once = PTHREAD_ONCE_INIT;
+static atomic_int waiting;      /* users of every room: 0 spares a release the mutex */
 
 static void rooms_init(void)
 {
@@ -131,6 +133,7 @@ int lock_poll(struct lock_ctx *ctx, const char *key)
             return lock_backoff(ctx);
         }
         r->users++;
+        atomic_fetch_add(&waiting, 1);
         ctx->room = r;
     }
     ts = at_us(deadline_us);
@@ -171,6 +174,7 @@ void lock_poll_done(struct lock_ctx *ctx)
         pthread_cond_signal(&r->queue_cv);      /* the next becomes the poller */
     }
     r->users--;
+    atomic_fetch_sub(&waiting, 1);
     ctx->room = NULL;
     pthread_mutex_unlock(&rooms_mu);
 }
@@ -179,16 +183,17 @@ void lock_poll_released(const struct lock_ctx *ctx, const char *key)
 {
     struct lock_room *r;
 
+    /* Nobody waits anywhere (every sale of a lock without a room, and a
+     * lock free of contention): nothing to wake. A waiter entering just now
+     * is no worse off than one that entered just after the release: its
+     * own timer serves it. */
+    if (atomic_load_explicit(&waiting, memory_order_relaxed) == 0)
+        return;
     pthread_once(&rooms_once, rooms_init);
     pthread_mutex_lock(&rooms_mu);
-    if ((r = room_find(ctx->ops, key, 0)) != NULL) {
-        if (r->streak < LOCK_POLL_STREAK) {
-            r->streak++;
-            r->poked = 1;
-            pthread_cond_signal(&r->poll_cv);
-        } else {
-            r->streak = 0;              /* this one the timers decide */
-        }
+    if ((r = room_find(ctx->ops, key, 0)) != NULL && lock_poll_announce(&r->streak)) {
+        r->poked = 1;
+        pthread_cond_signal(&r->poll_cv);
     }
     pthread_mutex_unlock(&rooms_mu);
 }

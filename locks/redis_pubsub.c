@@ -351,15 +351,11 @@ void redis_sub_released(const char *channel)
     if (atomic_load(&ps_cfg) == NULL)
         return;                 /* nobody here ever waited */
     pthread_mutex_lock(&ps.mu);
-    if ((s = find(channel)) != NULL && s->subscribed && s->permits < s->waiters) {
-        if (s->streak < LOCK_POLL_STREAK) {
-            s->streak++;
-            s->echoes++;
-            s->permits++;
-            pthread_cond_signal(&s->cv);
-        } else {
-            s->streak = 0;      /* this one the message decides */
-        }
+    if ((s = find(channel)) != NULL && s->subscribed && s->permits < s->waiters &&
+        lock_poll_announce(&s->streak)) {
+        s->echoes++;
+        s->permits++;
+        pthread_cond_signal(&s->cv);
     }
     pthread_mutex_unlock(&ps.mu);
 }

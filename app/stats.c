@@ -5,6 +5,7 @@
 
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/resource.h>
 
 struct lock_stats {
     _Atomic uint64_t status[LL_STATUS_MAX];
@@ -158,6 +159,18 @@ static json_t *one_json(struct lock_stats *s)
         "max", (double)h.max_us / 1000.0);
 }
 
+/* The process's context switches since it began, voluntary and not, of
+ * every thread it ever had: a connection's thread that has ended still
+ * counts, which /proc/PID/task/ of a live process cannot show. */
+static long long context_switches(void)
+{
+    struct rusage ru;
+
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return -1;
+    return (long long)ru.ru_nvcsw + (long long)ru.ru_nivcsw;
+}
+
 json_t *stats_json(void)
 {
     const struct lock_ops *const *all;
@@ -167,6 +180,7 @@ json_t *stats_json(void)
     all = lock_all(&n);
     for (i = 0; i < n && i < nstats; i++)
         json_object_set_new(by, all[i]->name, one_json(&stats[i]));
-    return json_pack("{s:I,s:o}", "in_flight", (json_int_t)atomic_load(&in_flight),
+    return json_pack("{s:I,s:I,s:o}", "in_flight", (json_int_t)atomic_load(&in_flight),
+                     "context_switches", (json_int_t)context_switches(),
                      "strategies", by);
 }

@@ -35,6 +35,6 @@ void    stats_reset(void);
  * and a harness must wait for in_flight 0 before it reads the counts. */
 void    stats_begin(void);
 void    stats_end(void);
-json_t *stats_json(void);   /* {"in_flight":N,"strategies":{name:{...}}} */
+json_t *stats_json(void);   /* {"in_flight":N,"context_switches":N,"strategies":{name:{...}}} */
 
 #endif /* LOCKLAB_STATS_H */

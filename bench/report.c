@@ -387,8 +387,8 @@ static const char cost_note[] =
     "time: the stack's processes (three instances together), and load+rest, what else the "
     "machine was busy with, the load generator above all. busy: the machine's CPU time in "
     "use; near 100 % the run was CPU-bound, well below it the strategy waited (for a lock, "
-    "a sleep, a round trip). sw: context switches per request of the instances' and "
-    "MariaDB's threads (those alive at the end of the run).";
+    "a sleep, a round trip). sw: context switches per request, voluntary and not, of the "
+    "instances (every thread they had, from their /stats) and of MariaDB's threads.";
 
 static void print_cost(FILE *f, const json_t *runs, enum fmt fmt)
 {

@@ -59,6 +59,13 @@ n=$(jq '[.runs[] | select(.cost.cpu_us_per_request.total > 0 and
         .cost.cpu_us_per_request.app > 0 and .cost.cpu_us_per_request.mysql > 0 and
         .cost.busy > 0)] | length' "$run/results.json")
 t_ok "$n -eq 3" "every run says where its CPU time went ($n of 3)"
+# Each answered request puts its instance thread to sleep at least once (it
+# waits for the next request), and every sale here is a MariaDB statement.
+# The instances' count is process-wide (/stats): a thread that ended during
+# the run, or between the listing of /proc and its reading, still counts.
+n=$(jq '[.runs[] | select(.cost.switches_per_request.app > 0.5 and
+        .cost.switches_per_request.mysql > 0)] | length' "$run/results.json")
+t_ok "$n -eq 3" "every run counts the instances' and MariaDB's context switches ($n of 3)"
 t_ok "$(grep -c '^## Where the time goes' "$run/report.md") -eq 1" "report.md: where the time goes"
 t_ok "$(grep -c '^where the time goes' "$log") -eq 1" "the terminal shows where the time goes"
 t_ok "$(grep -c '"ceiling": "mysql_update_peak"' "$run/results.json") -eq 1" \

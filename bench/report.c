@@ -546,6 +546,33 @@ static void print_concurrent(FILE *f, const json_t *runs, enum fmt fmt)
                                    : " (the efficiency column uses the row's peak).\n\n");
 }
 
+/* Redlock over fewer than three servers is not the algorithm the row is
+ * named after: with one server its quorum is that server, and with two it
+ * needs both and survives no failure. Say so under the table. */
+static void print_topology(FILE *f, const json_t *res, enum fmt fmt)
+{
+    const json_t *settings = json_object_get(res, "settings"), *run;
+    long long n = jint(settings, "redis_servers");
+    size_t i;
+
+    if (!json_object_get(settings, "redis_servers") || n >= 3)
+        return;
+    json_array_foreach(json_object_get(res, "runs"), i, run)
+        if (!strcmp(jstr(run, "strategy", ""), "redlock"))
+            break;
+    if (i == json_array_size(json_object_get(res, "runs")))
+        return;
+    fprintf(f, "%sredlock ran over %s: %s (bench/stack up --redis 5 runs five).%s",
+            fmt == FMT_HTML ? "<p class=note>" : fmt == FMT_TEXT ? "\n" : "",
+            n == 1 ? "one Redis server" : "two Redis servers",
+            n == 1 ? "its quorum is that server, so the row is a single-server lock with "
+                     "Redlock's validity check, showing neither Redlock's cost nor its "
+                     "fault tolerance"
+                   : "its quorum is both, so it costs Redlock's round trips but "
+                     "survives no server failure",
+            fmt == FMT_HTML ? "</p>\n" : fmt == FMT_TEXT ? "\n" : "\n\n");
+}
+
 static const char wrk_note[] =
     "Duration runs (wrk): purchases still in flight when the time is up go on in their "
     "instances until answered; compare waits for them, and sold, oversold and lost "
@@ -573,6 +600,8 @@ static const char *const setting_keys[][2] = {
     { "limits_seconds", "seconds per ceiling (ll-limits)" },
     { "limits_connections", "connections of the concurrent ceilings" },
     { "warmup_s", "warm-up before each run, not counted (s)" },
+    { "redis_servers", "Redis servers (redlock's quorum: N/2 + 1)" },
+    { "zk_servers", "ZooKeeper servers (1: standalone)" },
 };
 
 static void write_md(FILE *f, const json_t *res)
@@ -606,6 +635,7 @@ static void write_md(FILE *f, const json_t *res)
         fprintf(f, "%s\n\n", wrk_note);
     fprintf(f, "%s\n\n", serial_note);
     print_concurrent(f, runs, FMT_MD);
+    print_topology(f, res, FMT_MD);
     print_cost(f, runs, FMT_MD);
     fprintf(f, "## Ceilings (ll-limits)\n\n| ceiling | per second | what |\n|---|--:|---|\n");
     json_object_foreach((json_t *)lim, k, v) {
@@ -876,6 +906,7 @@ static void write_html(FILE *f, const json_t *res)
         fprintf(f, "<p class=note>%s</p>\n", wrk_note);
     fprintf(f, "<p class=note>%s</p>\n", serial_note);
     print_concurrent(f, runs, FMT_HTML);
+    print_topology(f, res, FMT_HTML);
     svg_bars(f, "Throughput", "requests/s", runs, thr, have_seeds ? 2 : 1);
     svg_bars(f, "Oversold units and lost updates", "units", runs, bad, 2);
     svg_bars(f, "Efficiency", "%", runs, eff, 1);
@@ -1056,6 +1087,7 @@ static int cmd_build(const char *dir)
     write_file(dir, "report.html", write_html, res);
     print_table(stdout, res);
     print_cost(stdout, json_object_get(res, "runs"), FMT_TEXT);
+    print_topology(stdout, res, FMT_TEXT);
     json_decref(res);
     free(raw);
     return 0;

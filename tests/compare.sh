@@ -79,4 +79,23 @@ for key in mysql_update mysql_update_peak mysql_for_update serial_mysql serial_r
     trials=$(jq -r ".limits.ceilings.$key.trials | length" "$run/results.json")
     t_ok "$rate -gt 0 -a $trials -ge 3" "ceiling $key measured ($rate/s, best of $trials trials)"
 done
+
+# What redlock and ZooKeeper ran on. The tests' topology has 5 Redis
+# servers and 3 ZooKeeper servers; the report names them, and warns when a
+# redlock row ran over fewer than 3 Redis servers (the stack's default is
+# one): the same raw answers, rebuilt with one run renamed redlock.
+t_ok "'$(jq -r '.settings.redis_servers, .settings.zk_servers' "$run/results.json" | xargs)' = '5 3'" \
+     "results.json: 5 Redis servers, 3 ZooKeeper servers"
+t_ok "$(grep -c 'Redis servers.*: 5$' "$run/report.md") -eq 1" "report.md names the Redis servers"
+cp -r "$run/raw" "$OUT/raw1"
+sed -i 's/\tmysql-update\t/\tredlock\t/' "$OUT/raw1/runs.tsv"
+topology() {    # REDIS_SERVERS: the warning lines of the rebuilt report
+    sed -i "s/^redis_servers=.*/redis_servers=$1/" "$OUT/raw1/settings.env"
+    mkdir -p "$OUT/r$1" && rm -rf "$OUT/r$1/raw" && cp -r "$OUT/raw1" "$OUT/r$1/raw"
+    "$T_BUILD/ll-report" build "$OUT/r$1" > "$OUT/r$1.out" 2>&1
+    grep -c '^redlock ran over' "$OUT/r$1/report.md" "$OUT/r$1.out" | cut -d: -f2 | xargs
+}
+t_ok "'$(topology 1)' = '1 1'" "redlock over one Redis server: report.md and the terminal say what it is not"
+t_ok "'$(topology 2)' = '1 1'" "... and over two"
+t_ok "'$(topology 3)' = '0 0'" "... but not over three"
 t_done

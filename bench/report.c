@@ -555,7 +555,7 @@ static void print_topology(FILE *f, const json_t *res, enum fmt fmt)
     long long n = jint(settings, "redis_servers");
     size_t i;
 
-    if (!json_object_get(settings, "redis_servers") || n >= 3)
+    if (n < 1 || n >= 3)                /* 0: not recorded (an older run) */
         return;
     json_array_foreach(json_object_get(res, "runs"), i, run)
         if (!strcmp(jstr(run, "strategy", ""), "redlock"))

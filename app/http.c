@@ -206,6 +206,7 @@ static struct lock_ctx *borrow(int wait_ms)
         ctx->wait_ms = wait_ms;
         ctx->hold_ms = ctx->crash = 0;
         ctx->retries = ctx->backend_ops = ctx->wakeups = 0;
+        ctx->held_us = -1;
         ctx->err = 0;
         ctx->backend = NULL;
         ctx->errstr[0] = '\0';

@@ -10,6 +10,7 @@
 struct lock_stats {
     _Atomic uint64_t status[LL_STATUS_MAX];
     _Atomic uint64_t retries, backend_ops, wakeups, release_errors;
+    _Atomic uint64_t holds, held_us;    /* purchases that got the lock, and how long */
     _Atomic uint64_t bucket[HIST_BUCKETS];
     _Atomic uint64_t sum_us, max_us;
 };
@@ -99,6 +100,11 @@ void stats_record(int lock, int status, int64_t latency_us,
         atomic_fetch_add_explicit(&s->retries, ctx->retries, memory_order_relaxed);
         atomic_fetch_add_explicit(&s->backend_ops, ctx->backend_ops, memory_order_relaxed);
         atomic_fetch_add_explicit(&s->wakeups, ctx->wakeups, memory_order_relaxed);
+        if (ctx->held_us >= 0) {
+            atomic_fetch_add_explicit(&s->holds, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&s->held_us, (uint64_t)ctx->held_us,
+                                      memory_order_relaxed);
+        }
     }
     if (release_failed)
         atomic_fetch_add_explicit(&s->release_errors, 1, memory_order_relaxed);
@@ -117,6 +123,8 @@ void stats_reset(void)
         atomic_store(&s->backend_ops, 0);
         atomic_store(&s->wakeups, 0);
         atomic_store(&s->release_errors, 0);
+        atomic_store(&s->holds, 0);
+        atomic_store(&s->held_us, 0);
         atomic_store(&s->sum_us, 0);
         atomic_store(&s->max_us, 0);
     }
@@ -125,7 +133,7 @@ void stats_reset(void)
 static json_t *one_json(struct lock_stats *s)
 {
     struct hist h;
-    uint64_t n, acquisitions;
+    uint64_t n, acquisitions, holds = atomic_load(&s->holds), held = atomic_load(&s->held_us);
     int k;
 
     memset(&h, 0, sizeof h);
@@ -137,7 +145,8 @@ static json_t *one_json(struct lock_stats *s)
     h.max_us = atomic_load(&s->max_us);
     n = h.count;
     acquisitions = atomic_load(&s->status[LL_OK]) + atomic_load(&s->status[LL_SOLD_OUT]);
-    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:{s:f,s:f,s:f,s:f,s:f,s:f}}",
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,"
+                     "s:{s:f,s:f,s:f,s:f,s:f,s:f}}",
         "requests", (json_int_t)n,
         "sold", (json_int_t)atomic_load(&s->status[LL_OK]),
         "sold_out", (json_int_t)atomic_load(&s->status[LL_SOLD_OUT]),
@@ -148,8 +157,11 @@ static json_t *one_json(struct lock_stats *s)
         "retries", (json_int_t)atomic_load(&s->retries),
         "backend_ops", (json_int_t)atomic_load(&s->backend_ops),
         "wakeups", (json_int_t)atomic_load(&s->wakeups),
+        "holds", (json_int_t)holds,
+        "held_us", (json_int_t)held,
         "backend_ops_per_sale", acquisitions ? (double)atomic_load(&s->backend_ops) / (double)acquisitions : 0.0,
         "wakeups_per_sale", acquisitions ? (double)atomic_load(&s->wakeups) / (double)acquisitions : 0.0,
+        "hold_us_mean", holds ? (double)held / (double)holds : 0.0,
         "latency_ms",
         "mean", n ? (double)h.sum_us / (double)n / 1000.0 : 0.0,
         "p50", (double)hist_percentile(&h, 0.50) / 1000.0,

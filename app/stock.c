@@ -164,6 +164,7 @@ int stock_sell(struct lock_ctx *ctx, const struct lock_ops *ops,
                const struct product *p, int reentry, long long *remaining)
 {
     int held = 0, rc = LL_OK, rrc;
+    int64_t got = 0;
 
     if (ops->sell)
         return ops->sell(ctx, p, remaining);
@@ -171,8 +172,8 @@ int stock_sell(struct lock_ctx *ctx, const struct lock_ops *ops,
     while (held < reentry && rc == LL_OK) {
         rc = ops->acquire(ctx, p->key);
         lock_poll_done(ctx);
-        if (rc == LL_OK)
-            held++;
+        if (rc == LL_OK && held++ == 0)
+            got = now_us();
     }
     if (rc == LL_OK) {
         if (ctx->crash) {       /* fault: the holder dies holding the lock */
@@ -194,6 +195,7 @@ int stock_sell(struct lock_ctx *ctx, const struct lock_ops *ops,
             if (rrc != LL_OK && rc == LL_SOLD_OUT)
                 rc = rrc;
         }
+        ctx->held_us = now_us() - got;
         lock_poll_released(ctx, p->key); /* wake this instance's poller */
     }
     return rc;

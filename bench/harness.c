@@ -53,6 +53,16 @@ double harness_busy_share(double busy, double idle)
     return busy >= 0 && idle >= 0 && busy + idle > 0 ? busy / (busy + idle) : -1.0;
 }
 
+double harness_hold_us(long long held_us, long long holds)
+{
+    return holds > 0 && held_us >= 0 ? (double)held_us / (double)holds : -1.0;
+}
+
+double harness_held_share(long long held_us, double seconds)
+{
+    return held_us > 0 && seconds > 0 ? (double)held_us / (seconds * 1e6) : -1.0;
+}
+
 /* ---------------------------------------------------------------- ceilings */
 
 enum rule_kind { BY_NAME, BY_FAMILY, BY_PREFIX };

@@ -40,6 +40,17 @@ double harness_per_request(double count, long long n);
  * CPU ticks of /proc/stat; -1 when nothing was measured. */
 double harness_busy_share(double busy, double idle);
 
+/* How long a purchase held its lock, on average (held_us ÷ holds), and
+ * what share of the run's wall time some purchase held it (the instances'
+ * held_us summed ÷ the run's seconds). An exclusive lock is never held by
+ * two at once, so its share stays at or below 1 (a little above: each
+ * hold is timed from the holder's side, its answers' delivery included);
+ * the rest of the time the lock sat idle between holders. A share well
+ * above 1 is purchases holding "the" lock at the same time: one that does
+ * not exclude (mutex across instances). -1 when no purchase held it. */
+double harness_hold_us(long long held_us, long long holds);
+double harness_held_share(long long held_us, double seconds);
+
 /* ---------------------------------------------------------------- ceilings */
 
 /* The ceilings ll-limits measures, by the key it writes them under. */

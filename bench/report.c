@@ -210,7 +210,7 @@ static json_t *server_side(const char *name, json_t *instances)
 {
     static const char *const counters[] = {
         "requests", "sold", "sold_out", "lock_timeouts", "unavailable", "errors",
-        "release_errors", "retries", "backend_ops", "wakeups",
+        "release_errors", "retries", "backend_ops", "wakeups", "holds", "held_us",
     };
     struct lat_summary lat[16], merged;
     json_t *out = json_object(), *inst;
@@ -286,6 +286,12 @@ static json_t *derive_cost(const json_t *cost, long long n)
                      "cpu_us_per_request", us, "switches_per_request", sw);
 }
 
+/* A derived figure, or null where harness_* said "none" (-1). */
+static json_t *num_or_null(double v)
+{
+    return v < 0 ? json_null() : json_real(v);
+}
+
 /* One run's object of results.json from its raw pieces. */
 static json_t *derive_run(const char *name, const char *family, long long stock,
                           int with_seed, json_t *load, json_t *stock_after, json_t *instances,
@@ -340,6 +346,10 @@ static json_t *derive_run(const char *name, const char *family, long long stock,
         json_object_set_new(run, "efficiency_concurrent", json_real(harness_efficiency(
             harness_rate(a.sold, elapsed), ceiling_rate(limits, CEIL_MYSQL_UPDATE))));
     json_object_set_new(run, "latency_ms", lat_json(&client));
+    json_object_set_new(run, "lock_hold_us", num_or_null(harness_hold_us(
+        jint(server, "held_us"), jint(server, "holds"))));
+    json_object_set_new(run, "lock_held_share", num_or_null(harness_held_share(
+        jint(server, "held_us"), elapsed)));
     json_object_set_new(run, "server", server);
     if (seed)
         json_object_set_new(run, "seed", json_pack("{s:s,s:f,s:I}", "label", seed->label,
@@ -356,10 +366,10 @@ static void html_text(FILE *f, const char *s);
 /* Where the time goes, one table in three formats. */
 enum fmt { FMT_TEXT, FMT_MD, FMT_HTML };
 
-#define COST_COLS (NCOST_GROUPS + 5)
+#define COST_COLS (NCOST_GROUPS + 7)
 static const char *const cost_heads[COST_COLS] = {
     "app", "nginx", "MariaDB", "Redis", "ZooKeeper", "load+rest", "total", "busy",
-    "app sw", "MariaDB sw",
+    "app sw", "MariaDB sw", "hold us", "held",
 };
 
 /* The cells of one run's row; 0 when the run has no cost. */
@@ -379,6 +389,14 @@ static int cost_cells(char cell[COST_COLS][16], const json_t *run)
     snprintf(cell[NCOST_GROUPS + 2], 16, "%.0f%%", jnum(c, "busy") * 100.0);
     snprintf(cell[NCOST_GROUPS + 3], 16, "%.1f", jnum(sw, "app"));
     snprintf(cell[NCOST_GROUPS + 4], 16, "%.1f", jnum(sw, "mysql"));
+    if (json_is_number(json_object_get(run, "lock_hold_us")))
+        snprintf(cell[NCOST_GROUPS + 5], 16, "%.0f", jnum(run, "lock_hold_us"));
+    else
+        snprintf(cell[NCOST_GROUPS + 5], 16, "-");
+    if (json_is_number(json_object_get(run, "lock_held_share")))
+        snprintf(cell[NCOST_GROUPS + 6], 16, "%.0f%%", jnum(run, "lock_held_share") * 100.0);
+    else
+        snprintf(cell[NCOST_GROUPS + 6], 16, "-");
     return 1;
 }
 
@@ -388,7 +406,13 @@ static const char cost_note[] =
     "machine was busy with, the load generator above all. busy: the machine's CPU time in "
     "use; near 100 % the run was CPU-bound, well below it the strategy waited (for a lock, "
     "a sleep, a round trip). sw: context switches per request, voluntary and not, of the "
-    "instances (every thread they had, from their /stats) and of MariaDB's threads.";
+    "instances (every thread they had, from their /stats) and of MariaDB's threads. "
+    "hold: how long a purchase held its lock on average, from the acquire that got it to "
+    "the end of its release (strategies that sell in one SQL statement or transaction "
+    "take no lock of ours: -). held: the share of the load's time some purchase held it, "
+    "the instances' holds added up; an exclusive lock stays at or below about 100 %, and "
+    "the rest of the time it sat idle between holders. Far above 100 %, purchases held it "
+    "at the same time: it did not exclude.";
 
 static void print_cost(FILE *f, const json_t *runs, enum fmt fmt)
 {
@@ -402,7 +426,7 @@ static void print_cost(FILE *f, const json_t *runs, enum fmt fmt)
     if (!any)
         return;
     if (fmt == FMT_TEXT) {
-        fprintf(f, "\nwhere the time goes: CPU us per request, busy share, switches per request\n");
+        fprintf(f, "\nwhere the time goes: CPU us per request, busy share, switches per request, lock hold\n");
         fprintf(f, "%-20s", "strategy");
         for (k = 0; k < COST_COLS; k++)
             fprintf(f, " %*s", k < NCOST_GROUPS + 2 ? 9 : 10, cost_heads[k]);
@@ -418,12 +442,14 @@ static void print_cost(FILE *f, const json_t *runs, enum fmt fmt)
     } else {
         fprintf(f, "<h2>Where the time goes</h2>\n<p class=note>%s</p>\n<table><tr>"
                 "<th rowspan=2>strategy</th><th colspan=%d>CPU &micro;s per request</th>"
-                "<th rowspan=2>busy</th><th colspan=2>switches per request</th></tr><tr>",
+                "<th rowspan=2>busy</th><th colspan=2>switches per request</th>"
+                "<th colspan=2>the lock</th></tr><tr>",
                 cost_note, (int)NCOST_GROUPS + 2);
         for (k = 0; k < COST_COLS; k++)
             if (k != NCOST_GROUPS + 2)
                 fprintf(f, "<th>%s</th>", k < NCOST_GROUPS + 3 ? cost_heads[k] :
-                        k == NCOST_GROUPS + 3 ? "app" : "MariaDB");
+                        k == NCOST_GROUPS + 3 ? "app" : k == NCOST_GROUPS + 4 ? "MariaDB" :
+                        k == NCOST_GROUPS + 5 ? "hold &micro;s" : "held");
         fprintf(f, "</tr>\n");
     }
     json_array_foreach(runs, i, run) {
@@ -1145,6 +1171,18 @@ static int cmd_check(const char *path)
             for (g = 0; g < NCOST_GROUPS; g++)
                 EXPECT(jnum(us, cost_groups[g][0]) >= 0, "%s: %s CPU time below 0",
                        name, cost_groups[g][0]);
+        }
+        /* A purchase that held the lock sold or found it sold out (or
+         * failed after): no more holds than answers of the instances. */
+        {
+            const json_t *srv = json_object_get(run, "server");
+            const json_t *hold = json_object_get(run, "lock_hold_us");
+            EXPECT(jint(srv, "holds") <= jint(srv, "requests"), "%s: %lld holds of %lld "
+                   "purchases", name, jint(srv, "holds"), jint(srv, "requests"));
+            EXPECT(jint(srv, "holds") > 0 ? json_is_number(hold) &&
+                   jnum(run, "lock_hold_us") == harness_hold_us(jint(srv, "held_us"),
+                                                                jint(srv, "holds"))
+                   : json_is_null(hold), "%s: lock_hold_us disagrees with the holds", name);
         }
         /* Every 200 the client saw was a sale some instance counted (the
          * instances may count more: requests wrk left in flight). */

@@ -72,6 +72,8 @@ struct lock_ctx {
     unsigned    retries;            /* spins / optimistic retries this request*/
     unsigned    backend_ops;        /* ZooKeeper/Redis round trips (stats)    */
     unsigned    wakeups;            /* watch / pub-sub wake-ups (stats)       */
+    int64_t     held_us;            /* the lock held, acquired to released;
+                                     * -1 when it never was (stats)           */
     const struct lock_ops *ops;     /* the strategy it runs                   */
     struct lock_room *room;         /* the waiting room it is in (lock_poll)  */
 

@@ -66,6 +66,12 @@ t_ok "$n -eq 3" "every run says where its CPU time went ($n of 3)"
 n=$(jq '[.runs[] | select(.cost.switches_per_request.app > 0.5 and
         .cost.switches_per_request.mysql > 0)] | length' "$run/results.json")
 t_ok "$n -eq 3" "every run counts the instances' and MariaDB's context switches ($n of 3)"
+# The lock's hold: none acquires and releases (nothing), so its purchases
+# are timed; the two SQL strategies take no lock of ours and have none.
+n=$(jq '[.runs[] | select((.strategy == "none" and .lock_hold_us > 0 and .lock_held_share > 0)
+        or (.strategy != "none" and .lock_hold_us == null and .lock_held_share == null))]
+        | length' "$run/results.json")
+t_ok "$n -eq 3" "the lock's hold is timed where there is a lock ($n of 3)"
 t_ok "$(grep -c '^## Where the time goes' "$run/report.md") -eq 1" "report.md: where the time goes"
 t_ok "$(grep -c '^where the time goes' "$log") -eq 1" "the terminal shows where the time goes"
 t_ok "$(grep -c '"ceiling": "mysql_update_peak"' "$run/results.json") -eq 1" \

@@ -49,11 +49,32 @@ t_ok "$L_oversold -gt 0" "none: oversold ($L_oversold)"
 
 echo "== mutex: exact on one instance, broken on three"
 t_reset $S
+t0=$(t_now_us)
 t_load "lock=mutex&hold_ms=2" $R $C "${T_INSTANCES[0]}"
+wall=$(($(t_now_us) - t0))
 t_exact "mutex on one instance"
+# /stats times every hold, acquired to released: each of the S sales held
+# the mutex for its 2 ms sleep at least, and one mutex is never held twice
+# at once, so the holds add up to no more than the load's wall time (it was
+# 95 % of it here; 10 % more is allowed for holds timed from their holder's
+# side: a holder preempted between its unlock and its clock still counts).
+t_held mutex "${T_INSTANCES[0]}"
+t_ok "$H_holds -eq $R" "mutex on one instance: every purchase held the lock once ($H_holds)"
+t_ok "$H_held_us -ge $((S * 2000)) -a $H_held_us -le $((wall * 11 / 10))" \
+     "mutex on one instance: held ${H_held_us} us in all, at least $S x 2 ms, about the wall time ($wall us) at most"
 t_reset $S
 t_load "lock=mutex&hold_ms=2" $R $C
 t_ok "$L_lost -gt 0" "mutex on three instances: lost updates ($L_lost)"
+# Three mutexes, one per instance, are held at once: with nothing selling
+# out, every purchase holds one for 2 ms and the holds add up to far more
+# than the wall time (about three times it).
+t_reset 100000
+t0=$(t_now_us)
+t_load "lock=mutex&hold_ms=2" 600 $C
+wall=$(($(t_now_us) - t0))
+t_held mutex
+t_ok "$H_holds -eq 600 -a $H_held_us -gt $((wall * 3 / 2))" \
+     "mutex on three instances: held ${H_held_us} us in ${wall} us of wall time, three holders at once"
 
 echo "== re-entry within one request"
 t_reset 10

@@ -101,6 +101,23 @@ t_load() {
           "final=$L_final oversold=$L_oversold lost=$L_lost rps=$L_rps"
 }
 
+# H_holds and H_held_us: the purchases of strategy $1 that held its lock,
+# and for how long in all (microseconds), added up over the instances at
+# the URLs that follow (default: every instance).
+t_held() {
+    local lock=$1 url n us
+    shift
+    H_holds=0 H_held_us=0
+    for url in "${@:-${T_INSTANCES[@]}}"; do
+        read -r n us <<< "$(t_curl "$url/stats" |
+            jq -r --arg s "$lock" '.strategies[$s] | "\(.holds) \(.held_us)"')"
+        H_holds=$((H_holds + n)) H_held_us=$((H_held_us + us))
+    done
+}
+
+# Microseconds since the epoch, for timing a load from outside.
+t_now_us() { echo $(($(date +%s%N) / 1000)); }
+
 t_exact() {
     local name=$1
     t_ok "$L_sold -eq $T_STOCK" "$name sells exactly $T_STOCK"

@@ -41,6 +41,11 @@ static void test_counts(void)
     CHECK(harness_per_request_us(6.0, 0) < 0 && harness_per_request(-1, 10) < 0);
     CHECK(NEAR(harness_busy_share(1840, 160), 0.92, 1e-12));
     CHECK(harness_busy_share(0, 0) < 0 && harness_busy_share(-5, 10) < 0);
+    CHECK(NEAR(harness_hold_us(3000000, 12000), 250.0, 1e-9));
+    CHECK(harness_hold_us(0, 0) < 0 && harness_hold_us(-1, 5) < 0);
+    CHECK(NEAR(harness_held_share(4500000, 6.0), 0.75, 1e-12));
+    CHECK(NEAR(harness_held_share(15000000, 6.0), 2.5, 1e-12));   /* three mutexes */
+    CHECK(harness_held_share(0, 6.0) < 0 && harness_held_share(100, 0) < 0);
 }
 
 static void test_ceilings(void)

@@ -30,7 +30,10 @@
  *                     delete — what a ZooKeeper lock costs at the least.
  * A serial ceiling is the rate of a strategy that lets one sale at a time
  * through at no cost beyond its backend's round trips: no strategy of that
- * family can sell faster through the same row.
+ * family can sell faster through the same row, except by taking a round
+ * trip off the path between two sales — as ZooKeeper's queue locks do,
+ * whose waiters create their nodes while the lock is held (only the
+ * holder's delete lies between two sales), and so pass serial_zk a little.
  *
  * The row. It works on product --product (default 1002, not the 1001 the
  * comparison sells) in warehouse 001: it sets its count to 10^9 first so

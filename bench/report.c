@@ -363,6 +363,22 @@ static json_t *derive_run(const char *name, const char *family, long long stock,
 
 static void html_text(FILE *f, const char *s);
 
+/* A ceiling is the best of its trials, and the trials show how far the
+ * yardstick itself moves between runs: efficiency moves with it. */
+static const char trials_note[] =
+    "Each ceiling is the best of its trials (for mysql_update_peak, one trial per "
+    "connection count). The trials show how much the ceiling itself moved within this "
+    "run; a strategy's efficiency moves with it.";
+
+static void print_trials(FILE *f, const json_t *ceiling)
+{
+    const json_t *t = json_object_get(ceiling, "trials");
+    size_t i;
+
+    for (i = 0; i < json_array_size(t); i++)
+        fprintf(f, "%s%.0f", i ? ", " : "", json_number_value(json_array_get(t, i)));
+}
+
 /* Where the time goes, one table in three formats. */
 enum fmt { FMT_TEXT, FMT_MD, FMT_HTML };
 
@@ -666,12 +682,16 @@ static void write_md(FILE *f, const json_t *res)
     print_concurrent(f, runs, FMT_MD);
     print_topology(f, res, FMT_MD);
     print_cost(f, runs, FMT_MD);
-    fprintf(f, "## Ceilings (ll-limits)\n\n| ceiling | per second | what |\n|---|--:|---|\n");
+    fprintf(f, "## Ceilings (ll-limits)\n\n%s\n\n| ceiling | per second | trials | what |\n"
+            "|---|--:|--:|---|\n", trials_note);
     json_object_foreach((json_t *)lim, k, v) {
-        if (json_object_get(v, "error"))
-            fprintf(f, "| %s | n/a | %s: %s |\n", k, jstr(v, "what", ""), jstr(v, "error", ""));
-        else
-            fprintf(f, "| %s | %.0f | %s |\n", k, jnum(v, "rate"), jstr(v, "what", ""));
+        if (json_object_get(v, "error")) {
+            fprintf(f, "| %s | n/a | | %s: %s |\n", k, jstr(v, "what", ""), jstr(v, "error", ""));
+            continue;
+        }
+        fprintf(f, "| %s | %.0f | ", k, jnum(v, "rate"));
+        print_trials(f, v);
+        fprintf(f, " | %s |\n", jstr(v, "what", ""));
     }
     fprintf(f, "\n## Machine\n\n");
     for (i = 0; i < sizeof machine_keys / sizeof machine_keys[0]; i++)
@@ -945,15 +965,19 @@ static void write_html(FILE *f, const json_t *res)
     html_latency_table(f, runs);
     print_cost(f, runs, FMT_HTML);
     svg_cost(f, runs);
-    fprintf(f, "<h2>Ceilings</h2>\n<table><tr><th>ceiling</th><th>per second</th>"
-            "<th>what ll-limits did</th></tr>\n");
+    fprintf(f, "<h2>Ceilings</h2>\n<p class=note>%s</p>\n<table><tr><th>ceiling</th>"
+            "<th>per second</th><th>trials</th><th>what ll-limits did</th></tr>\n",
+            trials_note);
     json_object_foreach((json_t *)lim, k, v) {
         fprintf(f, "<tr><td>");
         html_text(f, k);
         if (json_object_get(v, "error"))
-            fprintf(f, "</td><td class=n>n/a</td><td>");
-        else
-            fprintf(f, "</td><td class=n>%.0f</td><td>", jnum(v, "rate"));
+            fprintf(f, "</td><td class=n>n/a</td><td></td><td>");
+        else {
+            fprintf(f, "</td><td class=n>%.0f</td><td class=n>", jnum(v, "rate"));
+            print_trials(f, v);
+            fprintf(f, "</td><td>");
+        }
         html_text(f, jstr(v, "what", ""));
         if (json_object_get(v, "error")) {
             fprintf(f, " — ");

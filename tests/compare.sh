@@ -85,6 +85,11 @@ for key in mysql_update mysql_update_peak mysql_for_update serial_mysql serial_r
     trials=$(jq -r ".limits.ceilings.$key.trials | length" "$run/results.json")
     t_ok "$rate -gt 0 -a $trials -ge 3" "ceiling $key measured ($rate/s, best of $trials trials)"
 done
+# report.md lists every trial beside the best, e.g. | serial_redis | 5346 | 4907, 5114, 5346 |
+trials=$(jq -r '.limits.ceilings.serial_redis.trials | map(round | tostring) | join(", ")' \
+         "$run/results.json")
+t_ok "$(grep -cF "| serial_redis | $(jq -r '.limits.ceilings.serial_redis.rate | round' \
+        "$run/results.json") | $trials |" "$run/report.md") -eq 1" "report.md shows the trials ($trials)"
 
 # What redlock and ZooKeeper ran on. The tests' topology has 5 Redis
 # servers and 3 ZooKeeper servers; the report names them, and warns when a

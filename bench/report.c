@@ -364,7 +364,7 @@ static json_t *derive_run(const char *name, const char *family, long long stock,
 static void html_text(FILE *f, const char *s);
 
 /* A ceiling is the best of its trials, and the trials show how far the
- * yardstick itself moves between runs: efficiency moves with it. */
+ * yardstick itself moved within the run: efficiency moves with it. */
 static const char trials_note[] =
     "Each ceiling is the best of its trials (for mysql_update_peak, one trial per "
     "connection count). The trials show how much the ceiling itself moved within this "

@@ -15,8 +15,11 @@
  * transaction turns it back on. Inside a transaction the connection is
  * never replaced behind the caller's back: a lost connection fails the
  * statement, because a fresh one would run it outside the transaction.
+ * db_exec_commit() ends a transaction with its last statement and the
+ * COMMIT in one round trip (db_pipe.c).
  */
 #include "db.h"
+#include "db_pipe.h"
 #include "config.h"
 #include "util.h"
 #include "../locks/lock.h"
@@ -101,7 +104,7 @@ static int db_is_unavailable(unsigned err)
     switch (err) {
     case CR_CONNECTION_ERROR: case CR_CONN_HOST_ERROR: case CR_SERVER_GONE_ERROR:
     case CR_SERVER_LOST: case CR_SERVER_LOST_EXTENDED: case CR_UNKNOWN_HOST:
-    case CR_COMMANDS_OUT_OF_SYNC:
+    case CR_COMMANDS_OUT_OF_SYNC: case CR_MALFORMED_PACKET:
     case ER_SERVER_SHUTDOWN: case ER_CONNECTION_KILLED: case ER_CON_COUNT_ERROR:
     case ER_QUERY_INTERRUPTED:
         return 1;
@@ -150,11 +153,17 @@ static int db_set_lock_wait(MYSQL *conn, long long seconds)
     return rc;
 }
 
+/* How long a statement may take before its connection counts as lost. */
+static unsigned db_rw_timeout(const struct config *cfg)
+{
+    return (unsigned)(cfg->lock_wait_ms / 1000) + 30;
+}
+
 static int db_connect(struct lock_ctx *ctx)
 {
     struct db *db = ctx->db;
     const struct config *cfg = db->cfg;
-    unsigned timeout = 2, rw_timeout = (unsigned)(cfg->lock_wait_ms / 1000) + 30;
+    unsigned timeout = 2, rw_timeout = db_rw_timeout(cfg);
     my_bool off = 0;
 
     if (db->conn && fd_peer_closed((int)mysql_get_socket(db->conn)))
@@ -352,4 +361,47 @@ void db_rollback(struct lock_ctx *ctx)
     ctx->err = err;
     ctx->backend = backend;
     memcpy(ctx->errstr, saved, sizeof saved);
+}
+
+int db_exec_commit(struct lock_ctx *ctx, const char *sql, long long *rows, const char *fmt, ...)
+{
+    struct db *db = ctx->db;
+    struct db_pipe_answer a[2];
+    long long params[DB_PIPE_PARAMS];
+    MYSQL_STMT *stmt, *commit = NULL;
+    int n = 0, status;
+    va_list ap;
+
+    assert(db->txn);
+    va_start(ap, fmt);
+    for (; fmt[n]; n++) {
+        assert(fmt[n] == 'l' && n < DB_PIPE_PARAMS);
+        params[n] = va_arg(ap, long long);
+    }
+    va_end(ap);
+    stmt = db_prepare(ctx, sql, &status);
+    if (stmt != NULL)
+        commit = db_prepare(ctx, sql_commit, &status);
+    if (commit == NULL) {
+        db_rollback(ctx);
+        return status;
+    }
+    assert((unsigned long)n == mysql_stmt_param_count(stmt) && mysql_stmt_field_count(stmt) == 0);
+    if (db_pipe2(db->conn, stmt, params, n, commit, (int)db_rw_timeout(db->cfg) * 1000, a) != 0) {
+        db->txn = 0;                        /* closed: the server rolls back */
+        status = db_fail(ctx, a[0].err, a[0].msg, "execute");
+        db_disconnect(db);
+        return status;
+    }
+    if (a[1].err) {                         /* COMMIT failed: roll back */
+        status = db_fail(ctx, a[1].err, a[1].msg, "commit");
+        db_rollback(ctx);
+        return status;
+    }
+    db->txn = 0;                            /* committed, with or without it */
+    if (a[0].err)
+        return db_fail(ctx, a[0].err, a[0].msg, "execute");
+    if (rows)
+        *rows = (long long)a[0].affected;
+    return LL_OK;
 }

@@ -115,10 +115,16 @@ int stock_read(struct lock_ctx *ctx, const struct product *p, long long *count)
     return rc;
 }
 
+static const char sql_write[] = "UPDATE db_stock SET count = ? WHERE id = ?";
+
 int stock_write(struct lock_ctx *ctx, const struct product *p, long long count)
 {
-    static const char sql[] = "UPDATE db_stock SET count = ? WHERE id = ?";
-    return db_exec(ctx, sql, NULL, "ll", count, p->id);
+    return db_exec(ctx, sql_write, NULL, "ll", count, p->id);
+}
+
+int stock_write_commit(struct lock_ctx *ctx, const struct product *p, long long count)
+{
+    return db_exec_commit(ctx, sql_write, NULL, "ll", count, p->id);
 }
 
 int stock_count(struct lock_ctx *ctx, const struct product *p, long long *count)

@@ -35,6 +35,8 @@ int stock_sell(struct lock_ctx *ctx, const struct lock_ops *ops,
  * replace the sale but keep its shape. */
 int stock_read(struct lock_ctx *ctx, const struct product *p, long long *count);
 int stock_write(struct lock_ctx *ctx, const struct product *p, long long count);
+/* stock_write() and COMMIT in one round trip, ending the transaction. */
+int stock_write_commit(struct lock_ctx *ctx, const struct product *p, long long count);
 
 int stock_count(struct lock_ctx *ctx, const struct product *p, long long *count);
 int stock_set(struct lock_ctx *ctx, const struct product *p, long long count);

@@ -128,7 +128,7 @@ const char *harness_ceiling_text(const char *key)
     static const struct { const char *key, *text; } texts[] = {
         { CEIL_MYSQL_UPDATE, "hot-row conditional UPDATE, concurrent connections" },
         { CEIL_UPDATE_PEAK,  "hot-row conditional UPDATE from the best of 1, 2, 3, 4, 6, 8 connections: the most the row takes" },
-        { CEIL_FOR_UPDATE,   "SELECT … FOR UPDATE + UPDATE transaction, concurrent connections" },
+        { CEIL_FOR_UPDATE,   "SELECT … FOR UPDATE, then UPDATE + COMMIT in one round trip, concurrent connections" },
         { CEIL_SERIAL_MYSQL, "SELECT + UPDATE back to back from one client" },
         { CEIL_SERIAL_REDIS, "Redis SET NX PX, SELECT + UPDATE, Lua compare-and-delete, one client" },
         { CEIL_SERIAL_ZK,    "ZooKeeper create EPHEMERAL, SELECT + UPDATE, delete, one client" },

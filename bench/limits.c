@@ -20,7 +20,9 @@
  *   mysql_update_peak the same from 1, 2, 3, 4, 6 and 8 connections, S/6
  *                     seconds each, the best kept: the most the row takes.
  *   mysql_for_update  N connections, autocommit off, each looping SELECT
- *                     count … FOR UPDATE; UPDATE … SET count = ?; COMMIT.
+ *                     count … FOR UPDATE; UPDATE … SET count = ?; COMMIT,
+ *                     the UPDATE and the COMMIT sent together in one round
+ *                     trip, as mysql-for-update sends them.
  *   serial_mysql      one connection: SELECT count, UPDATE count = read − 1
  *                     (autocommit) — the critical section of every sale.
  *   serial_redis      one client: SET key token NX PX 30000, the same
@@ -52,6 +54,7 @@
  */
 #define _GNU_SOURCE            /* clock_gettime, nanosleep, pthread barriers */
 #include "harness.h"
+#include "../app/db_pipe.h"
 
 #include <errno.h>
 #include <hiredis/hiredis.h>
@@ -239,7 +242,7 @@ static json_t *ceiling_json(const char *key, const struct ceiling *c)
 /* One connection and its prepared statements, bound once to its fields. */
 struct db {
     MYSQL      *conn;
-    MYSQL_STMT *select, *select_fu, *write, *decrement;
+    MYSQL_STMT *select, *select_fu, *write, *decrement, *commit;
     long long   id, value, read;
     MYSQL_BIND  b_id, b_write[2], b_read;
     int         manual;         /* autocommit turned off (FOR UPDATE) */
@@ -271,7 +274,7 @@ static void bind_ll(MYSQL_BIND *b, long long *v)
 
 static void db_close(struct db *d)
 {
-    MYSQL_STMT *all[] = { d->select, d->select_fu, d->write, d->decrement };
+    MYSQL_STMT *all[] = { d->select, d->select_fu, d->write, d->decrement, d->commit };
     size_t i;
 
     for (i = 0; i < sizeof all / sizeof all[0]; i++)
@@ -313,7 +316,8 @@ static int db_open(struct db *d, const struct opts *o, long long id, char *err)
     d->write = prepare(d, "UPDATE db_stock SET count = ? WHERE id = ?", d->b_write, 0, err);
     d->decrement = prepare(d, "UPDATE db_stock SET count = count - 1 "
                               "WHERE id = ? AND count > 0", &d->b_id, 0, err);
-    if (!d->select || !d->select_fu || !d->write || !d->decrement) {
+    d->commit = prepare(d, "COMMIT", NULL, 0, err);
+    if (!d->select || !d->select_fu || !d->write || !d->decrement || !d->commit) {
         db_close(d);
         return -1;
     }
@@ -345,8 +349,14 @@ static int sale_plain(struct db *d, char *err)         /* SELECT + UPDATE */
     return run_stmt(d, d->write, err);
 }
 
+/* As mysql-for-update does it (locks/mysql_for_update.c): the UPDATE and
+ * the COMMIT go together, in one round trip (app/db_pipe.h). */
 static int sale_for_update(struct db *d, char *err)
 {
+    long long params[2];
+    struct db_pipe_answer a[2];
+    int rc;
+
     /* As the server does (app/db.c): autocommit off once, so the SELECT
      * opens the transaction and BEGIN costs no round trip. */
     if (!d->manual && mysql_autocommit(d->conn, 0) != 0) {
@@ -354,16 +364,20 @@ static int sale_for_update(struct db *d, char *err)
         return -1;
     }
     d->manual = 1;
-    if (run_stmt(d, d->select_fu, err) != 0)
-        goto rollback;
-    d->value = d->read - 1;
-    if (run_stmt(d, d->write, err) != 0)
-        goto rollback;
-    if (mysql_commit(d->conn) == 0)
+    if (run_stmt(d, d->select_fu, err) != 0) {
+        mysql_rollback(d->conn);
+        return -1;
+    }
+    params[0] = d->read - 1;
+    params[1] = d->id;
+    rc = db_pipe2(d->conn, d->write, params, 2, d->commit, 30000, a);
+    if (rc == 0 && a[0].err == 0 && a[1].err == 0)
         return 0;
-    set_err(err, "mysql: COMMIT: %s", mysql_error(d->conn));
-rollback:
-    mysql_rollback(d->conn);
+    if (rc == 0 && a[0].err == 0)
+        a[0] = a[1];
+    set_err(err, "mysql: UPDATE + COMMIT: %s (%u)", a[0].msg, a[0].err);
+    if (rc == 0)
+        mysql_rollback(d->conn);
     return -1;
 }
 

@@ -1,0 +1,173 @@
+/* test_db_pipe.c — app/db_pipe.c against the stack's real MariaDB, over its
+ * Unix socket and over TCP: two statements in one round trip, a failing
+ * first statement, a killed connection, and libmariadb still in step with
+ * the connection afterwards. Works on product 1002 (the one ll-limits uses)
+ * and puts its count back at the end.
+ *
+ *     set -a; . .run/stack.env; set +a; build/test_db_pipe
+ */
+#include "../app/db_pipe.h"
+
+#include <errmsg.h>
+#include <mysql.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int passed, failed;
+
+#define CHECK(cond) do {                                              \
+        if (cond) passed++;                                           \
+        else { failed++; printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); } \
+    } while (0)
+
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    if (v == NULL || *v == '\0') {
+        fprintf(stderr, "test_db_pipe: %s is not set: source .run/stack.env\n", name);
+        exit(2);
+    }
+    return v;
+}
+
+static MYSQL *connect_to(int tcp)
+{
+    MYSQL *m = mysql_init(NULL);
+    const char *sock = tcp ? NULL : env("LOCKLAB_MYSQL_SOCKET");
+    unsigned tcp_proto = MYSQL_PROTOCOL_TCP;
+
+    if (tcp)
+        mysql_options(m, MYSQL_OPT_PROTOCOL, &tcp_proto);
+    if (!mysql_real_connect(m, tcp ? env("LOCKLAB_MYSQL_HOST") : "localhost",
+                            env("LOCKLAB_MYSQL_USER"), env("LOCKLAB_MYSQL_PASSWORD"),
+                            env("LOCKLAB_MYSQL_DB"), (unsigned)atoi(env("LOCKLAB_MYSQL_PORT")),
+                            sock, 0)) {
+        fprintf(stderr, "test_db_pipe: connect: %s\n", mysql_error(m));
+        exit(2);
+    }
+    return m;
+}
+
+static MYSQL_STMT *prepare(MYSQL *m, const char *sql)
+{
+    MYSQL_STMT *st = mysql_stmt_init(m);
+    if (st == NULL || mysql_stmt_prepare(st, sql, (unsigned long)strlen(sql)) != 0) {
+        fprintf(stderr, "test_db_pipe: prepare %s: %s\n", sql, mysql_error(m));
+        exit(2);
+    }
+    return st;
+}
+
+/* Run st with long long parameters p[0..n) and return the first column of
+ * its one row (or the affected rows); -1 on error, the error in *err. */
+static long long run(MYSQL_STMT *st, const long long *p, int n, unsigned *err)
+{
+    MYSQL_BIND in[4], out;
+    long long v = -1;
+    int i;
+
+    memset(in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    for (i = 0; i < n; i++) {
+        in[i].buffer_type = MYSQL_TYPE_LONGLONG;
+        in[i].buffer = (void *)&p[i];
+    }
+    *err = 0;
+    if ((n && mysql_stmt_bind_param(st, in)) || mysql_stmt_execute(st)) {
+        *err = mysql_stmt_errno(st);
+        return -1;
+    }
+    if (mysql_stmt_field_count(st) == 0)
+        return (long long)mysql_stmt_affected_rows(st);
+    out.buffer_type = MYSQL_TYPE_LONGLONG;
+    out.buffer = &v;
+    if (mysql_stmt_bind_result(st, &out) || mysql_stmt_fetch(st) != 0)
+        *err = mysql_stmt_errno(st) ? mysql_stmt_errno(st) : 1;
+    mysql_stmt_free_result(st);
+    return v;
+}
+
+static void suite(int tcp)
+{
+    MYSQL *m = connect_to(tcp), *other = connect_to(tcp), *victim = connect_to(tcp);
+    MYSQL_STMT *find = prepare(m, "SELECT id FROM db_stock WHERE product_code = '1002' "
+                                  "AND stock_code = '001'");
+    MYSQL_STMT *lock = prepare(m, "SELECT count FROM db_stock WHERE id = ? FOR UPDATE");
+    MYSQL_STMT *write = prepare(m, "UPDATE db_stock SET count = ? WHERE id = ?");
+    MYSQL_STMT *dup = prepare(m, "INSERT INTO db_stock (product_code, stock_code, count) "
+                                 "VALUES (?, '001', ?)");
+    MYSQL_STMT *commit = prepare(m, "COMMIT");
+    MYSQL_STMT *nowait = prepare(other, "SELECT count FROM db_stock WHERE id = ? "
+                                        "FOR UPDATE NOWAIT");
+    MYSQL_STMT *kill = prepare(other, "KILL CONNECTION ?");
+    struct db_pipe_answer a[2];
+    long long id, was, p[2];
+    unsigned err;
+    int i;
+
+    printf("-- over %s\n", tcp ? "TCP" : "the Unix socket");
+    id = run(find, NULL, 0, &err);
+    CHECK(err == 0 && id > 0);
+    CHECK(mysql_autocommit(m, 0) == 0);
+
+    /* The pair runs, commits and frees the row, again and again. */
+    was = run(lock, &id, 1, &err);
+    CHECK(err == 0 && was >= 0);
+    for (i = 1; i <= 3; i++) {
+        if (i > 1)
+            run(lock, &id, 1, &err);
+        p[0] = was - i, p[1] = id;
+        CHECK(db_pipe2(m, write, p, 2, commit, 5000, a) == 0);
+        CHECK(a[0].err == 0 && a[0].affected == 1 && a[1].err == 0);
+        CHECK(run(nowait, &id, 1, &err) == was - i && err == 0);   /* committed, free */
+    }
+    /* libmariadb is still in step: the next statements through its API. */
+    CHECK(run(lock, &id, 1, &err) == was - 3 && err == 0);
+    p[0] = was, p[1] = id;
+    CHECK(run(write, p, 2, &err) == 1 && err == 0);
+    CHECK(mysql_commit(m) == 0);
+
+    /* A failing first statement: its error, and the COMMIT still runs. */
+    run(lock, &id, 1, &err);
+    p[0] = 1002, p[1] = 5;
+    CHECK(db_pipe2(m, dup, p, 2, commit, 5000, a) == 0);
+    CHECK(a[0].err == 1062 && strstr(a[0].msg, "Duplicate") != NULL);
+    CHECK(a[1].err == 0);
+    CHECK(run(nowait, &id, 1, &err) == was && err == 0);
+    CHECK(run(lock, &id, 1, &err) == was && err == 0);
+    CHECK(mysql_commit(m) == 0);
+
+    /* The server ends the connection: lost, not an answer. */
+    {
+        MYSQL_STMT *vlock = prepare(victim, "SELECT count FROM db_stock WHERE id = ? FOR UPDATE");
+        MYSQL_STMT *vwrite = prepare(victim, "UPDATE db_stock SET count = ? WHERE id = ?");
+        MYSQL_STMT *vcommit = prepare(victim, "COMMIT");
+        long long tid = (long long)mysql_thread_id(victim);
+
+        mysql_autocommit(victim, 0);
+        run(vlock, &id, 1, &err);
+        run(kill, &tid, 1, &err);
+        CHECK(err == 0);
+        p[0] = 0, p[1] = id;
+        CHECK(db_pipe2(victim, vwrite, p, 2, vcommit, 5000, a) == -1);
+        CHECK(a[0].err == CR_SERVER_LOST);
+        CHECK(run(nowait, &id, 1, &err) == was && err == 0);   /* rolled back */
+        mysql_stmt_close(vlock), mysql_stmt_close(vwrite), mysql_stmt_close(vcommit);
+    }
+
+    MYSQL_STMT *all[] = { find, lock, write, dup, commit, nowait, kill };
+    for (i = 0; i < (int)(sizeof all / sizeof all[0]); i++)
+        mysql_stmt_close(all[i]);
+    mysql_close(victim);
+    mysql_close(other);
+    mysql_close(m);
+}
+
+int main(void)
+{
+    suite(0);
+    suite(1);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -142,12 +142,17 @@ int  redis_sub_wait(struct lock_ctx *ctx, struct redis_sub *sub, int64_t ms);
 void redis_sub_leave(struct redis_sub *sub);
 /* Is this process subscribed to `channel` now (joining costs no round trip)? */
 int  redis_sub_ready(const char *channel);
-/* A holder here just released the lock that publishes on `channel`: wake
- * one waiter of this process now, not after the unlock message's trip
- * through Redis, and let that message, when it arrives, wake nobody. After
- * LOCK_POLL_STREAK such wake-ups in a row one release is left to the
- * message, so waiters on other instances get their turn. */
-void redis_sub_released(const char *channel);
+/* A holder here is about to release the lock that publishes on `channel`,
+ * and has released it (`published`: the unlock published a message).
+ * Between the two, the release wakes one waiter of this process at once,
+ * not after the unlock message's trip through Redis, and that message,
+ * when it arrives, wakes nobody. The message is expected from before the
+ * unlock is sent, since it may reach the dispatcher before the unlock's own
+ * reply reaches the holder. After LOCK_POLL_STREAK such wake-ups in a row
+ * one release is left to the message, so waiters on other instances get
+ * their turn. redis_sub_releasing() returns NULL when not subscribed. */
+struct redis_sub *redis_sub_releasing(const char *channel);
+void redis_sub_released(struct redis_sub *sub, int published);
 
 /* ---------------------------------------------------------------- redis_watchdog.c */
 

@@ -46,7 +46,7 @@ struct redis_sub {
     int            subscribed;   /* Redis confirmed SUBSCRIBE              */
     int            requested;    /* SUBSCRIBE sent, confirmation pending   */
     int            permits;      /* messages not yet consumed by a waiter  */
-    int            echoes;       /* our own unlock messages still to come  */
+    int            echoes;       /* messages to swallow: releases here     */
     int            streak;       /* local wake-ups in a row                */
     pthread_cond_t cv;
 };
@@ -344,18 +344,41 @@ void redis_sub_leave(struct redis_sub *s)
     pthread_mutex_unlock(&ps.mu);
 }
 
-void redis_sub_released(const char *channel)
+/* One permit for a waiter of s, as a message gives. Under ps.mu. */
+static void grant(struct redis_sub *s)
+{
+    if (s->permits < s->waiters) {
+        s->permits++;
+        pthread_cond_signal(&s->cv);
+    }
+}
+
+struct redis_sub *redis_sub_releasing(const char *channel)
 {
     struct redis_sub *s;
 
     if (atomic_load(&ps_cfg) == NULL)
-        return;                 /* nobody here ever waited */
+        return NULL;            /* nobody here ever waited */
     pthread_mutex_lock(&ps.mu);
-    if ((s = find(channel)) != NULL && s->subscribed && s->permits < s->waiters &&
-        lock_poll_announce(&s->streak)) {
-        s->echoes++;
-        s->permits++;
-        pthread_cond_signal(&s->cv);
+    if ((s = find(channel)) != NULL && s->subscribed)
+        s->echoes++;            /* before the message can possibly arrive */
+    else
+        s = NULL;
+    pthread_mutex_unlock(&ps.mu);
+    return s;
+}
+
+void redis_sub_released(struct redis_sub *s, int published)
+{
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&ps.mu);
+    if (published && s->permits < s->waiters && lock_poll_announce(&s->streak)) {
+        grant(s);               /* now; the echo will swallow our message */
+    } else if (s->echoes > 0) {
+        s->echoes--;            /* the message is to wake a waiter, as usual */
+    } else {
+        grant(s);               /* a message already spent on the echo: pass it on */
     }
     pthread_mutex_unlock(&ps.mu);
 }

@@ -100,6 +100,7 @@ static void suite(int tcp)
     MYSQL_STMT *commit = prepare(m, "COMMIT");
     MYSQL_STMT *nowait = prepare(other, "SELECT count FROM db_stock WHERE id = ? "
                                         "FOR UPDATE NOWAIT");
+    MYSQL_STMT *waitrow = prepare(other, "SELECT count FROM db_stock WHERE id = ? FOR UPDATE");
     MYSQL_STMT *kill = prepare(other, "KILL CONNECTION ?");
     struct db_pipe_answer a[2];
     long long id, was, p[2];
@@ -152,11 +153,13 @@ static void suite(int tcp)
         p[0] = 0, p[1] = id;
         CHECK(db_pipe2(victim, vwrite, p, 2, vcommit, 5000, a) == -1);
         CHECK(a[0].err == CR_SERVER_LOST);
-        CHECK(run(nowait, &id, 1, &err) == was && err == 0);   /* rolled back */
+        /* The server rolls the killed transaction back in its own time:
+         * wait for the row (innodb_lock_wait_timeout), do not NOWAIT. */
+        CHECK(run(waitrow, &id, 1, &err) == was && err == 0);      /* rolled back */
         mysql_stmt_close(vlock), mysql_stmt_close(vwrite), mysql_stmt_close(vcommit);
     }
 
-    MYSQL_STMT *all[] = { find, lock, write, dup, commit, nowait, kill };
+    MYSQL_STMT *all[] = { find, lock, write, dup, commit, nowait, waitrow, kill };
     for (i = 0; i < (int)(sizeof all / sizeof all[0]); i++)
         mysql_stmt_close(all[i]);
     mysql_close(victim);

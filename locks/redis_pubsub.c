@@ -117,6 +117,15 @@ static struct redis_sub *find(const char *channel)
     return NULL;
 }
 
+/* One permit for a waiter of s, as a message gives. Under ps.mu. */
+static void grant(struct redis_sub *s)
+{
+    if (s->permits < s->waiters) {
+        s->permits++;
+        pthread_cond_signal(&s->cv);
+    }
+}
+
 /* A reply on the subscription: a confirmation or a message. Under ps.mu. */
 static void on_reply(const redisReply *r)
 {
@@ -133,10 +142,9 @@ static void on_reply(const redisReply *r)
         s->subscribed = 1;
         pthread_cond_broadcast(&s->cv);
     } else if (strcmp(kind, "message") == 0 && s->echoes > 0) {
-        s->echoes--;                    /* redis_sub_released() woke one already */
-    } else if (strcmp(kind, "message") == 0 && s->permits < s->waiters) {
-        s->permits++;
-        pthread_cond_signal(&s->cv);    /* one waiter, like a semaphore */
+        s->echoes--;                    /* a release here woke one already */
+    } else if (strcmp(kind, "message") == 0) {
+        grant(s);                       /* one waiter, like a semaphore */
     }
 }
 
@@ -342,15 +350,6 @@ void redis_sub_leave(struct redis_sub *s)
     if (s->permits > s->waiters)
         s->permits = s->waiters;
     pthread_mutex_unlock(&ps.mu);
-}
-
-/* One permit for a waiter of s, as a message gives. Under ps.mu. */
-static void grant(struct redis_sub *s)
-{
-    if (s->permits < s->waiters) {
-        s->permits++;
-        pthread_cond_signal(&s->cv);
-    }
 }
 
 struct redis_sub *redis_sub_releasing(const char *channel)

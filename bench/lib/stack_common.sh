@@ -135,6 +135,40 @@ svc_stop() {
     fi
 }
 
+# ---------------------------------------------------------------- priority
+
+# The backends (MariaDB, Redis, ZooKeeper) get the CPU before the HTTP tier
+# (nginx, the instances, the load generator), as they would on hosts of
+# their own. On one small machine a MariaDB thread that holds the hot row's
+# lock otherwise waits for a CPU behind HTTP work, and every sale waits
+# with it (README: "What the ratios depend on"). Every server here leads
+# its own session, and with the kernel's autogroup on (the default) the
+# CPU is split evenly between sessions, whatever the threads' nice values
+# say: so a server's session gets the nice value too. 0 leaves the kernel's
+# even split; lowering it needs root (CAP_SYS_NICE), and without it the
+# servers start at 0 and `up` says so.
+BACKEND_NICE=${LOCKLAB_STACK_BACKEND_NICE:--10}
+[[ $BACKEND_NICE =~ ^(-?[0-9]|-1[0-9]|-20)$ ]] && ((BACKEND_NICE <= 0)) ||
+    { echo "stack: LOCKLAB_STACK_BACKEND_NICE must be -20..0" >&2; exit 2; }
+
+# BACKEND_PRIO: the command prefix that starts a backend at that nice
+# value, which all its threads inherit (what counts when autogroup is off);
+# empty when this user may not lower it.
+BACKEND_PRIO=()
+if ((BACKEND_NICE < 0)) && [[ $(nice -n "$BACKEND_NICE" nice 2>/dev/null) == "$BACKEND_NICE" ]]; then
+    BACKEND_PRIO=(nice -n "$BACKEND_NICE")
+fi
+
+# backend_first NAME PID: the same for the session PID leads (what counts
+# when autogroup is on); called once the server answers, so that PID has
+# surely left this shell's session.
+backend_first() {
+    local ag=/proc/$2/autogroup
+    ((BACKEND_NICE < 0)) && [[ -e $ag ]] || return 0
+    echo "$BACKEND_NICE" 2>/dev/null >"$ag" ||
+        say "$1: could not lower its nice to $BACKEND_NICE (needs root): it shares the CPU evenly with the HTTP tier"
+}
+
 # spawn LOG CMD...: start CMD detached from this shell (own session, no
 # terminal, SIGHUP ignored, without fd 9 = .run/stack.lock, which a server
 # would otherwise hold for its whole life), appending to LOG; prints its pid. A background

@@ -114,7 +114,7 @@ mysql_up() {
         mysql_init
         rm -f "$sock" "$(pid_file mysql)"
         ((EUID == 0)) && as_user=(--user=root)
-        pid=$(spawn "$log" mariadbd --no-defaults "${as_user[@]}" \
+        pid=$(spawn "$log" "${BACKEND_PRIO[@]}" mariadbd --no-defaults "${as_user[@]}" \
             --datadir="$RUN/mysql/data" \
             --socket="$sock" --port="$MYSQL_PORT" --bind-address=127.0.0.1 \
             --pid-file="$(pid_file mysql)" --log-error="$log" \
@@ -122,6 +122,7 @@ mysql_up() {
             --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 \
             --skip-log-bin --innodb-lock-wait-timeout=10 --performance-schema=OFF)
         wait_for "mariadb" "$STACK_TIMEOUT" "$pid" "$log" mysql_ping
+        backend_first mariadb "$pid"
         # mariadbd writes the pid file itself; make sure it is there.
         [[ -s $(pid_file mysql) ]] || printf '%s\n' "$pid" >"$(pid_file mysql)"
     fi
@@ -154,11 +155,12 @@ redis_up() {
         printf '=== %s: redis-server on %s\n' "$(date '+%F %T')" "$port" >>"$log"
         # Locks only: no RDB snapshots, no AOF. A restarted server is empty,
         # which is exactly the failure the Redis strategies must survive.
-        (cd "$dir" && redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" \
+        (cd "$dir" && "${BACKEND_PRIO[@]}" redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" \
             --save '' --appendonly no --maxclients 10000 \
             --daemonize yes --pidfile "$(pid_file "redis-$k")" --logfile "$log" 9>&-) ||
             { log_tail "$log"; die "redis:$k failed to start"; }
         wait_for "redis:$k" "$STACK_TIMEOUT" - "$log" redis_ping "$port"
+        backend_first "redis:$k" "$(svc_pid "redis-$k")"
         say "redis:$k up on 127.0.0.1:$port"
     done
     for_each_extra redis "$n" 10
@@ -255,7 +257,7 @@ zk_start() {
         port_free_or_die $((ZK_ELECTION_BASE + k - 1)) "zk:$k (election port)"
     fi
     # Serial GC: three JVMs share two cores with MariaDB and the servers.
-    pid=$(spawn "$RUN/logs/zk-$k.log" java -Xms32m -Xmx256m -XX:+UseSerialGC \
+    pid=$(spawn "$RUN/logs/zk-$k.log" "${BACKEND_PRIO[@]}" java -Xms32m -Xmx256m -XX:+UseSerialGC \
         -Djava.net.preferIPv4Stack=true \
         -Dlog4j.configuration="file:$RUN/zk/log4j.properties" \
         -Dzookeeper.admin.enableServer=false \
@@ -313,6 +315,7 @@ zk_up() {
     for k in "${started[@]}"; do
         read -r pid <"$(pid_file "zk-$k")"
         wait_for "zk:$k" "$STACK_TIMEOUT" "$pid" "$RUN/logs/zk-$k.log" zk_serving "$k"
+        backend_first "zk:$k" "$pid"
         say "zk:$k up on 127.0.0.1:$(zk_port "$k") ($(zk_mode "$k"))"
     done
     if ((n > 1)); then

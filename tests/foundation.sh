@@ -163,6 +163,24 @@ t_reset $S
 t_load "lock=mysql-for-update" $R $C
 t_exact "mysql-for-update after an idle restart"
 
+# bench/stack starts the backends at a lower nice value than the HTTP tier,
+# their sessions too (autogroup weighs sessions, not threads); a restart
+# goes through the same path. Lowering a nice value needs root.
+echo "== the restarted MariaDB runs before the HTTP tier"
+want=${LOCKLAB_STACK_BACKEND_NICE:--10}
+if [ "$(id -u)" = 0 ]; then
+    read -r pid < "$T_ROOT/.run/pids/mysql.pid"
+    t_ok "'$(ps -o ni= -p "$pid" | tr -d ' ')' = '$want'" "MariaDB at nice $want"
+    for f in "$T_ROOT"/.run/pids/app-*.pid; do read -r app < "$f"; break; done
+    t_ok "'$(ps -o ni= -p "$app" | tr -d ' ')' = 0" "an instance at nice 0"
+    if [ -r "/proc/$pid/autogroup" ]; then
+        t_ok "'$(sed 's/.*nice //' "/proc/$pid/autogroup")' = '$want'" "MariaDB's session at nice $want"
+        t_ok "'$(sed 's/.*nice //' "/proc/$app/autogroup")' = 0" "an instance's session at nice 0"
+    fi
+else
+    t_log "not root: the stack cannot lower MariaDB's nice value, nothing to check"
+fi
+
 # The transaction's row lock dies with the server. A client that reconnected
 # and ran its UPDATE anyway would write the value it read before the restart
 # over the sale made since: a lost update behind a 200.

@@ -22,7 +22,7 @@
 
 static struct lock_ctx *slots;
 static struct lock_ctx **free_stack;
-static int nslots, nfree;
+static int nslots, nfree, nwaiting;
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pool_cond;
 
@@ -34,7 +34,6 @@ void pool_init(const struct config *cfg)
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&pool_cond, &attr);
-    pthread_condattr_destroy(&attr);
 
     nslots = cfg->threads;
     slots = xcalloc((size_t)nslots, sizeof *slots);
@@ -43,9 +42,11 @@ void pool_init(const struct config *cfg)
         slots[i].slot = i;
         slots[i].cfg = cfg;
         slots[i].db = db_new(cfg);
+        pthread_cond_init(&slots[i].wake, &attr);
         free_stack[nslots - 1 - i] = &slots[i];
     }
     nfree = nslots;
+    pthread_condattr_destroy(&attr);
 }
 
 void pool_free(void)
@@ -59,6 +60,7 @@ void pool_free(void)
             if (all[k]->ctx_free)
                 all[k]->ctx_free(&slots[i]);
         db_free(slots[i].db);
+        pthread_cond_destroy(&slots[i].wake);
     }
     free(slots);
     free(free_stack);
@@ -72,19 +74,30 @@ struct lock_ctx *pool_get(int64_t deadline_ms)
     struct timespec ts = { deadline_ms / 1000, (deadline_ms % 1000) * 1000000 };
 
     pthread_mutex_lock(&pool_lock);
-    while (nfree == 0)
-        if (pthread_cond_timedwait(&pool_cond, &pool_lock, &ts) == ETIMEDOUT)
+    while (nfree == 0) {
+        int rc;
+        nwaiting++;
+        rc = pthread_cond_timedwait(&pool_cond, &pool_lock, &ts);
+        nwaiting--;
+        if (rc == ETIMEDOUT)
             break;
+    }
     if (nfree > 0)
         ctx = free_stack[--nfree];
     pthread_mutex_unlock(&pool_lock);
     return ctx;
 }
 
+/* The signal leaves after the mutex is free, and only when someone waits:
+ * a waiter woken under the mutex would only block on it again. */
 void pool_put(struct lock_ctx *ctx)
 {
+    int waiting;
+
     pthread_mutex_lock(&pool_lock);
     free_stack[nfree++] = ctx;
-    pthread_cond_signal(&pool_cond);
+    waiting = nwaiting;
     pthread_mutex_unlock(&pool_lock);
+    if (waiting)
+        pthread_cond_signal(&pool_cond);
 }

@@ -24,6 +24,7 @@
 #ifndef LOCKLAB_LOCK_H
 #define LOCKLAB_LOCK_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 /* ---------------------------------------------------------------- codes */
@@ -63,6 +64,12 @@ struct lock_ctx {
     struct db           *db;        /* this slot's MariaDB connection         */
     struct redis_set    *redis;     /* this slot's Redis connections (lazy)   */
     void                *family[4]; /* other per-slot family state, lazy     */
+    pthread_cond_t       wake;      /* the slot's request waits on it in an
+                                     * in-process queue (mysql_queue.c);
+                                     * CLOCK_MONOTONIC. It lives as long as
+                                     * the slot, so a waker may signal it
+                                     * after the mutex is free, even when
+                                     * the request it woke has already gone */
 
     /* The request being served. */
     int64_t     deadline_ms;        /* monotonic; acquire gives up after it   */

@@ -49,7 +49,6 @@ struct purchase {
     long long        remaining;     /* what sell said is left */
     int              status;        /* PENDING until a leader answers */
     int              taken;         /* in a leader's batch: wait for it */
-    pthread_cond_t   wake;
 };
 
 struct queue {
@@ -59,15 +58,12 @@ struct queue {
 };
 
 static struct queue queues[QUEUES];
-static pthread_condattr_t monotonic;
 static pthread_once_t queues_once = PTHREAD_ONCE_INIT;
 
 static void queues_init(void)
 {
     int i;
 
-    pthread_condattr_init(&monotonic);
-    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
     for (i = 0; i < QUEUES; i++)
         pthread_mutex_init(&queues[i].lock, NULL);
 }
@@ -158,11 +154,17 @@ static void run_batch(struct purchase **batch, int n, int *status)
         status[i] = status[i - 1];
 }
 
+/* Lead one batch, entered with q->lock held, left without it. The answers and the next
+ * leader's turn are set under q->lock, the wake-ups sent once it is free:
+ * each goes to a slot's condition (ctx->wake), which outlives the request,
+ * so signalling a purchase that has already read its answer and gone is
+ * harmless, and no woken thread blocks again on the leader's mutex. */
 static void lead(struct queue *q, struct purchase *me, int max)
 {
     struct purchase *batch[MYSQL_QUEUE_MAX];
+    pthread_cond_t *wake[MYSQL_QUEUE_MAX + 1];
     int status[MYSQL_QUEUE_MAX];
-    int i, n;
+    int i, n, nwake = 0;
 
     q->busy = 1;
     n = take_batch(q, me, batch, max);
@@ -175,11 +177,14 @@ static void lead(struct queue *q, struct purchase *me, int max)
             continue;
         if (status[i] != LL_OK && status[i] != LL_SOLD_OUT)
             lock_error(batch[i]->ctx, status[i], me->ctx->backend, "%s", me->ctx->errstr);
-        pthread_cond_signal(&batch[i]->wake);
+        wake[nwake++] = &batch[i]->ctx->wake;
     }
     q->busy = 0;
     if (q->head)                            /* the next in line leads */
-        pthread_cond_signal(&q->head->wake);
+        wake[nwake++] = &q->head->ctx->wake;
+    pthread_mutex_unlock(&q->lock);
+    for (i = 0; i < nwake; i++)
+        pthread_cond_signal(wake[i]);
 }
 
 int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long *remaining,
@@ -191,7 +196,6 @@ int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long
                            .status = PENDING };
 
     pthread_once(&queues_once, queues_init);
-    pthread_cond_init(&me.wake, &monotonic);
     if (max > MYSQL_QUEUE_MAX)
         max = MYSQL_QUEUE_MAX;
     pthread_mutex_lock(&q->lock);
@@ -202,20 +206,21 @@ int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long
     q->tail = &me;
     while (me.status == PENDING) {
         if (me.taken)                       /* answered soon, deadline or not */
-            pthread_cond_wait(&me.wake, &q->lock);
-        else if (!q->busy && q->head == &me)
-            lead(q, &me, max);
-        else if (pthread_cond_timedwait(&me.wake, &q->lock, &ts) == ETIMEDOUT &&
+            pthread_cond_wait(&ctx->wake, &q->lock);
+        else if (!q->busy && q->head == &me) {
+            lead(q, &me, max);              /* answers me, frees q->lock */
+            *remaining = me.remaining;
+            return me.status;
+        } else if (pthread_cond_timedwait(&ctx->wake, &q->lock, &ts) == ETIMEDOUT &&
                  me.status == PENDING && !me.taken) {
             unlink_purchase(q, &me);        /* still in line: give up */
             me.status = lock_error(ctx, LL_TIMEOUT, NULL,
                                    "not at the row within %d ms", ctx->wait_ms);
             if (!q->busy && q->head)
-                pthread_cond_signal(&q->head->wake);
+                pthread_cond_signal(&q->head->ctx->wake);
         }
     }
     pthread_mutex_unlock(&q->lock);
-    pthread_cond_destroy(&me.wake);
     *remaining = me.remaining;
     return me.status;
 }

@@ -15,6 +15,7 @@ struct hostport {
 struct config {
     const char *listen;          /* address to bind, default 127.0.0.1   */
     int         port;            /* --port, default 8000                 */
+    const char *unix_path;       /* --unix: a second listener, or NULL   */
     const char *lock;            /* default strategy for ?lock=          */
     const char *name;            /* instance name in answers and stats   */
 

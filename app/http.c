@@ -25,6 +25,7 @@
 #include "../locks/lock.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -32,10 +33,14 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #define HTTP_MAX_QUERY 1024     /* bytes of keys and values, all together */
 
-static struct MHD_Daemon *daemon_;
+static struct MHD_Daemon *daemon_;     /* --listen:--port */
+static struct MHD_Daemon *unix_daemon;  /* --unix, when given */
 static const struct config *cfg;
 static int64_t started_ms;
 
@@ -452,9 +457,61 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return dispatch(conn, url, method);
 }
 
+/* One thread-per-connection daemon, listening where `where` says. */
+static struct MHD_Daemon *serve(const struct config *c, struct MHD_OptionItem where)
+{
+    struct MHD_OptionItem opts[] = { where, { MHD_OPTION_END, 0, NULL } };
+
+    return MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+        MHD_USE_POLL | MHD_USE_ERROR_LOG,
+        (uint16_t)c->port, NULL, NULL, on_request, NULL,
+        MHD_OPTION_ARRAY, opts,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
+        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024),
+        MHD_OPTION_END);
+}
+
+/* A listening Unix socket at path. A file left there by a dead process is
+ * replaced; one a live process still answers on is not. */
+static int unix_listen(const char *path)
+{
+    struct sockaddr_un un = { .sun_family = AF_UNIX };
+    int fd;
+
+    if (strlen(path) >= sizeof un.sun_path) {
+        fprintf(stderr, "locklab: --unix '%s' is longer than %zu bytes\n",
+                path, sizeof un.sun_path - 1);
+        return -1;
+    }
+    memcpy(un.sun_path, path, strlen(path) + 1);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&un, sizeof un) == 0) {
+        fprintf(stderr, "locklab: --unix '%s': another server answers there\n", path);
+        close(fd);
+        return -1;
+    }
+    if (fd >= 0)
+        close(fd);
+    if (errno == ECONNREFUSED)
+        unlink(path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&un, sizeof un) != 0 || listen(fd, 1024) != 0) {
+        fprintf(stderr, "locklab: --unix '%s': %s\n", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 int http_start(const struct config *c)
 {
     struct sockaddr_in addr;
+    int fd;
 
     cfg = c;
     started_ms = now_ms();
@@ -465,19 +522,22 @@ int http_start(const struct config *c)
         fprintf(stderr, "locklab: --listen '%s' is not an IPv4 address\n", c->listen);
         return -1;
     }
-    daemon_ = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-        MHD_USE_POLL | MHD_USE_ERROR_LOG,
-        (uint16_t)c->port, NULL, NULL, on_request, NULL,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
-        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024),
-        MHD_OPTION_END);
+    daemon_ = serve(c, (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, &addr });
     if (daemon_ == NULL) {
         fprintf(stderr, "locklab: cannot listen on %s:%d (in use?)\n", c->listen, c->port);
+        return -1;
+    }
+    if (c->unix_path == NULL)
+        return 0;
+    if ((fd = unix_listen(c->unix_path)) < 0) {
+        http_stop();
+        return -1;
+    }
+    unix_daemon = serve(c, (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, fd, NULL });
+    if (unix_daemon == NULL) {
+        fprintf(stderr, "locklab: cannot serve on %s\n", c->unix_path);
+        unlink(c->unix_path);           /* the fd: MHD may have closed it */
+        http_stop();
         return -1;
     }
     return 0;
@@ -485,7 +545,11 @@ int http_start(const struct config *c)
 
 void http_stop(void)
 {
+    if (unix_daemon) {
+        MHD_stop_daemon(unix_daemon);       /* closes the socket */
+        unlink(cfg->unix_path);
+    }
     if (daemon_)
         MHD_stop_daemon(daemon_);
-    daemon_ = NULL;
+    daemon_ = unix_daemon = NULL;
 }

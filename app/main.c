@@ -50,8 +50,9 @@ int main(int argc, char **argv)
     pool_init(&cfg);
     if (http_start(&cfg) != 0)
         return 1;
-    fprintf(stderr, "locklab: %s listening on %s:%d (id %s, default lock %s, %d slots)\n",
-            cfg.name, cfg.listen, cfg.port, cfg.instance_id, cfg.lock, cfg.threads);
+    fprintf(stderr, "locklab: %s listening on %s:%d%s%s (id %s, default lock %s, %d slots)\n",
+            cfg.name, cfg.listen, cfg.port, cfg.unix_path ? " and " : "",
+            cfg.unix_path ? cfg.unix_path : "", cfg.instance_id, cfg.lock, cfg.threads);
 
     sigwait(&sigs, &sig);
     fprintf(stderr, "locklab: %s stopping on signal %d\n", cfg.name, sig);

@@ -127,6 +127,23 @@ t_ok "$code = 200" "after the lease the row is taken over and the sale goes on"
 "$T_ROOT/bench/stack" up >/dev/null   # the crashed instance back before nginx is asked
 t_ok "'$(t_stock)' = 19" "one unit sold"
 
+# nginx reaches the instances on their Unix sockets (bench/stack, app_sock);
+# the instance that crashed above left its socket file behind, and the new
+# one must have taken its place.
+echo "== nginx reaches every instance on its Unix socket, the restarted one's too"
+for url in "${T_INSTANCES[@]}"; do
+    port=${url##*:}
+    sock="$T_ROOT/.run/apps/app-$port.sock"
+    if [ ${#sock} -gt 107 ]; then
+        t_log "$sock is too long for a Unix socket: nginx uses TCP, nothing to check"
+        continue
+    fi
+    t_ok "$(grep -c "server unix:$sock;" "$T_ROOT/.run/nginx/nginx.conf") = 1" "nginx lists app-$port by $sock"
+    body=$(curl -s -m 5 --unix-socket "$sock" http://localhost/health)
+    case $body in *'"status":"ok"'*"\"instance\":\"app-$port\""*) ok=1 ;; *) ok=0 ;; esac
+    t_ok "$ok = 1" "app-$port answers on its socket (got: ${body:0:80})"
+done
+
 echo "== MariaDB stopped in the middle of a run"
 t_reset 100000
 "$T_BUILD/ll-load" -c 16 -n 20000 "$LOCKLAB_URL/check/lock?lock=mysql-update" > /tmp/locklab-t-$$ &

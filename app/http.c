@@ -480,7 +480,7 @@ static struct MHD_Daemon *serve(const struct config *c, struct MHD_OptionItem wh
 static int unix_listen(const char *path)
 {
     struct sockaddr_un un = { .sun_family = AF_UNIX };
-    int fd;
+    int fd, err;
 
     if (strlen(path) >= sizeof un.sun_path) {
         fprintf(stderr, "locklab: --unix '%s' is longer than %zu bytes\n",
@@ -489,14 +489,17 @@ static int unix_listen(const char *path)
     }
     memcpy(un.sun_path, path, strlen(path) + 1);
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd >= 0 && connect(fd, (struct sockaddr *)&un, sizeof un) == 0) {
-        fprintf(stderr, "locklab: --unix '%s': another server answers there\n", path);
-        close(fd);
+    if (fd < 0) {
+        fprintf(stderr, "locklab: --unix '%s': %s\n", path, strerror(errno));
         return -1;
     }
-    if (fd >= 0)
-        close(fd);
-    if (errno == ECONNREFUSED)
+    err = connect(fd, (struct sockaddr *)&un, sizeof un) == 0 ? 0 : errno;
+    close(fd);
+    if (err == 0) {
+        fprintf(stderr, "locklab: --unix '%s': another server answers there\n", path);
+        return -1;
+    }
+    if (err == ECONNREFUSED)            /* a file, and nobody behind it */
         unlink(path);
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || bind(fd, (struct sockaddr *)&un, sizeof un) != 0 || listen(fd, 1024) != 0) {

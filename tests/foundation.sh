@@ -143,6 +143,14 @@ for url in "${T_INSTANCES[@]}"; do
     case $body in *'"status":"ok"'*"\"instance\":\"app-$port\""*) ok=1 ;; *) ok=0 ;; esac
     t_ok "$ok = 1" "app-$port answers on its socket (got: ${body:0:80})"
 done
+if [ ${#sock} -le 107 ]; then      # a second server on a live socket is refused
+    out=$(timeout 5 "$T_BUILD/locklab" --port $((port + 50)) --unix "$sock" 2>&1); rc=$?
+    case $out in *'another server answers there'*) ok=1 ;; *) ok=0 ;; esac
+    t_ok "$rc != 0 -a $ok = 1" "a second server on app-$port's socket is refused (got: ${out:0:80})"
+    body=$(curl -s -m 5 --unix-socket "$sock" http://localhost/health)
+    case $body in *"\"instance\":\"app-$port\""*) ok=1 ;; *) ok=0 ;; esac
+    t_ok "$ok = 1" "app-$port still answers on it"
+fi
 
 echo "== MariaDB stopped in the middle of a run"
 t_reset 100000

@@ -154,11 +154,12 @@ static void run_batch(struct purchase **batch, int n, int *status)
         status[i] = status[i - 1];
 }
 
-/* Lead one batch, entered with q->lock held, left without it. The answers and the next
- * leader's turn are set under q->lock, the wake-ups sent once it is free:
- * each goes to a slot's condition (ctx->wake), which outlives the request,
- * so signalling a purchase that has already read its answer and gone is
- * harmless, and no woken thread blocks again on the leader's mutex. */
+/* Lead one batch, entered with q->lock held, left without it. The answers
+ * and the next leader's turn are set under q->lock, the wake-ups sent once
+ * it is free: each goes to a slot's condition (ctx->wake), which outlives
+ * the request, so signalling a purchase that has already read its answer
+ * and gone is harmless, and no woken thread blocks again on the leader's
+ * mutex. */
 static void lead(struct queue *q, struct purchase *me, int max)
 {
     struct purchase *batch[MYSQL_QUEUE_MAX];

@@ -15,6 +15,19 @@
  * Between two commands libmariadb has nothing buffered (the server never
  * speaks unasked), so the two answers are ours to read off the socket to
  * the last byte, and the connection is then where libmariadb left it.
+ *
+ * A binary result set (the answer db_pipe_row() reads), as MariaDB 10.11
+ * sends it to libmariadb 3.3:
+ *
+ *     column count      length-encoded; then, with CACHE_METADATA, one byte:
+ *                       1 if column definitions follow, 0 if skipped
+ *     column defs       one packet each, when they follow
+ *     EOF               0xFE, warnings (2), status flags (2)
+ *     rows              0x00, NULL bitmap ((columns + 9) / 8), the values
+ *                       (an INT in 4 bytes, a BIGINT in 8, little-endian)
+ *     EOF               as above: the end
+ *
+ * or a lone ERR packet instead.
  */
 #define _POSIX_C_SOURCE 200809L     /* clock_gettime, for ll-limits too */
 #include "db_pipe.h"
@@ -27,8 +40,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
-
-#define PIPE_BUF_LEN 2048           /* two OKs are ~20 bytes; an ERR ≤ 530 */
 
 static void put_le(unsigned char *p, unsigned long long v, int bytes)
 {
@@ -116,7 +127,7 @@ static int recv_until(int fd, unsigned char *buf, size_t *have, size_t want,
                       const struct timespec *deadline)
 {
     while (*have < want) {
-        ssize_t r = recv(fd, buf + *have, PIPE_BUF_LEN - *have, MSG_DONTWAIT);
+        ssize_t r = recv(fd, buf + *have, DB_PIPE_BUF - *have, MSG_DONTWAIT);
         if (r > 0) {
             *have += (size_t)r;
         } else if (r == 0) {
@@ -147,7 +158,7 @@ static int get_lenenc(const unsigned char **p, size_t len, unsigned long long *v
     return 0;
 }
 
-/* Decode one answer's payload into *a and the connection's status flags. */
+/* Decode one OK or ERR answer's payload into *a and the connection's status flags. */
 static int parse_answer(MYSQL *conn, const unsigned char *p, size_t len, struct db_pipe_answer *a)
 {
     const unsigned char *end = p + len;
@@ -167,59 +178,205 @@ static int parse_answer(MYSQL *conn, const unsigned char *p, size_t len, struct 
     return 0;
 }
 
+static void set_deadline(struct timespec *deadline, int timeout_ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, deadline);
+    deadline->tv_sec += timeout_ms / 1000;
+    deadline->tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+    if (deadline->tv_nsec >= 1000000000)
+        deadline->tv_sec++, deadline->tv_nsec -= 1000000000;
+}
+
+static int refuse_tls(MYSQL *conn, struct db_pipe_answer *a)
+{
+    if (mysql_get_ssl_cipher(conn) == NULL && !conn->options.compress)
+        return 0;
+    a->err = CR_NOT_IMPLEMENTED;
+    snprintf(a->msg, sizeof a->msg, "cannot pipeline statements over TLS or compression");
+    return -1;
+}
+
+static int malformed(struct db_pipe_answer *a, const char *what)
+{
+    a->err = CR_MALFORMED_PACKET;
+    snprintf(a->msg, sizeof a->msg, "%s", what);
+    return -1;
+}
+
+static int lost(struct db_pipe_answer *a)
+{
+    a->err = CR_SERVER_LOST;
+    snprintf(a->msg, sizeof a->msg, "lost the connection during a pipelined statement: %s",
+             strerror(errno));
+    return -1;
+}
+
+/* The next whole packet in b at *at, read from fd as needed: its payload
+ * and length. 0, or -1 with *a telling why. */
+static int next_packet(int fd, struct db_pipe_buf *b, size_t *at, const struct timespec *deadline,
+                       const unsigned char **payload, size_t *len, struct db_pipe_answer *a)
+{
+    if (recv_until(fd, b->data, &b->have, *at + 4, deadline) != 0)
+        return lost(a);
+    *len = (size_t)get_le(b->data + *at, 3);
+    if (*at + 4 + *len > DB_PIPE_BUF)
+        return malformed(a, "an answer too long for a pipelined statement");
+    if (recv_until(fd, b->data, &b->have, *at + 4 + *len, deadline) != 0)
+        return lost(a);
+    *payload = b->data + *at + 4;
+    *at += 4 + *len;
+    return 0;
+}
+
+/* Send the packets in out[0..len) and read two OK or ERR answers; what
+ * comes after them stays in b. */
+static int send_read2(MYSQL *conn, const unsigned char *out, size_t len, int timeout_ms,
+                      struct db_pipe_answer a[2], struct db_pipe_buf *b)
+{
+    struct timespec deadline;
+    const unsigned char *p;
+    int fd = (int)mysql_get_socket(conn), i;
+    size_t at = 0, n;
+
+    set_deadline(&deadline, timeout_ms);
+    b->have = 0;
+    if (send_all(fd, out, len, &deadline) != 0)
+        return lost(&a[0]);
+    for (i = 0; i < 2; i++) {
+        if (next_packet(fd, b, &at, &deadline, &p, &n, &a[0]) != 0)
+            return -1;
+        if (parse_answer(conn, p, n, &a[i]) != 0)
+            return malformed(&a[0], "a malformed answer to a pipelined statement");
+    }
+    memmove(b->data, b->data + at, b->have - at);
+    b->have -= at;
+    return 0;
+}
+
 int db_pipe2(MYSQL *conn, MYSQL_STMT *first, const long long *params, int n,
              MYSQL_STMT *second, int timeout_ms, struct db_pipe_answer a[2])
 {
-    unsigned char buf[PIPE_BUF_LEN];
-    size_t out, have = 0, at = 0;
-    struct timespec deadline;
-    int fd = (int)mysql_get_socket(conn), i;
+    struct db_pipe_buf b;
+    unsigned char out[DB_PIPE_BUF];
+    size_t len;
 
     memset(a, 0, 2 * sizeof *a);
     assert(n >= 0 && n <= DB_PIPE_PARAMS);
-    if (mysql_get_ssl_cipher(conn) != NULL || conn->options.compress) {
-        a[0].err = CR_NOT_IMPLEMENTED;
-        snprintf(a[0].msg, sizeof a[0].msg, "cannot pipeline statements over TLS or compression");
+    if (refuse_tls(conn, &a[0]) != 0)
         return -1;
-    }
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-    if (deadline.tv_nsec >= 1000000000)
-        deadline.tv_sec++, deadline.tv_nsec -= 1000000000;
-
-    out = pack_execute(buf, first->stmt_id, params, n);
-    out += pack_execute(buf + out, second->stmt_id, NULL, 0);
-    if (send_all(fd, buf, out, &deadline) != 0)
-        goto lost;
-    for (i = 0; i < 2; i++) {
-        size_t len;
-        if (recv_until(fd, buf, &have, at + 4, &deadline) != 0)
-            goto lost;
-        len = (size_t)get_le(buf + at, 3);
-        if (at + 4 + len > PIPE_BUF_LEN) {
-            a[0].err = CR_MALFORMED_PACKET;
-            snprintf(a[0].msg, sizeof a[0].msg, "an answer of %zu bytes to a pipelined statement", len);
-            return -1;
-        }
-        if (recv_until(fd, buf, &have, at + 4 + len, &deadline) != 0)
-            goto lost;
-        if (parse_answer(conn, buf + at + 4, len, &a[i]) != 0) {
-            a[0].err = CR_MALFORMED_PACKET;
-            snprintf(a[0].msg, sizeof a[0].msg, "a malformed answer to a pipelined statement");
-            return -1;
-        }
-        at += 4 + len;
-    }
-    if (have == at)
+    len = pack_execute(out, first->stmt_id, params, n);
+    len += pack_execute(out + len, second->stmt_id, NULL, 0);
+    if (send_read2(conn, out, len, timeout_ms, a, &b) != 0)
+        return -1;
+    if (b.have == 0)
         return 0;
+    snprintf(a[0].msg, sizeof a[0].msg, "%zu bytes past the answers", b.have);
     a[0].err = CR_MALFORMED_PACKET;
-    snprintf(a[0].msg, sizeof a[0].msg, "%zu bytes past the answers", have - at);
     return -1;
+}
 
-lost:
-    a[0].err = CR_SERVER_LOST;
-    snprintf(a[0].msg, sizeof a[0].msg, "lost the connection during a pipelined statement: %s",
-             strerror(errno));
-    return -1;
+int db_pipe2_then(MYSQL *conn, MYSQL_STMT *first, const long long *params, int n,
+                  MYSQL_STMT *second, MYSQL_STMT *third, const long long *tparams, int m,
+                  int timeout_ms, struct db_pipe_answer a[2], struct db_pipe_buf *rest)
+{
+    unsigned char out[DB_PIPE_BUF];
+    size_t len;
+
+    memset(a, 0, 2 * sizeof *a);
+    assert(n >= 0 && n <= DB_PIPE_PARAMS && m >= 0 && m <= DB_PIPE_PARAMS);
+    if (refuse_tls(conn, &a[0]) != 0)
+        return -1;
+    len = pack_execute(out, first->stmt_id, params, n);
+    len += pack_execute(out + len, second->stmt_id, NULL, 0);
+    len += pack_execute(out + len, third->stmt_id, tparams, m);
+    return send_read2(conn, out, len, timeout_ms, a, rest);
+}
+
+/* An integer column's value in a binary row, by the type it was prepared
+ * with; -1 for any other type. */
+static int get_int(const MYSQL_FIELD *f, const unsigned char *p, size_t len, long long *v)
+{
+    int w, uns = (f->flags & UNSIGNED_FLAG) != 0;
+    unsigned long long u;
+
+    switch (f->type) {
+    case MYSQL_TYPE_TINY:     w = 1; break;
+    case MYSQL_TYPE_SHORT:    w = 2; break;
+    case MYSQL_TYPE_INT24:
+    case MYSQL_TYPE_LONG:     w = 4; break;
+    case MYSQL_TYPE_LONGLONG: w = 8; break;
+    default:                  return -1;
+    }
+    if (len < (size_t)w)
+        return -1;
+    u = get_le(p, w);
+    if (!uns && w < 8 && (u >> (8 * w - 1)) & 1)
+        u |= ~0ULL << (8 * w);                      /* sign-extend */
+    *v = (long long)u;
+    return 0;
+}
+
+int db_pipe_row(MYSQL *conn, MYSQL_STMT *stmt, struct db_pipe_buf *rest, int timeout_ms,
+                long long *value, int *found, struct db_pipe_answer *a)
+{
+    struct timespec deadline;
+    const unsigned char *p, *q;
+    unsigned long long cols;
+    int fd = (int)mysql_get_socket(conn), meta = 1, rc = -1;
+    size_t at = 0, len, i;
+
+    memset(a, 0, sizeof *a);
+    *found = 0;
+    set_deadline(&deadline, timeout_ms);
+    if (next_packet(fd, rest, &at, &deadline, &p, &len, a) != 0)
+        goto out;
+    if (len >= 1 && p[0] == 0xff) {                 /* ERR: the whole answer */
+        rc = parse_answer(conn, p, len, a) == 0 && at == rest->have ? 0 :
+             malformed(a, "a malformed error answer to a pipelined query");
+        goto out;
+    }
+    q = p;
+    if (get_lenenc(&q, len, &cols) != 0 || cols != 1 || stmt->field_count != 1 ||
+        (size_t)(q - p) + 1 < len) {
+        rc = malformed(a, "a pipelined query answered with other than one column");
+        goto out;
+    }
+    if ((size_t)(q - p) < len)
+        meta = *q;                                  /* 0: definitions skipped */
+    for (i = 0; meta && i < cols; i++)
+        if (next_packet(fd, rest, &at, &deadline, &p, &len, a) != 0)
+            goto out;
+    if (next_packet(fd, rest, &at, &deadline, &p, &len, a) != 0)
+        goto out;
+    if (len < 1 || len >= 9 || p[0] != 0xfe) {
+        rc = malformed(a, "no EOF after a pipelined query's columns");
+        goto out;
+    }
+    for (;;) {
+        if (next_packet(fd, rest, &at, &deadline, &p, &len, a) != 0)
+            goto out;
+        if (len >= 5 && len < 9 && p[0] == 0xfe) {  /* EOF: the end */
+            conn->server_status = (unsigned)get_le(p + 3, 2);
+            break;
+        }
+        if (len >= 1 && p[0] == 0xff) {             /* failed mid-way */
+            *found = 0;
+            if (parse_answer(conn, p, len, a) != 0) {
+                rc = malformed(a, "a malformed error answer to a pipelined query");
+                goto out;
+            }
+            break;
+        }
+        /* a row: 0x00, a NULL bitmap of (1 + 9) / 8 = 1 byte, the value */
+        if (len < 2 || p[0] != 0x00 || (p[1] & 0x04) || *found ||
+            get_int(&stmt->fields[0], p + 2, len - 2, value) != 0) {
+            rc = malformed(a, "a pipelined query's row is not one integer");
+            goto out;
+        }
+        *found = 1;
+    }
+    rc = at == rest->have ? 0 : malformed(a, "bytes past a pipelined query's answer");
+out:
+    rest->have = 0;
+    return rc;
 }

@@ -14,6 +14,17 @@
  * leaves the connection as libmariadb expects it between commands, ready for
  * the next call through its API. It works on any connection libmariadb made
  * without TLS or compression, which locklab never asks for.
+ *
+ * db_pipe2_then() sends a third statement behind the two, a query of one
+ * row and one integer column, and leaves its answer coming: whoever holds
+ * the connection next reads it with db_pipe_row(), and must, before the
+ * connection is used for anything else. mysql-for-update starts its next
+ * sale's transaction (SELECT … FOR UPDATE) this way behind the last one's
+ * COMMIT. The answer is read the way libmariadb 3.3 reads it: no
+ * CLIENT_DEPRECATE_EOF (it never asks for it), so an EOF packet ends the
+ * column definitions and the rows, and the column definitions themselves
+ * may be skipped (MARIADB_CLIENT_CACHE_METADATA), their types then being
+ * those the statement was prepared with.
  */
 #ifndef LOCKLAB_DB_PIPE_H
 #define LOCKLAB_DB_PIPE_H
@@ -21,6 +32,14 @@
 #include <mysql.h>
 
 #define DB_PIPE_PARAMS 8
+#define DB_PIPE_BUF    2048         /* two OKs are ~20 bytes; an ERR ≤ 530 */
+
+/* What was read off a connection past the answers asked for so far: the
+ * beginning of a pending answer. */
+struct db_pipe_buf {
+    size_t        have;
+    unsigned char data[DB_PIPE_BUF];
+};
 
 struct db_pipe_answer {
     unsigned           err;         /* 0, or the server's error number */
@@ -39,5 +58,19 @@ struct db_pipe_answer {
  * step with libmariadb and must be closed. */
 int db_pipe2(MYSQL *conn, MYSQL_STMT *first, const long long *params, int n,
              MYSQL_STMT *second, int timeout_ms, struct db_pipe_answer a[2]);
+
+/* db_pipe2(), then `third` with its m parameters in the same write; its
+ * answer is left for db_pipe_row(), with what came of it already in *rest.
+ * Returns as db_pipe2(); the third was sent only when it returns 0. */
+int db_pipe2_then(MYSQL *conn, MYSQL_STMT *first, const long long *params, int n,
+                  MYSQL_STMT *second, MYSQL_STMT *third, const long long *tparams, int m,
+                  int timeout_ms, struct db_pipe_answer a[2], struct db_pipe_buf *rest);
+
+/* Reads the pending answer of `stmt` (sent by db_pipe2_then(); its first
+ * column an integer): 0 with *found (0 or 1 rows) and *value, or with
+ * a->err a server error (no row then); -1 as db_pipe2(), the connection
+ * then out of step. Either way nothing is pending afterwards. */
+int db_pipe_row(MYSQL *conn, MYSQL_STMT *stmt, struct db_pipe_buf *rest, int timeout_ms,
+                long long *value, int *found, struct db_pipe_answer *a);
 
 #endif /* LOCKLAB_DB_PIPE_H */

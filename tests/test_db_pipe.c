@@ -1,7 +1,8 @@
 /* test_db_pipe.c — app/db_pipe.c against the stack's real MariaDB, over its
  * Unix socket and over TCP: two statements in one round trip, a failing
  * first statement, a killed connection, and libmariadb still in step with
- * the connection afterwards. Works on product 1002 (the one ll-limits uses)
+ * the connection afterwards; a third statement behind the two, a query
+ * whose answer db_pipe_row() reads: a row, no row, a lock wait timeout. Works on product 1002 (the one ll-limits uses)
  * and puts its count back at the end.
  *
  *     set -a; . .run/stack.env; set +a; build/test_db_pipe
@@ -138,6 +139,50 @@ static void suite(int tcp)
     CHECK(run(nowait, &id, 1, &err) == was && err == 0);
     CHECK(run(lock, &id, 1, &err) == was && err == 0);
     CHECK(mysql_commit(m) == 0);
+
+    /* A query behind the pair: the next transaction's SELECT … FOR UPDATE,
+     * its answer read later by db_pipe_row(), again and again. */
+    {
+        MYSQL_STMT *short_wait = prepare(m, "SET SESSION innodb_lock_wait_timeout = 1");
+        struct db_pipe_buf rest;
+        long long v = -1, none = -1;
+        int found = -1;
+
+        run(lock, &id, 1, &err);
+        for (i = 1; i <= 3; i++) {
+            p[0] = was - i, p[1] = id;
+            CHECK(db_pipe2_then(m, write, p, 2, commit, lock, &id, 1, 5000, a, &rest) == 0);
+            CHECK(a[0].err == 0 && a[0].affected == 1 && a[1].err == 0);
+            CHECK(db_pipe_row(m, lock, &rest, 5000, &v, &found, &a[0]) == 0);
+            CHECK(a[0].err == 0 && found == 1 && v == was - i && rest.have == 0);
+            CHECK(run(nowait, &id, 1, &err) == -1 && err != 0);    /* held again */
+        }
+        /* No such row: no row, and the answer ends where it should. */
+        p[0] = was, p[1] = id;
+        CHECK(db_pipe2_then(m, write, p, 2, commit, lock, &none, 1, 5000, a, &rest) == 0);
+        CHECK(a[0].err == 0 && a[1].err == 0);
+        CHECK(db_pipe_row(m, lock, &rest, 5000, &v, &found, &a[0]) == 0);
+        CHECK(a[0].err == 0 && found == 0);
+        CHECK(mysql_commit(m) == 0);                                /* in step */
+        CHECK(run(nowait, &id, 1, &err) == was && err == 0);
+
+        /* The query waits for a row another transaction holds and times
+         * out: the server's error is the answer, and the connection is in
+         * step afterwards. */
+        CHECK(mysql_autocommit(other, 0) == 0);
+        CHECK(run(waitrow, &id, 1, &err) == was && err == 0);       /* other holds it */
+        run(short_wait, NULL, 0, &err);
+        CHECK(err == 0);
+        p[0] = 0, p[1] = none;
+        CHECK(db_pipe2_then(m, write, p, 2, commit, lock, &id, 1, 5000, a, &rest) == 0);
+        CHECK(a[0].err == 0 && a[0].affected == 0 && a[1].err == 0);
+        CHECK(db_pipe_row(m, lock, &rest, 5000, &v, &found, &a[0]) == 0);
+        CHECK(a[0].err == 1205 && found == 0);
+        CHECK(mysql_rollback(m) == 0);
+        CHECK(run(find, NULL, 0, &err) == id && err == 0);
+        CHECK(mysql_commit(other) == 0 && mysql_autocommit(other, 1) == 0);
+        mysql_stmt_close(short_wait);
+    }
 
     /* The server ends the connection: lost, not an answer. */
     {

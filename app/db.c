@@ -16,7 +16,9 @@
  * never replaced behind the caller's back: a lost connection fails the
  * statement, because a fresh one would run it outside the transaction.
  * db_exec_commit() ends a transaction with its last statement and the
- * COMMIT in one round trip (db_pipe.c).
+ * COMMIT in one round trip (db_pipe.c); db_exec_commit_next() sends the next
+ * transaction's first statement in the same round trip, and leaves its
+ * answer pending on the connection for db_exec_pending().
  */
 #include "db.h"
 #include "db_pipe.h"
@@ -58,6 +60,9 @@ struct db {
     unsigned        last_errno;
     int             manual;         /* autocommit is off on this conn    */
     int             txn;            /* between db_begin and commit/roll. */
+    MYSQL_STMT     *pending;        /* its answer not read yet: rest has
+                                     * what came of it                   */
+    struct db_pipe_buf rest;
     int             nstmts;
     struct db_stmt  stmts[DB_MAX_STMTS];
 };
@@ -76,6 +81,7 @@ struct db *db_new(const struct config *cfg)
 static void db_disconnect(struct db *db)
 {
     int i;
+    db->pending = NULL;         /* a closed connection answers nothing */
     for (i = 0; i < db->nstmts; i++)
         mysql_stmt_close(db->stmts[i].stmt);
     db->nstmts = 0;
@@ -213,15 +219,13 @@ static int db_connect(struct lock_ctx *ctx)
     return LL_OK;
 }
 
-static MYSQL_STMT *db_prepare(struct lock_ctx *ctx, const char *sql, int *status)
+/* `sql` prepared on the connection as it is (see db_prepare()). */
+static MYSQL_STMT *db_stmt(struct lock_ctx *ctx, const char *sql, int *status)
 {
     struct db *db = ctx->db;
     MYSQL_STMT *stmt;
     int i;
 
-    *status = db_connect(ctx);
-    if (*status != LL_OK)
-        return NULL;
     for (i = 0; i < db->nstmts; i++)
         if (db->stmts[i].sql == sql)
             return db->stmts[i].stmt;
@@ -239,6 +243,14 @@ static MYSQL_STMT *db_prepare(struct lock_ctx *ctx, const char *sql, int *status
     db->stmts[db->nstmts].sql = sql;
     db->stmts[db->nstmts++].stmt = stmt;
     return stmt;
+}
+
+/* `sql` prepared on a live connection: (re)connects first when needed. */
+static MYSQL_STMT *db_prepare(struct lock_ctx *ctx, const char *sql, int *status)
+{
+    assert(ctx->db->pending == NULL);
+    *status = db_connect(ctx);
+    return *status == LL_OK ? db_stmt(ctx, sql, status) : NULL;
 }
 
 static const char sql_autocommit_off[] = "SET autocommit = 0";
@@ -363,6 +375,18 @@ void db_rollback(struct lock_ctx *ctx)
     memcpy(ctx->errstr, saved, sizeof saved);
 }
 
+/* A pipelined exchange that could not be finished: the connection is out
+ * of step with libmariadb, so it is closed, and the server rolls back. */
+static int db_pipe_lost(struct lock_ctx *ctx, const struct db_pipe_answer *a)
+{
+    int status;
+
+    ctx->db->txn = 0;
+    status = db_fail(ctx, a->err, a->msg, "execute");
+    db_disconnect(ctx->db);
+    return status;
+}
+
 int db_exec_commit(struct lock_ctx *ctx, const char *sql, long long *rows, const char *fmt, ...)
 {
     struct db *db = ctx->db;
@@ -381,17 +405,14 @@ int db_exec_commit(struct lock_ctx *ctx, const char *sql, long long *rows, const
     va_end(ap);
     stmt = db_prepare(ctx, sql, &status);
     if (stmt != NULL)
-        commit = db_prepare(ctx, sql_commit, &status);
+        commit = db_stmt(ctx, sql_commit, &status);
     if (commit == NULL) {
         db_rollback(ctx);
         return status;
     }
     assert((unsigned long)n == mysql_stmt_param_count(stmt) && mysql_stmt_field_count(stmt) == 0);
     if (db_pipe2(db->conn, stmt, params, n, commit, (int)db_rw_timeout(db->cfg) * 1000, a) != 0) {
-        db->txn = 0;                        /* closed: the server rolls back */
-        status = db_fail(ctx, a[0].err, a[0].msg, "execute");
-        db_disconnect(db);
-        return status;
+        return db_pipe_lost(ctx, &a[0]);
     }
     if (a[1].err) {                         /* COMMIT failed: roll back */
         status = db_fail(ctx, a[1].err, a[1].msg, "commit");
@@ -403,5 +424,73 @@ int db_exec_commit(struct lock_ctx *ctx, const char *sql, long long *rows, const
         return db_fail(ctx, a[0].err, a[0].msg, "execute");
     if (rows)
         *rows = (long long)a[0].affected;
+    return LL_OK;
+}
+
+int db_exec_commit_next(struct lock_ctx *ctx, const char *sql, long long *rows,
+                        const long long *params, int n, const char *next_sql,
+                        const long long *next_params, int next_n, int *next_sent)
+{
+    struct db *db = ctx->db;
+    struct db_pipe_answer a[2];
+    MYSQL_STMT *stmt, *commit = NULL, *next = NULL;
+    int status;
+
+    assert(db->txn);
+    *next_sent = 0;
+    stmt = db_prepare(ctx, sql, &status);
+    if (stmt != NULL)
+        commit = db_stmt(ctx, sql_commit, &status);
+    if (commit != NULL)
+        next = db_stmt(ctx, next_sql, &status);
+    if (next == NULL) {
+        db_rollback(ctx);
+        return status;
+    }
+    assert((unsigned long)n == mysql_stmt_param_count(stmt) && mysql_stmt_field_count(stmt) == 0);
+    assert((unsigned long)next_n == mysql_stmt_param_count(next) &&
+           mysql_stmt_field_count(next) == 1);
+    if (db_pipe2_then(db->conn, stmt, params, n, commit, next, next_params, next_n,
+                      (int)db_rw_timeout(db->cfg) * 1000, a, &db->rest) != 0) {
+        return db_pipe_lost(ctx, &a[0]);
+    }
+    if (a[0].err || a[1].err) {
+        /* The next statement ran too, in a transaction of its own: closing
+         * the connection rolls back both, and the error is the answer. */
+        status = a[1].err ? db_fail(ctx, a[1].err, a[1].msg, "commit")
+                          : db_fail(ctx, a[0].err, a[0].msg, "execute");
+        db->txn = 0;
+        db_disconnect(db);
+        return status;
+    }
+    db->pending = next;                     /* committed; the next one began */
+    *next_sent = 1;
+    if (rows)
+        *rows = (long long)a[0].affected;
+    return LL_OK;
+}
+
+int db_pending(const struct lock_ctx *ctx)
+{
+    return ctx->db->pending != NULL;
+}
+
+int db_exec_pending(struct lock_ctx *ctx, long long *rows, long long *value)
+{
+    struct db *db = ctx->db;
+    struct db_pipe_answer a;
+    MYSQL_STMT *stmt = db->pending;
+    int found = 0;
+
+    assert(stmt != NULL && db->txn);
+    db->pending = NULL;
+    if (db_pipe_row(db->conn, stmt, &db->rest, (int)db_rw_timeout(db->cfg) * 1000,
+                    value, &found, &a) != 0) {
+        return db_pipe_lost(ctx, &a);
+    }
+    if (a.err)
+        return db_fail(ctx, a.err, a.msg, "execute");
+    if (rows)
+        *rows = found;
     return LL_OK;
 }

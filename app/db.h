@@ -49,6 +49,23 @@ void db_rollback(struct lock_ctx *ctx);   /* best effort, on error paths */
 int db_exec_commit(struct lock_ctx *ctx, const char *sql, long long *rows,
                    const char *fmt, ...);
 
+/* db_exec_commit() with the statement's parameters in params[0..n), and in
+ * the same round trip the next transaction's first statement, `next_sql`: a
+ * query of next_n long long parameters and one integer column, which runs
+ * the moment the COMMIT is done. Its answer stays pending on the connection
+ * (*next_sent = 1), for db_exec_pending() on whichever slot holds the
+ * connection by then: nothing else may use it before. Whenever this does
+ * not return LL_OK, *next_sent is 0: nothing was sent, or the connection
+ * was closed, which rolled the next statement back. */
+int db_exec_commit_next(struct lock_ctx *ctx, const char *sql, long long *rows,
+                        const long long *params, int n, const char *next_sql,
+                        const long long *next_params, int next_n, int *next_sent);
+
+/* Whether ctx's connection has a pending answer; reading it, as db_exec()
+ * with fmt "…>l": *rows the rows fetched (0 or 1), *value the column. */
+int db_pending(const struct lock_ctx *ctx);
+int db_exec_pending(struct lock_ctx *ctx, long long *rows, long long *value);
+
 unsigned db_errno(const struct lock_ctx *ctx);
 
 #endif /* LOCKLAB_DB_H */

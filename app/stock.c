@@ -127,6 +127,15 @@ int stock_write_commit(struct lock_ctx *ctx, const struct product *p, long long 
     return db_exec_commit(ctx, sql_write, NULL, "ll", count, p->id);
 }
 
+int stock_write_commit_next(struct lock_ctx *ctx, const struct product *p, long long count,
+                            const char *next_sql, int *next_sent)
+{
+    const long long params[2] = { count, p->id }, next_params[1] = { p->id };
+
+    return db_exec_commit_next(ctx, sql_write, NULL, params, 2, next_sql, next_params, 1,
+                               next_sent);
+}
+
 int stock_count(struct lock_ctx *ctx, const struct product *p, long long *count)
 {
     return stock_read(ctx, p, count);

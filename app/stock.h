@@ -37,6 +37,10 @@ int stock_read(struct lock_ctx *ctx, const struct product *p, long long *count);
 int stock_write(struct lock_ctx *ctx, const struct product *p, long long count);
 /* stock_write() and COMMIT in one round trip, ending the transaction. */
 int stock_write_commit(struct lock_ctx *ctx, const struct product *p, long long count);
+/* stock_write_commit(), and behind it, in the same round trip, `next_sql`
+ * (a query of p's id) opening the next transaction (db_exec_commit_next()). */
+int stock_write_commit_next(struct lock_ctx *ctx, const struct product *p, long long count,
+                            const char *next_sql, int *next_sent);
 
 int stock_count(struct lock_ctx *ctx, const struct product *p, long long *count);
 int stock_set(struct lock_ctx *ctx, const struct product *p, long long count);

@@ -54,6 +54,7 @@ struct config;
 struct db;
 struct redis_set;
 struct product;
+struct purchase;
 struct lock_room;
 
 #define LOCK_MAX_DEPTH 8    /* deepest re-entry a request may ask for */
@@ -83,6 +84,7 @@ struct lock_ctx {
                                      * -1 when it never was (stats)           */
     const struct lock_ops *ops;     /* the strategy it runs                   */
     struct lock_room *room;         /* the waiting room it is in (lock_poll)  */
+    struct purchase  *queued;       /* its place in a row queue (mysql_queue) */
 
     /* The last failure, hiredis style. */
     int         err;                /* an ll_status, 0 when none              */

@@ -26,20 +26,39 @@
  * instance to put to sleep and wake, which measured 2.5-2.6k -> 2.7-2.8k
  * sales/s through nginx with 64 connections. Two at a time per instance
  * measured no better (5.3k, 4.9k against 5.3k, 5.1k).
+ *
+ * When a purchase waits in that queue behind the one at the row, its
+ * transaction begins in the same round trip as the current one's COMMIT:
+ *
+ *     UPDATE …; COMMIT; SELECT count … FOR UPDATE   -- one write
+ *
+ * (db_exec_commit_next()). The next SELECT then joins InnoDB's line for
+ * the row the moment the row is free, on a MariaDB thread already awake,
+ * and the purchase it belongs to gets this slot's connection with the
+ * SELECT's answer coming (mysql_queue_pass()) and carries on from there.
+ * Each sale is still its own transaction, the row locked from its SELECT
+ * to its COMMIT. Measured through nginx with 64 connections on the 2-core
+ * VM, 3 alternating pairs: sales/s 6495, 7044, 6428 -> 6764, 6281, 6294
+ * (no change beyond the runs' spread: the row's turn still passes through
+ * the same three wake-ups), p99 42.5, 39.7, 43.6 -> 15.6, 17.1, 18.5 ms,
+ * MariaDB's context switches a sale 3.5 -> 2.4.
  */
 #include "mysql_private.h"
 #include "../app/db.h"
 #include "../app/stock.h"
 
+static const char sql_select[] = "SELECT count FROM db_stock WHERE id = ? FOR UPDATE";
+
 static int for_update_once(struct lock_ctx *ctx, const struct product *p, long long *remaining)
 {
-    static const char sql[] = "SELECT count FROM db_stock WHERE id = ? FOR UPDATE";
+    struct purchase *next;
     long long count = 0, rows = 0;
-    int rc;
+    int rc, began = 0;
 
-    if ((rc = db_begin(ctx)) != LL_OK)
-        return rc;
-    rc = db_exec(ctx, sql, &rows, "l>l", p->id, &count);
+    if (db_pending(ctx))            /* sent behind the last sale's COMMIT */
+        rc = db_exec_pending(ctx, &rows, &count);
+    else if ((rc = db_begin(ctx)) == LL_OK)
+        rc = db_exec(ctx, sql_select, &rows, "l>l", p->id, &count);
     if (rc == LL_OK && rows == 0)
         rc = lock_error(ctx, LL_ERROR, "mysql", "db_stock row %lld vanished", p->id);
     if (rc == LL_OK && count <= 0) {
@@ -48,7 +67,12 @@ static int for_update_once(struct lock_ctx *ctx, const struct product *p, long l
     }
     if (rc == LL_OK) {
         stock_hold(ctx);
-        rc = stock_write_commit(ctx, p, count - 1);
+        if ((next = mysql_queue_claim(ctx)) != NULL) {
+            rc = stock_write_commit_next(ctx, p, count - 1, sql_select, &began);
+            mysql_queue_pass(ctx, next, began);
+        } else {
+            rc = stock_write_commit(ctx, p, count - 1);
+        }
     }
     if (rc != LL_OK) {
         db_rollback(ctx);           /* nothing left to do if the commit ran */

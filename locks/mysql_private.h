@@ -23,6 +23,17 @@ typedef int (*mysql_sell_fn)(struct lock_ctx *ctx, const struct product *prod,
 int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long *remaining,
                      int batch, mysql_sell_fn sell);
 
+/* For a leader's sale, in the middle of it: claim the next purchase in
+ * line for the same row and sale, so that its transaction can begin in the
+ * same round trip as this one's COMMIT (db_exec_commit_next()); NULL when
+ * none waits. Then mysql_queue_pass() says whether it began: if so, the
+ * claimed purchase gets this slot's connection, with its first statement's
+ * answer pending, and leads next; if not, it goes back to the head of the
+ * line. */
+struct purchase;
+struct purchase *mysql_queue_claim(struct lock_ctx *ctx);
+void mysql_queue_pass(struct lock_ctx *ctx, struct purchase *next, int began);
+
 /* UPDATE … count = count - 1 WHERE id = ? AND count >= 1 (seed 001). */
 int mysql_sell_one(struct lock_ctx *ctx, const struct product *prod, long long *remaining);
 

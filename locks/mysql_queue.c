@@ -23,9 +23,15 @@
  * sells all n or none. None means fewer than n are left: the leader then
  * sells them one unit at a time until one is refused, and the rest of the
  * batch is sold out too (stock only falls during a sale).
+ * A leader may also pass the row on: mysql_queue_claim() takes the next
+ * purchase in line for its row and sale, and mysql_queue_pass() either
+ * hands it the leader's connection, its transaction already begun, and
+ * makes it the leader (q->busy stays set), or puts it back at the head of
+ * the line (mysql-for-update, which begins the next transaction behind its
+ * COMMIT).
  * A purchase whose deadline passes while it waits in line leaves the queue
- * with a timeout; one already taken by a leader waits for its answer, which
- * MariaDB's own timeouts bound. Each UPDATE of the queue's counts as one
+ * with a timeout; one already taken or claimed by a leader waits for its
+ * answer or its turn, which MariaDB's own timeouts bound. Each UPDATE of the queue's counts as one
  * backend operation of its leader, so /stats shows batching as operations
  * per sale below 1.
  */
@@ -48,7 +54,11 @@ struct purchase {
     mysql_sell_fn    sell;          /* one purchase alone */
     long long        remaining;     /* what sell said is left */
     int              status;        /* PENDING until a leader answers */
-    int              taken;         /* in a leader's batch: wait for it */
+    int              taken;         /* in a leader's batch, or claimed by
+                                     * it (mysql_queue_claim): wait      */
+    int              lead;          /* passed the row and a begun
+                                     * transaction: lead now             */
+    int              passed;        /* I passed the row to the next      */
 };
 
 struct queue {
@@ -59,6 +69,11 @@ struct queue {
 
 static struct queue queues[QUEUES];
 static pthread_once_t queues_once = PTHREAD_ONCE_INIT;
+
+static struct queue *queue_of(const struct product *prod)
+{
+    return &queues[(unsigned long long)prod->id % QUEUES];
+}
 
 static void queues_init(void)
 {
@@ -180,18 +195,65 @@ static void lead(struct queue *q, struct purchase *me, int max)
             lock_error(batch[i]->ctx, status[i], me->ctx->backend, "%s", me->ctx->errstr);
         wake[nwake++] = &batch[i]->ctx->wake;
     }
-    q->busy = 0;
-    if (q->head)                            /* the next in line leads */
-        wake[nwake++] = &q->head->ctx->wake;
+    if (!me->passed) {                      /* else the row is the next's */
+        q->busy = 0;
+        if (q->head)                        /* the next in line leads */
+            wake[nwake++] = &q->head->ctx->wake;
+    }
     pthread_mutex_unlock(&q->lock);
     for (i = 0; i < nwake; i++)
         pthread_cond_signal(wake[i]);
 }
 
+struct purchase *mysql_queue_claim(struct lock_ctx *ctx)
+{
+    struct purchase *me = ctx->queued, *p;
+    struct queue *q;
+
+    if (me == NULL)
+        return NULL;
+    q = queue_of(me->prod);
+    pthread_mutex_lock(&q->lock);
+    for (p = q->head; p; p = p->next)
+        if (p->prod->id == me->prod->id && p->sell == me->sell)
+            break;
+    if (p) {
+        unlink_purchase(q, p);
+        p->taken = 1;                       /* its deadline no longer counts */
+    }
+    pthread_mutex_unlock(&q->lock);
+    return p;
+}
+
+void mysql_queue_pass(struct lock_ctx *ctx, struct purchase *next, int began)
+{
+    struct purchase *me = ctx->queued;
+    struct queue *q = queue_of(me->prod);
+    struct db *db;
+
+    pthread_mutex_lock(&q->lock);
+    if (began) {                            /* my connection is its now */
+        db = ctx->db;
+        ctx->db = next->ctx->db;
+        next->ctx->db = db;
+        next->lead = 1;
+        me->passed = 1;
+    } else {                                /* first in line again */
+        next->taken = 0;
+        next->next = q->head;
+        q->head = next;
+        if (q->tail == NULL)
+            q->tail = next;
+    }
+    pthread_mutex_unlock(&q->lock);
+    if (began)
+        pthread_cond_signal(&next->ctx->wake);
+}
+
 int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long *remaining,
                      int max, mysql_sell_fn sell)
 {
-    struct queue *q = &queues[(unsigned long long)prod->id % QUEUES];
+    struct queue *q = queue_of(prod);
     struct timespec ts = { ctx->deadline_ms / 1000, (ctx->deadline_ms % 1000) * 1000000 };
     struct purchase me = { .ctx = ctx, .prod = prod, .sell = sell, .remaining = -1,
                            .status = PENDING };
@@ -205,13 +267,15 @@ int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long
     else
         q->head = &me;
     q->tail = &me;
+    ctx->queued = &me;
     while (me.status == PENDING) {
-        if (me.taken)                       /* answered soon, deadline or not */
-            pthread_cond_wait(&ctx->wake, &q->lock);
-        else if (!q->busy && q->head == &me) {
+        if (me.lead || (!me.taken && !q->busy && q->head == &me)) {
             lead(q, &me, max);              /* answers me, frees q->lock */
+            ctx->queued = NULL;
             *remaining = me.remaining;
             return me.status;
+        } else if (me.taken) {              /* answered soon, deadline or not */
+            pthread_cond_wait(&ctx->wake, &q->lock);
         } else if (pthread_cond_timedwait(&ctx->wake, &q->lock, &ts) == ETIMEDOUT &&
                  me.status == PENDING && !me.taken) {
             unlink_purchase(q, &me);        /* still in line: give up */
@@ -222,6 +286,7 @@ int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long
         }
     }
     pthread_mutex_unlock(&q->lock);
+    ctx->queued = NULL;
     *remaining = me.remaining;
     return me.status;
 }

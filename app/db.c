@@ -494,3 +494,39 @@ int db_exec_pending(struct lock_ctx *ctx, long long *rows, long long *value)
         *rows = found;
     return LL_OK;
 }
+
+int db_exec_query(struct lock_ctx *ctx, const char *sql, long long *rows,
+                  const long long *params, int n, const char *query_sql,
+                  const long long *qparams, int m, long long *values, long long *found)
+{
+    struct db *db = ctx->db;
+    struct db_pipe_answer a[2];
+    MYSQL_STMT *stmt, *query = NULL;
+    int status, got = 0;
+
+    assert(!db->txn);
+    if (db->manual) {                       /* as db_exec(): autocommit on */
+        if ((status = db_exec(ctx, sql_autocommit_on, NULL, "")) != LL_OK)
+            return status;
+        db->manual = 0;
+    }
+    stmt = db_prepare(ctx, sql, &status);
+    if (stmt != NULL)
+        query = db_stmt(ctx, query_sql, &status);
+    if (query == NULL)
+        return status;
+    assert((unsigned long)n == mysql_stmt_param_count(stmt) && mysql_stmt_field_count(stmt) == 0);
+    assert((unsigned long)m == mysql_stmt_param_count(query) &&
+           mysql_stmt_field_count(query) <= DB_PIPE_COLS);
+    if (db_pipe_exec_query(db->conn, stmt, params, n, query, qparams, m,
+                           (int)db_rw_timeout(db->cfg) * 1000, a, values, &got) != 0)
+        return db_pipe_lost(ctx, &a[0]);
+    if (a[0].err)
+        return db_fail(ctx, a[0].err, a[0].msg, "execute");
+    if (a[1].err)
+        return db_fail(ctx, a[1].err, a[1].msg, "execute");
+    if (rows)
+        *rows = (long long)a[0].affected;
+    *found = got;
+    return LL_OK;
+}

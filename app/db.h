@@ -66,6 +66,16 @@ int db_exec_commit_next(struct lock_ctx *ctx, const char *sql, long long *rows,
 int db_pending(const struct lock_ctx *ctx);
 int db_exec_pending(struct lock_ctx *ctx, long long *rows, long long *value);
 
+/* Outside a transaction: `sql` (n long long parameters, no result, its
+ * affected rows in *rows) and, in the same round trip, the query
+ * `query_sql` (m parameters, up to 4 integer columns): *found its rows
+ * fetched (0 or 1), values[] the row. The query runs the moment the first
+ * statement is done, whatever its outcome; the first failure is the
+ * answer. */
+int db_exec_query(struct lock_ctx *ctx, const char *sql, long long *rows,
+                  const long long *params, int n, const char *query_sql,
+                  const long long *qparams, int m, long long *values, long long *found);
+
 unsigned db_errno(const struct lock_ctx *ctx);
 
 #endif /* LOCKLAB_DB_H */

@@ -292,8 +292,8 @@ int db_pipe2_then(MYSQL *conn, MYSQL_STMT *first, const long long *params, int n
     return send_read2(conn, out, len, timeout_ms, a, rest);
 }
 
-/* An integer column's value in a binary row, by the type it was prepared
- * with; -1 for any other type. */
+/* An integer column's value at p in a binary row, by the type the column
+ * was prepared with: the bytes it takes, or -1 for any other type. */
 static int get_int(const MYSQL_FIELD *f, const unsigned char *p, size_t len, long long *v)
 {
     int w, uns = (f->flags & UNSIGNED_FLAG) != 0;
@@ -313,70 +313,123 @@ static int get_int(const MYSQL_FIELD *f, const unsigned char *p, size_t len, lon
     if (!uns && w < 8 && (u >> (8 * w - 1)) & 1)
         u |= ~0ULL << (8 * w);                      /* sign-extend */
     *v = (long long)u;
-    return 0;
+    return w;
 }
 
-int db_pipe_row(MYSQL *conn, MYSQL_STMT *stmt, struct db_pipe_buf *rest, int timeout_ms,
-                long long *value, int *found, struct db_pipe_answer *a)
+/* One binary row of stmt's integer columns into values[]; 0 or -1. */
+static int get_row(MYSQL_STMT *stmt, const unsigned char *p, size_t len, long long *values)
 {
-    struct timespec deadline;
+    size_t i, nulls = (stmt->field_count + 9) / 8, at = 1 + nulls;
+    int w;
+
+    if (len < at || p[0] != 0x00)
+        return -1;
+    for (i = 0; i < stmt->field_count; i++) {
+        if (p[1 + (i + 2) / 8] & (1u << ((i + 2) % 8)))
+            return -1;                              /* NULL */
+        if ((w = get_int(&stmt->fields[i], p + at, len - at, &values[i])) < 0)
+            return -1;
+        at += (size_t)w;
+    }
+    return at == len ? 0 : -1;
+}
+
+/* The answer to stmt at *at in b, read from fd as needed: a result set of
+ * at most one row, or an ERR. 0 with *found, values[] and a->err; -1 when
+ * the connection failed or the answer is not one. */
+static int read_result(MYSQL *conn, MYSQL_STMT *stmt, struct db_pipe_buf *b, size_t *at,
+                       const struct timespec *deadline, long long *values, int *found,
+                       struct db_pipe_answer *a)
+{
+    int fd = (int)mysql_get_socket(conn), meta = 1;
     const unsigned char *p, *q;
     unsigned long long cols;
-    int fd = (int)mysql_get_socket(conn), meta = 1, rc = -1;
-    size_t at = 0, len, i;
+    size_t len, i;
 
     memset(a, 0, sizeof *a);
     *found = 0;
-    set_deadline(&deadline, timeout_ms);
-    if (next_packet(fd, rest, &at, &deadline, &p, &len, a) != 0)
-        goto out;
-    if (len >= 1 && p[0] == 0xff) {                 /* ERR: the whole answer */
-        rc = parse_answer(conn, p, len, a) == 0 && at == rest->have ? 0 :
-             malformed(a, "a malformed error answer to a pipelined query");
-        goto out;
-    }
+    if (next_packet(fd, b, at, deadline, &p, &len, a) != 0)
+        return -1;
+    if (len >= 1 && p[0] == 0xff)                   /* ERR: the whole answer */
+        return parse_answer(conn, p, len, a) == 0 ? 0 :
+               malformed(a, "a malformed error answer to a pipelined query");
     q = p;
-    if (get_lenenc(&q, len, &cols) != 0 || cols != 1 || stmt->field_count != 1 ||
-        (size_t)(q - p) + 1 < len) {
-        rc = malformed(a, "a pipelined query answered with other than one column");
-        goto out;
-    }
+    if (get_lenenc(&q, len, &cols) != 0 || cols != stmt->field_count || cols == 0 ||
+        cols > DB_PIPE_COLS || (size_t)(q - p) + 1 < len)
+        return malformed(a, "a pipelined query answered with other columns");
     if ((size_t)(q - p) < len)
         meta = *q;                                  /* 0: definitions skipped */
     for (i = 0; meta && i < cols; i++)
-        if (next_packet(fd, rest, &at, &deadline, &p, &len, a) != 0)
-            goto out;
-    if (next_packet(fd, rest, &at, &deadline, &p, &len, a) != 0)
-        goto out;
-    if (len < 1 || len >= 9 || p[0] != 0xfe) {
-        rc = malformed(a, "no EOF after a pipelined query's columns");
-        goto out;
-    }
+        if (next_packet(fd, b, at, deadline, &p, &len, a) != 0)
+            return -1;
+    if (next_packet(fd, b, at, deadline, &p, &len, a) != 0)
+        return -1;
+    if (len < 1 || len >= 9 || p[0] != 0xfe)
+        return malformed(a, "no EOF after a pipelined query's columns");
     for (;;) {
-        if (next_packet(fd, rest, &at, &deadline, &p, &len, a) != 0)
-            goto out;
+        if (next_packet(fd, b, at, deadline, &p, &len, a) != 0)
+            return -1;
         if (len >= 5 && len < 9 && p[0] == 0xfe) {  /* EOF: the end */
             conn->server_status = (unsigned)get_le(p + 3, 2);
-            break;
+            return 0;
         }
         if (len >= 1 && p[0] == 0xff) {             /* failed mid-way */
             *found = 0;
-            if (parse_answer(conn, p, len, a) != 0) {
-                rc = malformed(a, "a malformed error answer to a pipelined query");
-                goto out;
-            }
-            break;
+            return parse_answer(conn, p, len, a) == 0 ? 0 :
+                   malformed(a, "a malformed error answer to a pipelined query");
         }
-        /* a row: 0x00, a NULL bitmap of (1 + 9) / 8 = 1 byte, the value */
-        if (len < 2 || p[0] != 0x00 || (p[1] & 0x04) || *found ||
-            get_int(&stmt->fields[0], p + 2, len - 2, value) != 0) {
-            rc = malformed(a, "a pipelined query's row is not one integer");
-            goto out;
-        }
+        if (*found || get_row(stmt, p, len, values) != 0)
+            return malformed(a, "a pipelined query's answer is not one row of integers");
         *found = 1;
     }
-    rc = at == rest->have ? 0 : malformed(a, "bytes past a pipelined query's answer");
-out:
+}
+
+int db_pipe_row(MYSQL *conn, MYSQL_STMT *stmt, struct db_pipe_buf *rest, int timeout_ms,
+                long long *values, int *found, struct db_pipe_answer *a)
+{
+    struct timespec deadline;
+    size_t at = 0;
+    int rc;
+
+    set_deadline(&deadline, timeout_ms);
+    rc = read_result(conn, stmt, rest, &at, &deadline, values, found, a);
+    if (rc == 0 && at != rest->have)
+        rc = malformed(a, "bytes past a pipelined query's answer");
     rest->have = 0;
     return rc;
+}
+
+int db_pipe_exec_query(MYSQL *conn, MYSQL_STMT *first, const long long *params, int n,
+                       MYSQL_STMT *query, const long long *qparams, int m, int timeout_ms,
+                       struct db_pipe_answer a[2], long long *values, int *found)
+{
+    unsigned char out[DB_PIPE_BUF];
+    struct db_pipe_buf b;
+    struct timespec deadline;
+    const unsigned char *p;
+    int fd = (int)mysql_get_socket(conn);
+    size_t len, at = 0;
+
+    memset(a, 0, 2 * sizeof *a);
+    *found = 0;
+    assert(n >= 0 && n <= DB_PIPE_PARAMS && m >= 0 && m <= DB_PIPE_PARAMS);
+    if (refuse_tls(conn, &a[0]) != 0)
+        return -1;
+    set_deadline(&deadline, timeout_ms);
+    len = pack_execute(out, first->stmt_id, params, n);
+    len += pack_execute(out + len, query->stmt_id, qparams, m);
+    b.have = 0;
+    if (send_all(fd, out, len, &deadline) != 0)
+        return lost(&a[0]);
+    if (next_packet(fd, &b, &at, &deadline, &p, &len, &a[0]) != 0)
+        return -1;
+    if (parse_answer(conn, p, len, &a[0]) != 0)
+        return malformed(&a[0], "a malformed answer to a pipelined statement");
+    if (read_result(conn, query, &b, &at, &deadline, values, found, &a[1]) != 0) {
+        a[0] = a[1];                                /* why, where callers look */
+        return -1;
+    }
+    if (at == b.have)
+        return 0;
+    return malformed(&a[0], "bytes past a pipelined query's answer");
 }

@@ -16,7 +16,7 @@
  * without TLS or compression, which locklab never asks for.
  *
  * db_pipe2_then() sends a third statement behind the two, a query of one
- * row and one integer column, and leaves its answer coming: whoever holds
+ * row of integer columns, and leaves its answer coming: whoever holds
  * the connection next reads it with db_pipe_row(), and must, before the
  * connection is used for anything else. mysql-for-update starts its next
  * sale's transaction (SELECT … FOR UPDATE) this way behind the last one's
@@ -32,6 +32,7 @@
 #include <mysql.h>
 
 #define DB_PIPE_PARAMS 8
+#define DB_PIPE_COLS   4            /* integer columns of a pipelined query */
 #define DB_PIPE_BUF    2048         /* two OKs are ~20 bytes; an ERR ≤ 530 */
 
 /* What was read off a connection past the answers asked for so far: the
@@ -66,11 +67,20 @@ int db_pipe2_then(MYSQL *conn, MYSQL_STMT *first, const long long *params, int n
                   MYSQL_STMT *second, MYSQL_STMT *third, const long long *tparams, int m,
                   int timeout_ms, struct db_pipe_answer a[2], struct db_pipe_buf *rest);
 
-/* Reads the pending answer of `stmt` (sent by db_pipe2_then(); its first
- * column an integer): 0 with *found (0 or 1 rows) and *value, or with
- * a->err a server error (no row then); -1 as db_pipe2(), the connection
- * then out of step. Either way nothing is pending afterwards. */
+/* Reads the pending answer of `stmt` (sent by db_pipe2_then(); its columns
+ * integers, at most DB_PIPE_COLS): 0 with *found (0 or 1 rows) and the
+ * row's values[], or with a->err a server error (no row then); -1 as
+ * db_pipe2(), the connection then out of step. Either way nothing is
+ * pending afterwards. */
 int db_pipe_row(MYSQL *conn, MYSQL_STMT *stmt, struct db_pipe_buf *rest, int timeout_ms,
-                long long *value, int *found, struct db_pipe_answer *a);
+                long long *values, int *found, struct db_pipe_answer *a);
+
+/* `first` (n parameters, no result set) and `query` (m parameters, a row
+ * of integers as db_pipe_row() reads) in one round trip, both answers
+ * read: first's in a[0], the query's in a[1] with *found and values[].
+ * The query runs even after a failed first. Returns as db_pipe2(). */
+int db_pipe_exec_query(MYSQL *conn, MYSQL_STMT *first, const long long *params, int n,
+                       MYSQL_STMT *query, const long long *qparams, int m, int timeout_ms,
+                       struct db_pipe_answer a[2], long long *values, int *found);
 
 #endif /* LOCKLAB_DB_PIPE_H */

@@ -15,6 +15,18 @@
  * another instance: measured through nginx with 64 connections, 930-960
  * sales/s without the queue and 2.7-2.8k/s with it. The seeds' version,
  * mysql-optimistic-recursive, keeps every race.
+ *
+ * Each write carries the next read: the UPDATE and a SELECT of count and
+ * version leave in one write and come back in one round trip
+ * (db_exec_query(), app/db_pipe.h). A lost race then has the row as it is
+ * now in hand, and the next attempt costs one round trip instead of two.
+ * A race here is lost only to another instance that sold (the queue lets
+ * one attempt per instance at the row), so the first OPT_EAGER losses of
+ * a purchase retry at once with that row: one of the contenders wins
+ * every time. Later losses back off as before and read afresh. Measured
+ * through nginx with 64 connections on the 2-core VM, 3 alternating
+ * pairs: 4624, 4569, 4466 -> 5215, 5377, 5350 sales/s, with 0.7 lost
+ * races a sale.
  */
 #include "lock.h"
 #include "../app/config.h"
@@ -26,6 +38,13 @@
 #define OPT_BASE_US      200
 #define OPT_CAP_US       20000
 #define OPT_MAX_ATTEMPTS 1000
+#define OPT_EAGER        3          /* lost races answered at once, with the
+                                     * row read behind the lost write, before
+                                     * the backoff begins */
+
+static const char read_sql[] = "SELECT count, version FROM db_stock WHERE id = ?";
+static const char write_sql[] =
+    "UPDATE db_stock SET count = ?, version = version + 1 WHERE id = ? AND version = ?";
 
 /* One optimistic attempt: read count and version, write count − 1 if the
  * version is still the one read. LL_OK with *won = 1 sold; LL_OK with
@@ -34,9 +53,6 @@
 int mysql_optimistic_attempt(struct lock_ctx *ctx, const struct product *p,
                              long long *remaining, int *won)
 {
-    static const char read_sql[] = "SELECT count, version FROM db_stock WHERE id = ?";
-    static const char write_sql[] =
-        "UPDATE db_stock SET count = ?, version = version + 1 WHERE id = ? AND version = ?";
     long long count = 0, version = 0, rows = 0;
     int rc;
 
@@ -57,27 +73,53 @@ int mysql_optimistic_attempt(struct lock_ctx *ctx, const struct product *p,
     return rc;
 }
 
+static int optimistic_backoff(struct lock_ctx *ctx, int lost)
+{
+    int64_t cap, left = lock_time_left(ctx) * 1000;
+
+    if (left <= 0)
+        return LL_TIMEOUT;
+    cap = lost < 7 ? (int64_t)OPT_BASE_US << lost : OPT_CAP_US;
+    if (cap > OPT_CAP_US)
+        cap = OPT_CAP_US;
+    cap = rand_range(0, cap);
+    sleep_us(cap < left ? cap : left);
+    return LL_OK;
+}
+
 static int optimistic_retry(struct lock_ctx *ctx, const struct product *p, long long *remaining)
 {
-    int attempt, won, rc;
+    const long long id = p->id;
+    long long row[2] = { 0, 0 }, found = 0, won = 0;    /* count, version */
+    int attempt, rc;
 
-    for (attempt = 0; attempt < OPT_MAX_ATTEMPTS; attempt++) {
-        int64_t cap, left;
+    rc = db_exec(ctx, read_sql, &found, "l>ll", id, &row[0], &row[1]);
+    for (attempt = 0; rc == LL_OK && attempt < OPT_MAX_ATTEMPTS; attempt++) {
+        const long long write[3] = { row[0] - 1, id, row[1] };
 
-        rc = mysql_optimistic_attempt(ctx, p, remaining, &won);
-        if (rc != LL_OK || won)
+        if (found == 0)
+            return lock_error(ctx, LL_ERROR, "mysql", "db_stock row %lld vanished", id);
+        if (row[0] <= 0)
+            return LL_SOLD_OUT;
+        stock_hold(ctx);
+        rc = db_exec_query(ctx, write_sql, &won, write, 3, read_sql, &id, 1, row, &found);
+        if (rc == LL_OK && won == 1) {
+            *remaining = write[0];
+            return LL_OK;
+        }
+        if (rc != LL_OK)
             return rc;
-        /* Lost the race: back off, never past the deadline. */
-        left = lock_time_left(ctx) * 1000;
-        if (left <= 0)
-            break;
-        cap = attempt < 7 ? (int64_t)OPT_BASE_US << attempt : OPT_CAP_US;
-        if (cap > OPT_CAP_US)
-            cap = OPT_CAP_US;
-        cap = rand_range(0, cap);
+        /* Lost to another instance: the row read behind the write is the
+         * next attempt's read; after OPT_EAGER such losses, back off and
+         * read afresh. */
         ctx->retries++;
-        sleep_us(cap < left ? cap : left);
+        if (attempt + 1 < OPT_EAGER)
+            rc = lock_time_left(ctx) > 0 ? LL_OK : LL_TIMEOUT;
+        else if ((rc = optimistic_backoff(ctx, attempt + 1 - OPT_EAGER)) == LL_OK)
+            rc = db_exec(ctx, read_sql, &found, "l>ll", id, &row[0], &row[1]);
     }
+    if (rc != LL_OK && rc != LL_TIMEOUT)
+        return rc;
     return lock_error(ctx, LL_TIMEOUT, "mysql",
                       "optimistic update lost %u races in %d ms", ctx->retries,
                       ctx->wait_ms);

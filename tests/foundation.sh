@@ -21,6 +21,20 @@ for lock in mysql-update mysql-batch mysql-for-update mysql-optimistic \
     t_exact "$lock"
 done
 
+echo "== mysql-optimistic: races lost to another instance are retried, exactly"
+# hold_ms=2 keeps every attempt's read 2 ms from its write, so the three
+# instances' attempts overlap and most of them lose: the retries, at once
+# with the row read behind the lost write and then after a backoff, must
+# still sell every unit once.
+t_reset $S
+t_load "lock=mysql-optimistic&hold_ms=2" 400 $C
+t_exact "mysql-optimistic with hold_ms=2"
+retries=0
+for url in "${T_INSTANCES[@]}"; do
+    retries=$((retries + $(t_curl "$url/stats" | jq -r '.strategies["mysql-optimistic"].retries')))
+done
+t_ok "$retries -gt 0" "mysql-optimistic with hold_ms=2: lost races were retried ($retries)"
+
 echo "== mysql-batch: batches really form, and the last units sell one by one"
 for stock in 1 37 1999; do
     t_reset $stock

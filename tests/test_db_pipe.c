@@ -2,7 +2,8 @@
  * Unix socket and over TCP: two statements in one round trip, a failing
  * first statement, a killed connection, and libmariadb still in step with
  * the connection afterwards; a third statement behind the two, a query
- * whose answer db_pipe_row() reads: a row, no row, a lock wait timeout. Works on product 1002 (the one ll-limits uses)
+ * whose answer db_pipe_row() reads: a row, no row, a lock wait timeout;
+ * a statement and a query read at once (db_pipe_exec_query()). Works on product 1002 (the one ll-limits uses)
  * and puts its count back at the end.
  *
  *     set -a; . .run/stack.env; set +a; build/test_db_pipe
@@ -182,6 +183,29 @@ static void suite(int tcp)
         CHECK(run(find, NULL, 0, &err) == id && err == 0);
         CHECK(mysql_commit(other) == 0 && mysql_autocommit(other, 1) == 0);
         mysql_stmt_close(short_wait);
+    }
+
+    /* A statement and a query of two columns in one round trip, both
+     * answers read at once (autocommit, as mysql-optimistic runs it). */
+    {
+        MYSQL_STMT *row2 = prepare(m, "SELECT count, id FROM db_stock WHERE id = ?");
+        long long v2[2] = { -1, -1 }, none = -1;
+        int found = -1;
+
+        CHECK(mysql_autocommit(m, 1) == 0);
+        p[0] = was - 7, p[1] = id;
+        CHECK(db_pipe_exec_query(m, write, p, 2, row2, &id, 1, 5000, a, v2, &found) == 0);
+        CHECK(a[0].err == 0 && a[0].affected == 1 && a[1].err == 0);
+        CHECK(found == 1 && v2[0] == was - 7 && v2[1] == id);
+        p[0] = 1002, p[1] = 5;                     /* a failing first: the query runs */
+        CHECK(db_pipe_exec_query(m, dup, p, 2, row2, &id, 1, 5000, a, v2, &found) == 0);
+        CHECK(a[0].err == 1062 && a[1].err == 0 && found == 1 && v2[0] == was - 7);
+        p[0] = was, p[1] = id;                     /* no such row */
+        CHECK(db_pipe_exec_query(m, write, p, 2, row2, &none, 1, 5000, a, v2, &found) == 0);
+        CHECK(a[0].err == 0 && a[0].affected == 1 && a[1].err == 0 && found == 0);
+        CHECK(run(nowait, &id, 1, &err) == was && err == 0);       /* committed */
+        CHECK(run(find, NULL, 0, &err) == id && err == 0);         /* in step */
+        mysql_stmt_close(row2);
     }
 
     /* The server ends the connection: lost, not an answer. */

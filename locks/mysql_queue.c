@@ -31,9 +31,9 @@
  * COMMIT).
  * A purchase whose deadline passes while it waits in line leaves the queue
  * with a timeout; one already taken or claimed by a leader waits for its
- * answer or its turn, which MariaDB's own timeouts bound. Each UPDATE of the queue's counts as one
- * backend operation of its leader, so /stats shows batching as operations
- * per sale below 1.
+ * answer or its turn, which MariaDB's own timeouts bound. Each UPDATE of
+ * the queue's counts as one backend operation of its leader, so /stats
+ * shows batching as operations per sale below 1.
  */
 #include "mysql_private.h"
 #include "../app/db.h"

@@ -3,8 +3,9 @@
  * first statement, a killed connection, and libmariadb still in step with
  * the connection afterwards; a third statement behind the two, a query
  * whose answer db_pipe_row() reads: a row, no row, a lock wait timeout;
- * a statement and a query read at once (db_pipe_exec_query()). Works on product 1002 (the one ll-limits uses)
- * and puts its count back at the end.
+ * a statement and a query read at once (db_pipe_exec_query()). Works on
+ * product 1002 (the one ll-limits uses) and puts its count back at the
+ * end.
  *
  *     set -a; . .run/stack.env; set +a; build/test_db_pipe
  */

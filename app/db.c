@@ -411,9 +411,8 @@ int db_exec_commit(struct lock_ctx *ctx, const char *sql, long long *rows, const
         return status;
     }
     assert((unsigned long)n == mysql_stmt_param_count(stmt) && mysql_stmt_field_count(stmt) == 0);
-    if (db_pipe2(db->conn, stmt, params, n, commit, (int)db_rw_timeout(db->cfg) * 1000, a) != 0) {
+    if (db_pipe2(db->conn, stmt, params, n, commit, (int)db_rw_timeout(db->cfg) * 1000, a) != 0)
         return db_pipe_lost(ctx, &a[0]);
-    }
     if (a[1].err) {                         /* COMMIT failed: roll back */
         status = db_fail(ctx, a[1].err, a[1].msg, "commit");
         db_rollback(ctx);
@@ -451,9 +450,8 @@ int db_exec_commit_next(struct lock_ctx *ctx, const char *sql, long long *rows,
     assert((unsigned long)next_n == mysql_stmt_param_count(next) &&
            mysql_stmt_field_count(next) == 1);
     if (db_pipe2_then(db->conn, stmt, params, n, commit, next, next_params, next_n,
-                      (int)db_rw_timeout(db->cfg) * 1000, a, &db->rest) != 0) {
+                      (int)db_rw_timeout(db->cfg) * 1000, a, &db->rest) != 0)
         return db_pipe_lost(ctx, &a[0]);
-    }
     if (a[0].err || a[1].err) {
         /* The next statement ran too, in a transaction of its own: closing
          * the connection rolls back both, and the error is the answer. */
@@ -485,9 +483,8 @@ int db_exec_pending(struct lock_ctx *ctx, long long *rows, long long *value)
     assert(stmt != NULL && db->txn);
     db->pending = NULL;
     if (db_pipe_row(db->conn, stmt, &db->rest, (int)db_rw_timeout(db->cfg) * 1000,
-                    value, &found, &a) != 0) {
+                    value, &found, &a) != 0)
         return db_pipe_lost(ctx, &a);
-    }
     if (a.err)
         return db_fail(ctx, a.err, a.msg, "execute");
     if (rows)

@@ -387,30 +387,41 @@ static int db_pipe_lost(struct lock_ctx *ctx, const struct db_pipe_answer *a)
     return status;
 }
 
+/* A transaction's last statement (n parameters, no result) and its COMMIT,
+ * prepared for a pipe; NULL, the transaction rolled back, if they cannot be. */
+static MYSQL_STMT *db_prepare_last(struct lock_ctx *ctx, const char *sql, int n,
+                                   MYSQL_STMT **commit, int *status)
+{
+    MYSQL_STMT *stmt;
+
+    assert(ctx->db->txn);
+    stmt = db_prepare(ctx, sql, status);
+    *commit = stmt != NULL ? db_stmt(ctx, sql_commit, status) : NULL;
+    if (*commit == NULL) {
+        db_rollback(ctx);
+        return NULL;
+    }
+    assert((unsigned long)n == mysql_stmt_param_count(stmt) && mysql_stmt_field_count(stmt) == 0);
+    return stmt;
+}
+
 int db_exec_commit(struct lock_ctx *ctx, const char *sql, long long *rows, const char *fmt, ...)
 {
     struct db *db = ctx->db;
     struct db_pipe_answer a[2];
     long long params[DB_PIPE_PARAMS];
-    MYSQL_STMT *stmt, *commit = NULL;
+    MYSQL_STMT *stmt, *commit;
     int n = 0, status;
     va_list ap;
 
-    assert(db->txn);
     va_start(ap, fmt);
     for (; fmt[n]; n++) {
         assert(fmt[n] == 'l' && n < DB_PIPE_PARAMS);
         params[n] = va_arg(ap, long long);
     }
     va_end(ap);
-    stmt = db_prepare(ctx, sql, &status);
-    if (stmt != NULL)
-        commit = db_stmt(ctx, sql_commit, &status);
-    if (commit == NULL) {
-        db_rollback(ctx);
+    if ((stmt = db_prepare_last(ctx, sql, n, &commit, &status)) == NULL)
         return status;
-    }
-    assert((unsigned long)n == mysql_stmt_param_count(stmt) && mysql_stmt_field_count(stmt) == 0);
     if (db_pipe2(db->conn, stmt, params, n, commit, (int)db_rw_timeout(db->cfg) * 1000, a) != 0)
         return db_pipe_lost(ctx, &a[0]);
     if (a[1].err) {                         /* COMMIT failed: roll back */
@@ -432,21 +443,16 @@ int db_exec_commit_next(struct lock_ctx *ctx, const char *sql, long long *rows,
 {
     struct db *db = ctx->db;
     struct db_pipe_answer a[2];
-    MYSQL_STMT *stmt, *commit = NULL, *next = NULL;
+    MYSQL_STMT *stmt, *commit, *next;
     int status;
 
-    assert(db->txn);
     *next_sent = 0;
-    stmt = db_prepare(ctx, sql, &status);
-    if (stmt != NULL)
-        commit = db_stmt(ctx, sql_commit, &status);
-    if (commit != NULL)
-        next = db_stmt(ctx, next_sql, &status);
-    if (next == NULL) {
+    if ((stmt = db_prepare_last(ctx, sql, n, &commit, &status)) == NULL)
+        return status;
+    if ((next = db_stmt(ctx, next_sql, &status)) == NULL) {
         db_rollback(ctx);
         return status;
     }
-    assert((unsigned long)n == mysql_stmt_param_count(stmt) && mysql_stmt_field_count(stmt) == 0);
     assert((unsigned long)next_n == mysql_stmt_param_count(next) &&
            mysql_stmt_field_count(next) == 1);
     if (db_pipe2_then(db->conn, stmt, params, n, commit, next, next_params, next_n,

@@ -194,6 +194,11 @@ zk_mode() {
 # zk_cfg K N: server K's zoo.cfg for an ensemble of N. Short ticks make
 # session expiry and leader election quick, which is what crash tests wait
 # on: sessions live 2..20 ticks = 1..10 s, a follower may lag 5 ticks.
+# forceSync=no: each transaction is written to the log before it is
+# acknowledged, but not fsynced, the durability MariaDB has here with
+# innodb_flush_log_at_trx_commit=2 (a killed server loses nothing, a
+# crashed machine may lose its last second; Redis keeps nothing at all).
+# A lock's znodes are ephemeral anyway: they die with their session.
 zk_cfg() {
     local k=$1 n=$2 j
     cat <<EOF
@@ -207,6 +212,7 @@ clientPortAddress=127.0.0.1
 maxClientCnxns=0
 4lw.commands.whitelist=*
 admin.enableServer=false
+forceSync=no
 autopurge.snapRetainCount=3
 autopurge.purgeInterval=1
 EOF

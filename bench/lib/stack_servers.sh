@@ -195,9 +195,10 @@ zk_mode() {
 # session expiry and leader election quick, which is what crash tests wait
 # on: sessions live 2..20 ticks = 1..10 s, a follower may lag 5 ticks.
 # forceSync=no: each transaction is written to the log before it is
-# acknowledged, but not fsynced, the durability MariaDB has here with
-# innodb_flush_log_at_trx_commit=2 (a killed server loses nothing, a
-# crashed machine may lose its last second; Redis keeps nothing at all).
+# acknowledged, but not fsynced, as MariaDB here writes its redo log at
+# each COMMIT and syncs it once a second (innodb_flush_log_at_trx_commit=2):
+# a killed server loses nothing, a crashed machine what the kernel had not
+# yet written back (Redis keeps nothing at all).
 # A lock's znodes are ephemeral anyway: they die with their session.
 zk_cfg() {
     local k=$1 n=$2 j

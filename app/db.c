@@ -255,6 +255,20 @@ static MYSQL_STMT *db_prepare(struct lock_ctx *ctx, const char *sql, int *status
 
 static const char sql_autocommit_off[] = "SET autocommit = 0";
 static const char sql_autocommit_on[] = "SET autocommit = 1";
+
+/* Outside a transaction, a statement runs in autocommit: turn it back on
+ * if db_begin() turned it off on this connection. */
+static int db_autocommit(struct lock_ctx *ctx)
+{
+    int status;
+
+    if (!ctx->db->manual || ctx->db->txn)
+        return LL_OK;
+    if ((status = db_exec(ctx, sql_autocommit_on, NULL, "")) != LL_OK)
+        return status;
+    ctx->db->manual = 0;
+    return LL_OK;
+}
 static const char sql_commit[] = "COMMIT";
 static const char sql_rollback[] = "ROLLBACK";
 
@@ -268,11 +282,8 @@ int db_exec(struct lock_ctx *ctx, const char *sql, long long *rows, const char *
     const char *f;
     va_list ap;
 
-    if (ctx->db->manual && !ctx->db->txn && sql != sql_autocommit_on) {
-        if ((status = db_exec(ctx, sql_autocommit_on, NULL, "")) != LL_OK)
-            return status;
-        ctx->db->manual = 0;
-    }
+    if (sql != sql_autocommit_on && (status = db_autocommit(ctx)) != LL_OK)
+        return status;
     stmt = db_prepare(ctx, sql, &status);
     if (stmt == NULL)
         return status;
@@ -508,11 +519,8 @@ int db_exec_query(struct lock_ctx *ctx, const char *sql, long long *rows,
     int status, got = 0;
 
     assert(!db->txn);
-    if (db->manual) {                       /* as db_exec(): autocommit on */
-        if ((status = db_exec(ctx, sql_autocommit_on, NULL, "")) != LL_OK)
-            return status;
-        db->manual = 0;
-    }
+    if ((status = db_autocommit(ctx)) != LL_OK)
+        return status;
     stmt = db_prepare(ctx, sql, &status);
     if (stmt != NULL)
         query = db_stmt(ctx, query_sql, &status);

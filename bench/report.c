@@ -632,6 +632,7 @@ static const char serial_note[] =
 
 static const char *const machine_keys[][2] = {
     { "nproc", "cores" }, { "cpu", "CPU" }, { "kernel", "kernel" }, { "cpuidle", "CPU idle driver" },
+    { "wake", "a thread's wake-up (ll-wake, before the run)" },
     { "mariadb_prio", "MariaDB's priority" }, { "load", "load average before" },
     { "mariadb", "MariaDB" }, { "redis", "Redis" }, { "zookeeper", "ZooKeeper" },
     { "nginx", "nginx" }, { "wrk", "wrk" },

@@ -34,6 +34,9 @@ html=$run/report.html
 t_ok "-s '$html'" "report.html written"
 t_ok "$(grep -c '<svg' "$html") -ge 4" "report.html has its four SVG charts (throughput, oversold/lost, efficiency, CPU time)"
 t_ok "$(grep -c -E '<(script|link|img)[ >]' "$html") -eq 0" "report.html is self-contained"
+wake=$(jq -r '.machine.wake // ""' "$run/results.json")
+t_ok "$(grep -c -E '^[0-9]+\.[0-9] us on one CPU(, [0-9]+\.[0-9] us across two)? \(pipe ping-pong\)$' <<< "$wake") -eq 1" \
+     "the machine's wake-up cost measured by ll-wake ($wake)"
 for s in none mysql-update mysql-for-update; do
     t_ok "$(grep -c "^$s " <<< "$("$T_BUILD/ll-report" table "$run/results.json")") -eq 1" \
          "the table has a row for $s"

@@ -35,7 +35,6 @@
 struct pingpong {
     int to_echo[2];                 /* main writes [1], echo reads [0] */
     int to_main[2];                 /* echo writes [1], main reads [0] */
-    int cpu;                        /* where the echoing thread runs */
 };
 
 static void die(const char *what)
@@ -52,23 +51,12 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int pin(int cpu)
-{
-    cpu_set_t set;
-
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-}
-
 /* Answer every byte until main closes its end. */
 static void *echo(void *arg)
 {
     struct pingpong *pp = arg;
     char c;
 
-    if (pin(pp->cpu) != 0)
-        return (void *)1;
     while (read(pp->to_echo[0], &c, 1) == 1)
         if (write(pp->to_main[1], &c, 1) != 1)
             break;
@@ -78,19 +66,27 @@ static void *echo(void *arg)
 /* Microseconds a wake-up, main on cpu_main and echo on cpu_echo. */
 static double wake_us(int cpu_main, int cpu_echo, double seconds)
 {
-    struct pingpong pp = { .cpu = cpu_echo };
+    struct pingpong pp;
+    pthread_attr_t attr;
     pthread_t tid;
+    cpu_set_t set;
     double t0, t;
     long n = 0;
-    void *failed;
     char c = 'x';
 
     if (pipe(pp.to_echo) != 0 || pipe(pp.to_main) != 0)
         die("pipe");
-    if ((errno = pin(cpu_main)) != 0)
-        die("sched_setaffinity");
-    if ((errno = pthread_create(&tid, NULL, echo, &pp)) != 0)
-        die("pthread_create");
+    CPU_ZERO(&set);
+    CPU_SET(cpu_main, &set);
+    if ((errno = pthread_setaffinity_np(pthread_self(), sizeof set, &set)) != 0)
+        die("pinning the main thread");
+    CPU_ZERO(&set);                 /* the echo starts where it belongs */
+    CPU_SET(cpu_echo, &set);
+    if ((errno = pthread_attr_init(&attr)) != 0 ||
+        (errno = pthread_attr_setaffinity_np(&attr, sizeof set, &set)) != 0 ||
+        (errno = pthread_create(&tid, &attr, echo, &pp)) != 0)
+        die("starting the echoing thread");
+    pthread_attr_destroy(&attr);
     t0 = t = now();
     while (t - t0 < seconds) {
         if (write(pp.to_echo[1], &c, 1) != 1 || read(pp.to_main[0], &c, 1) != 1)
@@ -100,14 +96,10 @@ static double wake_us(int cpu_main, int cpu_echo, double seconds)
     }
     t = now();
     close(pp.to_echo[1]);           /* echo reads end of file and returns */
-    pthread_join(tid, &failed);
+    pthread_join(tid, NULL);
     close(pp.to_echo[0]);
     close(pp.to_main[0]);
     close(pp.to_main[1]);
-    if (failed) {
-        errno = EINVAL;
-        die("pinning the echoing thread");
-    }
     return (t - t0) / n / 2 * 1e6;
 }
 

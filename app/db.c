@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #define DB_MAX_STMTS  32
 #define DB_MAX_PARAMS 8
@@ -137,6 +138,37 @@ static int db_fail(struct lock_ctx *ctx, unsigned err, const char *error, const 
     if (err == ER_LOCK_WAIT_TIMEOUT || err == ER_LOCK_DEADLOCK)
         return lock_error(ctx, LL_TIMEOUT, "mysql", "mysql %s: %s (%u)", what, msg, err);
     return lock_error(ctx, LL_ERROR, "mysql", "mysql %s: %s (%u)", what, msg, err);
+}
+
+/* The failure of a statement that sells. A server's error answer means it
+ * did not run, and a connection that failed before the statement left
+ * (CR_SERVER_GONE_ERROR) means the same. But once it was sent, a connection
+ * lost before its answer came back (CR_SERVER_LOST: the read failed or
+ * timed out) leaves the sale unknown: the server may have committed it.
+ * That is LL_UNKNOWN, never LL_UNAVAILABLE, and the statement is never
+ * sent again on the next connection. */
+static int db_fail_sale(struct lock_ctx *ctx, unsigned err, const char *error, const char *what)
+{
+    int status = db_fail(ctx, err, error, what);
+
+    if (status == LL_UNAVAILABLE && (err == CR_SERVER_LOST || err == CR_SERVER_LOST_EXTENDED))
+        return lock_error(ctx, LL_UNKNOWN, "mysql", "mysql %s: connection lost after the "
+                          "sale was sent: it may or may not have been made (%u)",
+                          ctx->db->where, err);
+    return status;
+}
+
+/* The fault ?lose_answer=1 (app/http.c): the answer to the statement that
+ * sells never arrives. Shutting the read side of the socket before the
+ * statement leaves lets it reach the server and run there, while the read
+ * of its answer ends at once at end-of-file, as if the connection had
+ * dropped on the way back. On the Unix socket the stack uses this is
+ * certain (the server's answer cannot even be written); over TCP the
+ * answer would have to outrun the client's read. */
+static void db_fault_lose_answer(struct lock_ctx *ctx)
+{
+    if (ctx->lose_answer && ctx->db->conn)
+        shutdown((int)mysql_get_socket(ctx->db->conn), SHUT_RD);
 }
 
 /* SET SESSION innodb_lock_wait_timeout = ?, prepared like everything else. */
@@ -277,11 +309,12 @@ int db_exec(struct lock_ctx *ctx, const char *sql, long long *rows, const char *
     MYSQL_BIND in[DB_MAX_PARAMS], out[DB_MAX_PARAMS];
     unsigned long lens[DB_MAX_PARAMS];
     long long ints[DB_MAX_PARAMS];
-    int nin = 0, nout = 0, status, found = 0, rc;
+    int nin = 0, nout = 0, status, found = 0, rc, sells = *fmt == '!';
     MYSQL_STMT *stmt;
     const char *f;
     va_list ap;
 
+    fmt += sells;
     if (sql != sql_autocommit_on && (status = db_autocommit(ctx)) != LL_OK)
         return status;
     stmt = db_prepare(ctx, sql, &status);
@@ -315,8 +348,13 @@ int db_exec(struct lock_ctx *ctx, const char *sql, long long *rows, const char *
     va_end(ap);
     assert((unsigned long)nin == mysql_stmt_param_count(stmt));
 
-    if ((nin && mysql_stmt_bind_param(stmt, in)) || mysql_stmt_execute(stmt))
-        return db_fail(ctx, mysql_stmt_errno(stmt), mysql_stmt_error(stmt), "execute");
+    if (nin && mysql_stmt_bind_param(stmt, in))
+        return db_fail(ctx, mysql_stmt_errno(stmt), mysql_stmt_error(stmt), "bind");
+    if (sells)
+        db_fault_lose_answer(ctx);
+    if (mysql_stmt_execute(stmt))
+        return (sells ? db_fail_sale : db_fail)(ctx, mysql_stmt_errno(stmt),
+                                                mysql_stmt_error(stmt), "execute");
     if (mysql_stmt_field_count(stmt) == 0) {
         if (rows)
             *rows = (long long)mysql_stmt_affected_rows(stmt);
@@ -387,13 +425,15 @@ void db_rollback(struct lock_ctx *ctx)
 }
 
 /* A pipelined exchange that could not be finished: the connection is out
- * of step with libmariadb, so it is closed, and the server rolls back. */
-static int db_pipe_lost(struct lock_ctx *ctx, const struct db_pipe_answer *a)
+ * of step with libmariadb, so it is closed, and the server rolls back what
+ * was not committed. When the exchange sells (a COMMIT, or a statement in
+ * autocommit), what was sent may have been committed: see db_fail_sale(). */
+static int db_pipe_lost(struct lock_ctx *ctx, const struct db_pipe_answer *a, int sells)
 {
     int status;
 
     ctx->db->txn = 0;
-    status = db_fail(ctx, a->err, a->msg, "execute");
+    status = (sells ? db_fail_sale : db_fail)(ctx, a->err, a->msg, "execute");
     db_disconnect(ctx->db);
     return status;
 }
@@ -433,8 +473,9 @@ int db_exec_commit(struct lock_ctx *ctx, const char *sql, long long *rows, const
     va_end(ap);
     if ((stmt = db_prepare_last(ctx, sql, n, &commit, &status)) == NULL)
         return status;
+    db_fault_lose_answer(ctx);
     if (db_pipe2(db->conn, stmt, params, n, commit, (int)db_rw_timeout(db->cfg) * 1000, a) != 0)
-        return db_pipe_lost(ctx, &a[0]);
+        return db_pipe_lost(ctx, &a[0], 1);
     if (a[1].err) {                         /* COMMIT failed: roll back */
         status = db_fail(ctx, a[1].err, a[1].msg, "commit");
         db_rollback(ctx);
@@ -466,9 +507,10 @@ int db_exec_commit_next(struct lock_ctx *ctx, const char *sql, long long *rows,
     }
     assert((unsigned long)next_n == mysql_stmt_param_count(next) &&
            mysql_stmt_field_count(next) == 1);
+    db_fault_lose_answer(ctx);
     if (db_pipe2_then(db->conn, stmt, params, n, commit, next, next_params, next_n,
                       (int)db_rw_timeout(db->cfg) * 1000, a, &db->rest) != 0)
-        return db_pipe_lost(ctx, &a[0]);
+        return db_pipe_lost(ctx, &a[0], 1);
     if (a[0].err || a[1].err) {
         /* The next statement ran too, in a transaction of its own: closing
          * the connection rolls back both, and the error is the answer. */
@@ -501,7 +543,7 @@ int db_exec_pending(struct lock_ctx *ctx, long long *rows, long long *value)
     db->pending = NULL;
     if (db_pipe_row(db->conn, stmt, &db->rest, (int)db_rw_timeout(db->cfg) * 1000,
                     value, &found, &a) != 0)
-        return db_pipe_lost(ctx, &a);
+        return db_pipe_lost(ctx, &a, 0);
     if (a.err)
         return db_fail(ctx, a.err, a.msg, "execute");
     if (rows)
@@ -529,9 +571,10 @@ int db_exec_query(struct lock_ctx *ctx, const char *sql, long long *rows,
     assert((unsigned long)n == mysql_stmt_param_count(stmt) && mysql_stmt_field_count(stmt) == 0);
     assert((unsigned long)m == mysql_stmt_param_count(query) &&
            mysql_stmt_field_count(query) <= DB_PIPE_COLS);
+    db_fault_lose_answer(ctx);
     if (db_pipe_exec_query(db->conn, stmt, params, n, query, qparams, m,
                            (int)db_rw_timeout(db->cfg) * 1000, a, values, &got) != 0)
-        return db_pipe_lost(ctx, &a[0]);
+        return db_pipe_lost(ctx, &a[0], 1);
     if (a[0].err)
         return db_fail(ctx, a[0].err, a[0].msg, "execute");
     if (a[1].err)

@@ -9,7 +9,8 @@
  * Failures are mapped onto the shared codes: a lost or refused connection
  * is LL_UNAVAILABLE with backend "mysql" (the connection is dropped and
  * re-made on a later call, at most every DB_RETRY_MS); an InnoDB lock wait
- * timeout or deadlock is LL_TIMEOUT; anything else LL_ERROR. db_errno()
+ * timeout or deadlock is LL_TIMEOUT; anything else LL_ERROR; a sale whose
+ * answer was lost after it was sent is LL_UNKNOWN (see db_exec). db_errno()
  * keeps the server's error number (e.g. 1062 duplicate key) for callers
  * that treat one error as an answer.
  */
@@ -29,7 +30,12 @@ void       db_free(struct db *db);
 /* fmt: one letter a parameter — 'l' long long, 's' const char * — then,
  * optionally, '>' and one letter a result column — 'l' long long *.
  * *rows (may be NULL) receives the affected rows of a DML statement, or the
- * number of rows fetched (0 or 1) of a query. */
+ * number of rows fetched (0 or 1) of a query. A leading '!' marks the
+ * statement that sells (an UPDATE of db_stock in autocommit): once it was
+ * sent, a connection lost before its answer is LL_UNKNOWN, not
+ * LL_UNAVAILABLE, since the server may have committed it. The pipelined
+ * calls below that commit (db_exec_commit, db_exec_commit_next) or run in
+ * autocommit (db_exec_query) always sell in that sense. */
 int db_exec(struct lock_ctx *ctx, const char *sql, long long *rows,
             const char *fmt, ...);
 

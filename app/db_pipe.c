@@ -107,12 +107,17 @@ static int wait_fd(int fd, short events, const struct timespec *deadline)
     return rc > 0 ? 0 : -1;
 }
 
-static int send_all(int fd, const unsigned char *buf, size_t len, const struct timespec *deadline)
+/* Write all of buf; *sent says whether any of it left (a statement that
+ * left may have run, one that did not cannot have). */
+static int send_all(int fd, const unsigned char *buf, size_t len, const struct timespec *deadline,
+                    int *sent)
 {
+    *sent = 0;
     while (len > 0) {
         ssize_t w = send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w > 0) {
             buf += w, len -= (size_t)w;
+            *sent = 1;
         } else if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
             return -1;
         } else if (w < 0 && errno != EINTR && wait_fd(fd, POLLOUT, deadline) != 0) {
@@ -211,6 +216,15 @@ static int lost(struct db_pipe_answer *a)
     return -1;
 }
 
+/* The connection failed before any of the statements left. */
+static int gone(struct db_pipe_answer *a)
+{
+    a->err = CR_SERVER_GONE_ERROR;
+    snprintf(a->msg, sizeof a->msg, "the connection failed before a pipelined statement "
+             "was sent: %s", strerror(errno));
+    return -1;
+}
+
 /* The next whole packet in b at *at, read from fd as needed: its payload
  * and length. 0, or -1 with *a telling why. */
 static int next_packet(int fd, struct db_pipe_buf *b, size_t *at, const struct timespec *deadline,
@@ -235,13 +249,13 @@ static int send_read2(MYSQL *conn, const unsigned char *out, size_t len, int tim
 {
     struct timespec deadline;
     const unsigned char *p;
-    int fd = (int)mysql_get_socket(conn), i;
+    int fd = (int)mysql_get_socket(conn), i, sent;
     size_t at = 0, n;
 
     set_deadline(&deadline, timeout_ms);
     b->have = 0;
-    if (send_all(fd, out, len, &deadline) != 0)
-        return lost(&a[0]);
+    if (send_all(fd, out, len, &deadline, &sent) != 0)
+        return sent ? lost(&a[0]) : gone(&a[0]);
     for (i = 0; i < 2; i++) {
         if (next_packet(fd, b, &at, &deadline, &p, &n, &a[0]) != 0)
             return -1;
@@ -407,7 +421,7 @@ int db_pipe_exec_query(MYSQL *conn, MYSQL_STMT *first, const long long *params, 
     struct db_pipe_buf b;
     struct timespec deadline;
     const unsigned char *p;
-    int fd = (int)mysql_get_socket(conn);
+    int fd = (int)mysql_get_socket(conn), sent;
     size_t len, at = 0;
 
     memset(a, 0, 2 * sizeof *a);
@@ -419,8 +433,8 @@ int db_pipe_exec_query(MYSQL *conn, MYSQL_STMT *first, const long long *params, 
     len = pack_execute(out, first->stmt_id, params, n);
     len += pack_execute(out + len, query->stmt_id, qparams, m);
     b.have = 0;
-    if (send_all(fd, out, len, &deadline) != 0)
-        return lost(&a[0]);
+    if (send_all(fd, out, len, &deadline, &sent) != 0)
+        return sent ? lost(&a[0]) : gone(&a[0]);
     if (next_packet(fd, &b, &at, &deadline, &p, &len, &a[0]) != 0)
         return -1;
     if (parse_answer(conn, p, len, &a[0]) != 0)

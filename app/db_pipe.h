@@ -53,7 +53,9 @@ struct db_pipe_answer {
  * server error, and the second ran even after a failed first. Returns -1
  * when the pair could not be run to the end, with a[0].err one of
  *   CR_NOT_IMPLEMENTED   a TLS or compressed connection: nothing was sent
- *   CR_SERVER_LOST       the connection failed or timed out on the way
+ *   CR_SERVER_GONE_ERROR the connection failed before anything was sent
+ *   CR_SERVER_LOST       the connection failed or timed out once the
+ *                        statements were on their way: they may have run
  *   CR_MALFORMED_PACKET  an answer that is not a lone OK or ERR
  * and a sentence in a[0].msg. After the last two the connection is out of
  * step with libmariadb and must be closed. */

@@ -119,7 +119,7 @@ static const char sql_write[] = "UPDATE db_stock SET count = ? WHERE id = ?";
 
 int stock_write(struct lock_ctx *ctx, const struct product *p, long long count)
 {
-    return db_exec(ctx, sql_write, NULL, "ll", count, p->id);
+    return db_exec(ctx, sql_write, NULL, "!ll", count, p->id);
 }
 
 int stock_write_commit(struct lock_ctx *ctx, const struct product *p, long long count)

@@ -16,6 +16,7 @@ const char *ll_status_name(int status)
     static const char *const names[LL_STATUS_MAX] = {
         [LL_OK] = "sold", [LL_SOLD_OUT] = "sold_out", [LL_TIMEOUT] = "lock_timeout",
         [LL_UNAVAILABLE] = "unavailable", [LL_ERROR] = "error", [LL_BADREQ] = "bad_request",
+        [LL_UNKNOWN] = "unknown",
     };
     return status >= 0 && status < LL_STATUS_MAX ? names[status] : "error";
 }

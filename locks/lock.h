@@ -36,6 +36,8 @@ enum ll_status {
     LL_UNAVAILABLE,     /* a backend is down or unreachable: ctx->backend    */
     LL_ERROR,           /* anything else; ctx->errstr says what              */
     LL_BADREQ,          /* the request itself is wrong (unknown product …)   */
+    LL_UNKNOWN,         /* the statement that sells was sent and its answer
+                         * lost: the unit may or may not be sold             */
     LL_STATUS_MAX
 };
 
@@ -77,6 +79,8 @@ struct lock_ctx {
     int         wait_ms;            /* the wait that deadline came from       */
     int         hold_ms;            /* fault: stretch the critical section    */
     int         crash;              /* fault: _exit() while holding the lock  */
+    int         lose_answer;        /* fault: the sale's answer from MariaDB
+                                     * never arrives (app/db.c)               */
     unsigned    retries;            /* spins / optimistic retries this request*/
     unsigned    backend_ops;        /* ZooKeeper/Redis round trips (stats)    */
     unsigned    wakeups;            /* watch / pub-sub wake-ups (stats)       */

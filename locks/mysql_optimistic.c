@@ -65,7 +65,7 @@ int mysql_optimistic_attempt(struct lock_ctx *ctx, const struct product *p,
     if (count <= 0)
         return LL_SOLD_OUT;
     stock_hold(ctx);
-    rc = db_exec(ctx, write_sql, &rows, "lll", count - 1, p->id, version);
+    rc = db_exec(ctx, write_sql, &rows, "!lll", count - 1, p->id, version);
     if (rc == LL_OK && rows == 1) {
         *remaining = count - 1;
         *won = 1;

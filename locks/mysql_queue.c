@@ -127,7 +127,7 @@ int mysql_sell_one(struct lock_ctx *ctx, const struct product *prod, long long *
 
     *remaining = -1;
     ctx->backend_ops++;
-    rc = db_exec(ctx, sql, &rows, "l", prod->id);
+    rc = db_exec(ctx, sql, &rows, "!l", prod->id);
     return rc != LL_OK ? rc : rows == 1 ? LL_OK : LL_SOLD_OUT;
 }
 
@@ -140,7 +140,7 @@ static int sell_n(struct lock_ctx *ctx, long long id, long long n)
     int rc;
 
     ctx->backend_ops++;
-    rc = db_exec(ctx, sql, &rows, "lll", n, id, n);
+    rc = db_exec(ctx, sql, &rows, "!lll", n, id, n);
 
     return rc != LL_OK ? rc : rows == 1 ? LL_OK : LL_SOLD_OUT;
 }

@@ -43,9 +43,11 @@ static const struct opt opts[] = {
     { "--threads",        "LOCKLAB_THREADS",        OPT_INT,  F(threads),        "16", 1, 1024 },
     { "--max-connections","LOCKLAB_MAX_CONNECTIONS",OPT_INT,  F(max_connections),"1024", 1, 65536 },
     { "--lock-wait-ms",   "LOCKLAB_LOCK_WAIT_MS",   OPT_INT,  F(lock_wait_ms),   "10000", 0, 3600000 },
+    { "--max-wait-ms",    "LOCKLAB_MAX_WAIT_MS",    OPT_INT,  F(max_wait_ms),    "20000", 0, 3600000 },
     { "--retry-ms",       "LOCKLAB_RETRY_MS",       OPT_INT,  F(retry_ms),       "2", 0, 10000 },
     { "--lease-ms",       "LOCKLAB_LEASE_MS",       OPT_INT,  F(lease_ms),       "30000", 100, 3600000 },
     { "--allow-faults",   "LOCKLAB_ALLOW_FAULTS",   OPT_FLAG, F(allow_faults),   "0", 0, 1 },
+    { "--admin-token",    "LOCKLAB_ADMIN_TOKEN",    OPT_STR,  F(admin_token),    NULL, 0, 0 },
 };
 #undef F
 #define NOPTS (int)(sizeof opts / sizeof opts[0])
@@ -59,16 +61,27 @@ const char config_usage[] =
 "  --lock NAME            default strategy when a request names none (none)\n"
 "  --name NAME            instance name in answers and stats (app-<port>)\n"
 "  --mysql-host H --mysql-port N --mysql-user U --mysql-password P --mysql-db D\n"
+"                         (pass the password as LOCKLAB_MYSQL_PASSWORD: a\n"
+"                         command line is visible to every user of the machine)\n"
 "  --mysql-socket PATH    reach MariaDB on this machine through its Unix socket\n"
 "                         instead of host:port (fewer µs a round trip)\n"
 "  --redis H:P[,H:P...]   Redis servers; Redlock uses all of them (127.0.0.1:6379)\n"
 "  --zk H:P[,H:P...]      ZooKeeper connect string (127.0.0.1:2181)\n"
 "  --threads N            worker slots, each with its own backend connections (16)\n"
-"  --max-connections N    HTTP connections served at once (1024)\n"
-"  --lock-wait-ms MS      how long a request may wait for a lock (10000)\n"
+"  --max-connections N    HTTP connections served at once (1024); past it a\n"
+"                         request gets a prompt 503 \"overloaded\" and its\n"
+"                         connection is closed\n"
+"  --lock-wait-ms MS      how long a request waits for a lock by default (10000)\n"
+"  --max-wait-ms MS       the longest wait a request may ask for with ?wait_ms=,\n"
+"                         and the longest ?hold_ms= (20000): keep it well under\n"
+"                         the proxy's read timeout (the stack's nginx: 60 s)\n"
 "  --retry-ms MS          spin interval of the spinning strategies, jittered (2)\n"
 "  --lease-ms MS          lease of expiring locks; watchdogs renew at 1/3 (30000)\n"
-"  --allow-faults         accept ?hold_ms=N and ?crash=1 (demonstrations, tests)\n";
+"  --allow-faults         accept the fault switches ?hold_ms=N, ?crash=1 and\n"
+"                         ?lose_answer=1 (demonstrations, tests; off by default)\n"
+"  --admin-token TOKEN    POST /stock/reset and POST /stats/reset then need\n"
+"                         'Authorization: Bearer TOKEN' (pass it as\n"
+"                         LOCKLAB_ADMIN_TOKEN; without one, they are open)\n";
 
 int config_parse_servers(const char *list, struct hostport *out, int max)
 {
@@ -188,6 +201,11 @@ int config_parse(struct config *cfg, int argc, char **argv, char *err, int errle
                    set_value(cfg, &opts[k], opts[k].def, err, errlen) != 0) {
             return -1;
         }
+    }
+    if (cfg->lock_wait_ms > cfg->max_wait_ms) {
+        snprintf(err, errlen, "--lock-wait-ms %d is above --max-wait-ms %d",
+                 cfg->lock_wait_ms, cfg->max_wait_ms);
+        return -1;
     }
     if (lock_find(cfg->lock) == NULL) {
         snprintf(err, errlen, "--lock: unknown strategy '%s' (GET /locks lists them)", cfg->lock);

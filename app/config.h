@@ -32,10 +32,12 @@ struct config {
 
     int threads;                 /* worker slots (backend connections)   */
     int max_connections;         /* HTTP connections (threads) at once   */
-    int lock_wait_ms;            /* how long a request may wait a lock   */
+    int lock_wait_ms;            /* how long a request waits by default  */
+    int max_wait_ms;             /* the most ?wait_ms= and ?hold_ms= ask */
     int retry_ms;                /* spin interval of spinning strategies */
     int lease_ms;                /* lease of expiring locks (watchdog)   */
-    int allow_faults;            /* ?hold_ms= and ?crash=1 accepted      */
+    int allow_faults;            /* the fault switches are accepted      */
+    const char *admin_token;     /* admin routes need it, unless NULL    */
 
     char instance_id[37];        /* random UUID, fresh at every start    */
 };

@@ -1,24 +1,31 @@
-/* http.c — routes, parameters and the one place codes become HTTP.
+/* http.c — libmicrohttpd's side of the server: listeners, connections,
+ * the routes' handlers and the one place codes become HTTP.
  *
  * Threading model: MHD_USE_THREAD_PER_CONNECTION. A purchase blocks — on a
- * lock, a row lock, a watch — for up to --lock-wait-ms, and libmicrohttpd
- * allows blocking in the access handler only in this mode; with it, a
- * request waiting for a lock holds its own connection's thread and never
- * delays another connection. The alternative (a thread pool with
+ * lock, a row lock, a watch — for up to its wait, and libmicrohttpd allows
+ * blocking in the access handler only in this mode; with it, a request
+ * waiting for a lock holds its own connection's thread and never delays
+ * another connection. The alternative (a thread pool with
  * MHD_suspend_connection and our own workers) costs two extra thread
- * hand-offs per request on the hot path for no gain here: nginx keeps a
- * bounded set of keep-alive connections per instance, so the thread count
- * stays bounded, and backend connections are bounded separately by the
- * --threads worker slots (pool.c).
+ * hand-offs per request on the hot path for no gain here. Connections are
+ * bounded by --max-connections (past it, a prompt 503 "overloaded" that
+ * closes the connection), backend connections separately by the --threads
+ * worker slots (pool.c), and every wait by --max-wait-ms.
  *
- * Every answer is JSON (jansson) and names the instance; purchase answers
- * also name the strategy. Status mapping, in answer_sale():
+ * What a request may be — route, method, admin token, parameters — is
+ * decided by request.c, which knows nothing of libmicrohttpd (and is
+ * fuzzed on its own); this file hands it what libmicrohttpd parsed and
+ * acts on the verdict. Every answer is JSON (jansson) and names the
+ * instance; purchase answers also name the strategy. Status mapping, in
+ * status_code():
  *   sold 200 · sold_out 409 · lock_timeout 503 · unavailable 503 (+backend)
- *   error 500 · bad_request 400 (414 for an over-long query string)
+ *   unknown 500 (the sale's answer was lost: it may have been made)
+ *   error 500 · refused requests 400/401/404/405/414 (request.c)
  */
 #include "http.h"
 #include "config.h"
 #include "pool.h"
+#include "request.h"
 #include "stats.h"
 #include "stock.h"
 #include "util.h"
@@ -32,12 +39,16 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
-#define HTTP_MAX_QUERY 1024     /* bytes of keys and values, all together */
+/* An idle keep-alive connection is closed after this many seconds. The
+ * stack's nginx lets its idle upstream connections go sooner (10 s), so it
+ * never sends a request on one this side is closing. */
+#define HTTP_IDLE_S 15
 
 static struct MHD_Daemon *daemon_;     /* --listen:--port */
 static struct MHD_Daemon *unix_daemon;  /* --unix, when given */
@@ -46,27 +57,64 @@ static int64_t started_ms;
 
 /* ---------------------------------------------------------------- answers */
 
-static enum MHD_Result reply(struct MHD_Connection *conn, unsigned code, json_t *body)
+/* What an answer can say when even its JSON could not be built. */
+static const char fallback_500[] =
+    "{\"result\":\"error\",\"error\":\"the answer could not be built\"}";
+
+/* Send `body` (consumed) as JSON with `code`, plus up to two headers
+ * (name, value pairs; NULL to end). Every answer names the instance. If the
+ * body cannot be written, a fixed 500 goes out instead: never a connection
+ * dropped without an answer. */
+static enum MHD_Result reply_h(struct MHD_Connection *conn, unsigned code, json_t *body,
+                               const char *h1, const char *v1, const char *h2, const char *v2)
 {
     struct MHD_Response *resp;
     enum MHD_Result ret;
-    char *text;
+    char *text = NULL;
 
-    json_object_set_new(body, "instance", json_string(cfg->name));
-    text = json_dumps(body, JSON_COMPACT);
-    json_decref(body);
-    if (text == NULL)
-        return MHD_NO;
-    resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (body != NULL) {
+        json_object_set_new(body, "instance", json_string(cfg->name));
+        text = json_dumps(body, JSON_COMPACT);
+        json_decref(body);
+    }
+    if (text != NULL) {
+        resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    } else {
+        code = MHD_HTTP_INTERNAL_SERVER_ERROR;
+        resp = MHD_create_response_from_buffer(sizeof fallback_500 - 1, (void *)fallback_500,
+                                               MHD_RESPMEM_PERSISTENT);
+    }
+    if (resp == NULL) {
+        free(text);
+        return MHD_NO;              /* out of memory: nothing left to say */
+    }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    if (h1)
+        MHD_add_response_header(resp, h1, v1);
+    if (h2)
+        MHD_add_response_header(resp, h2, v2);
     ret = MHD_queue_response(conn, code, resp);
     MHD_destroy_response(resp);
     return ret;
 }
 
-static enum MHD_Result reply_bad(struct MHD_Connection *conn, unsigned code, const char *why)
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned code, json_t *body)
 {
-    return reply(conn, code, json_pack("{s:s,s:s}", "result", "bad_request", "error", why));
+    return reply_h(conn, code, body, NULL, NULL, NULL, NULL);
+}
+
+/* The answer to a request request.c refused: 400, 401, 404, 405 or 414. */
+static enum MHD_Result reply_refused(struct MHD_Connection *conn, const struct request *r)
+{
+    json_t *body = request_error_json(r);
+
+    if (r->status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        return reply_h(conn, (unsigned)r->status, body, MHD_HTTP_HEADER_ALLOW, r->allow,
+                       NULL, NULL);
+    if (r->status == MHD_HTTP_UNAUTHORIZED)
+        return reply_h(conn, (unsigned)r->status, body, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                       "Bearer", NULL, NULL);
+    return reply(conn, (unsigned)r->status, body);
 }
 
 static unsigned status_code(int status)
@@ -77,16 +125,22 @@ static unsigned status_code(int status)
     case LL_TIMEOUT:     return MHD_HTTP_SERVICE_UNAVAILABLE;
     case LL_UNAVAILABLE: return MHD_HTTP_SERVICE_UNAVAILABLE;
     case LL_BADREQ:      return MHD_HTTP_BAD_REQUEST;
-    default:             return MHD_HTTP_INTERNAL_SERVER_ERROR;
+    default:             return MHD_HTTP_INTERNAL_SERVER_ERROR;  /* error, unknown */
     }
 }
 
-/* A failure answer from ctx's error: {"result":…,"error":…[,"backend":…]} */
+/* A failure answer from ctx's error: {"result":…,"error":…[,"backend":…]}.
+ * The error text may quote a server (MariaDB, Redis, ZooKeeper), so it is
+ * made safe for JSON like anything else from outside. */
 static json_t *failure_json(int status, const struct lock_ctx *ctx)
 {
-    json_t *o = json_pack("{s:s,s:s}", "result", ll_status_name(status),
-                          "error", ctx && ctx->errstr[0] ? ctx->errstr : ll_status_name(status));
-    if (ctx && status == LL_UNAVAILABLE && ctx->backend)
+    char error[sizeof ctx->errstr * 2];
+    const char *text = ctx && ctx->errstr[0] ? ctx->errstr : ll_status_name(status);
+    json_t *o;
+
+    text_safe(error, sizeof error, text, strlen(text));
+    o = json_pack("{s:s,s:s}", "result", ll_status_name(status), "error", error);
+    if (o && ctx && status == LL_UNAVAILABLE && ctx->backend)
         json_object_set_new(o, "backend", json_string(ctx->backend));
     return o;
 }
@@ -108,97 +162,6 @@ static void log_failure(const char *lock, const char *error)
         fprintf(stderr, "locklab: %s: lock=%s: 500: %s\n", cfg->name, lock, error);
 }
 
-/* ---------------------------------------------------------------- parameters */
-
-struct params {
-    const char *lock, *product, *count, *reentry, *hold_ms, *crash, *wait_ms;
-    size_t      length;
-    char        error[160];
-};
-
-static enum MHD_Result param_one(void *cls, enum MHD_ValueKind kind,
-                                 const char *key, const char *value)
-{
-    static const struct { const char *name; size_t off; } known[] = {
-        { "lock", offsetof(struct params, lock) },
-        { "product", offsetof(struct params, product) },
-        { "count", offsetof(struct params, count) },
-        { "reentry", offsetof(struct params, reentry) },
-        { "hold_ms", offsetof(struct params, hold_ms) },
-        { "crash", offsetof(struct params, crash) },
-        { "wait_ms", offsetof(struct params, wait_ms) },
-    };
-    struct params *p = cls;
-    size_t i;
-
-    (void)kind;
-    p->length += strlen(key) + (value ? strlen(value) : 0) + 2;
-    if (p->error[0])
-        return MHD_YES;
-    for (i = 0; i < sizeof known / sizeof known[0]; i++) {
-        const char **slot = (const char **)((char *)p + known[i].off);
-        if (strcmp(key, known[i].name) != 0)
-            continue;
-        if (*slot != NULL)
-            snprintf(p->error, sizeof p->error, "parameter '%s' given twice", key);
-        else if (value == NULL || *value == '\0')
-            snprintf(p->error, sizeof p->error, "parameter '%s' needs a value", key);
-        else
-            *slot = value;
-        return MHD_YES;
-    }
-    snprintf(p->error, sizeof p->error, "unknown parameter '%.40s'", key);
-    return MHD_YES;
-}
-
-/* Collect the query; answers 400/414 itself and returns 0 when it is bad. */
-static int params_read(struct MHD_Connection *conn, struct params *p, enum MHD_Result *ret)
-{
-    memset(p, 0, sizeof *p);
-    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, param_one, p);
-    if (p->length > HTTP_MAX_QUERY) {
-        *ret = reply_bad(conn, MHD_HTTP_URI_TOO_LONG, "query string too long");
-        return 0;
-    }
-    if (p->error[0]) {
-        *ret = reply_bad(conn, MHD_HTTP_BAD_REQUEST, p->error);
-        return 0;
-    }
-    if (p->product && !stock_code_valid(p->product)) {
-        *ret = reply_bad(conn, MHD_HTTP_BAD_REQUEST,
-                         "product must be 1 to 32 characters of [A-Za-z0-9_-]");
-        return 0;
-    }
-    return 1;
-}
-
-/* An optional integer parameter in [min, max]; answers 400 when bad. */
-static int param_int(struct MHD_Connection *conn, const char *name, const char *value,
-                     long long min, long long max, long long def, long long *out,
-                     enum MHD_Result *ret)
-{
-    char why[160];
-
-    *out = def;
-    if (value == NULL || parse_int(value, min, max, out) == 0)
-        return 1;
-    snprintf(why, sizeof why, "%s must be a whole number from %lld to %lld", name, min, max);
-    *ret = reply_bad(conn, MHD_HTTP_BAD_REQUEST, why);
-    return 0;
-}
-
-static json_t *lock_names(void)
-{
-    const struct lock_ops *const *all;
-    json_t *a = json_array();
-    int i, n;
-
-    all = lock_all(&n);
-    for (i = 0; i < n; i++)
-        json_array_append_new(a, json_string(all[i]->name));
-    return a;
-}
-
 /* ---------------------------------------------------------------- routes */
 
 static struct lock_ctx *borrow(int wait_ms)
@@ -209,7 +172,7 @@ static struct lock_ctx *borrow(int wait_ms)
     if (ctx) {
         ctx->deadline_ms = deadline_ms;
         ctx->wait_ms = wait_ms;
-        ctx->hold_ms = ctx->crash = 0;
+        ctx->hold_ms = ctx->crash = ctx->lose_answer = 0;
         ctx->retries = ctx->backend_ops = ctx->wakeups = 0;
         ctx->held_us = -1;
         ctx->err = 0;
@@ -227,44 +190,27 @@ static enum MHD_Result no_slot(struct MHD_Connection *conn)
                  json_pack("{s:s,s:s}", "result", "lock_timeout", "error", why));
 }
 
-static enum MHD_Result sale(struct MHD_Connection *conn)
+static enum MHD_Result sale(struct MHD_Connection *conn, struct request *r)
 {
-    long long reentry, hold_ms, crash, wait_ms, remaining = -1;
-    const struct lock_ops *ops;
-    enum MHD_Result ret;
+    long long remaining = -1;
+    struct sale_args a;
     struct lock_ctx *ctx;
     struct product prod;
-    struct params p;
     int64_t t0 = now_us();
     int rc, release_failed;
     json_t *body;
 
-    if (!params_read(conn, &p, &ret))
-        return ret;
-    ops = lock_find(p.lock ? p.lock : cfg->lock);
-    if (ops == NULL) {
-        char why[160];
-        snprintf(why, sizeof why, "unknown strategy '%.40s'", p.lock);
-        return reply(conn, MHD_HTTP_BAD_REQUEST, json_pack("{s:s,s:s,s:o}",
-                     "result", "bad_request", "error", why, "valid", lock_names()));
-    }
-    if (!param_int(conn, "reentry", p.reentry, 1, LOCK_MAX_DEPTH, 1, &reentry, &ret) ||
-        !param_int(conn, "hold_ms", p.hold_ms, 0, 600000, 0, &hold_ms, &ret) ||
-        !param_int(conn, "crash", p.crash, 0, 1, 0, &crash, &ret) ||
-        !param_int(conn, "wait_ms", p.wait_ms, 0, 600000, cfg->lock_wait_ms, &wait_ms, &ret))
-        return ret;
-    if ((hold_ms || crash) && !cfg->allow_faults)
-        return reply_bad(conn, MHD_HTTP_BAD_REQUEST,
-                         "hold_ms and crash need a server started with --allow-faults");
-
-    ctx = borrow((int)wait_ms);
+    if (request_sale(r, cfg, &a) != 0)
+        return reply_refused(conn, r);
+    ctx = borrow(a.wait_ms);
     if (ctx == NULL)
         return no_slot(conn);
-    ctx->hold_ms = (int)hold_ms;
-    ctx->crash = (int)crash;
-    rc = stock_find(ctx, p.product ? p.product : "1001", &prod);
+    ctx->hold_ms = a.hold_ms;
+    ctx->crash = a.crash;
+    ctx->lose_answer = a.lose_answer;
+    rc = stock_find(ctx, a.product, &prod);
     if (rc == LL_OK || rc == LL_SOLD_OUT)
-        rc = stock_sell(ctx, ops, &prod, (int)reentry, &remaining);
+        rc = stock_sell(ctx, a.ops, &prod, a.reentry, &remaining);
     release_failed = rc == LL_OK && ctx->err != 0;
 
     if (rc == LL_OK || rc == LL_SOLD_OUT) {
@@ -273,87 +219,93 @@ static enum MHD_Result sale(struct MHD_Connection *conn)
         if (rc == LL_OK && remaining >= 0)
             json_object_set_new(body, "remaining", json_integer(remaining));
         if (release_failed)
-            json_object_set_new(body, "warning", json_string(ctx->errstr));
+            json_object_set_new(body, "warning", failure_json(LL_ERROR, ctx));
     } else {
         body = failure_json(rc, ctx);
     }
-    json_object_set_new(body, "lock", json_string(ops->name));
+    json_object_set_new(body, "lock", json_string(a.ops->name));
     if (status_code(rc) == MHD_HTTP_INTERNAL_SERVER_ERROR)
-        log_failure(ops->name, ctx->errstr);
-    stats_record(lock_index(ops), rc, now_us() - t0, ctx, release_failed);
+        log_failure(a.ops->name, ctx->errstr);
+    stats_record(lock_index(a.ops), rc, now_us() - t0, ctx, release_failed);
     pool_put(ctx);
     return reply(conn, status_code(rc), body);
 }
 
 /* Every purchase is counted in flight from its first byte to its answer. */
-static enum MHD_Result route_sale(struct MHD_Connection *conn)
+static enum MHD_Result route_sale(struct MHD_Connection *conn, struct request *r)
 {
     enum MHD_Result ret;
 
     stats_begin();
-    ret = sale(conn);
+    ret = sale(conn, r);
     stats_end();
     return ret;
 }
 
-static enum MHD_Result route_stock(struct MHD_Connection *conn, int reset)
+/* Clear what every strategy may have left behind for this product. */
+static json_t *reset_locks(struct lock_ctx *ctx, const struct product *prod)
 {
     const struct lock_ops *const *all;
-    struct lock_ctx *ctx;
-    struct product prod;
-    enum MHD_Result ret;
-    struct params p;
-    long long count = 0;
-    json_t *cleared;
-    int rc, i, n;
+    json_t *cleared = json_object();
+    int i, n, rc;
 
-    if (!params_read(conn, &p, &ret))
-        return ret;
-    if (reset) {
-        if (p.count == NULL)
-            return reply_bad(conn, MHD_HTTP_BAD_REQUEST, "count is required");
-        if (!param_int(conn, "count", p.count, 0, 1000000000, 0, &count, &ret))
-            return ret;
-    }
-    ctx = borrow(cfg->lock_wait_ms);
-    if (ctx == NULL)
-        return no_slot(conn);
-    rc = stock_find(ctx, p.product ? p.product : "1001", &prod);
-    if (rc == LL_OK)
-        rc = reset ? stock_set(ctx, &prod, count) : stock_count(ctx, &prod, &count);
-    if (rc != LL_OK) {
-        json_t *body = failure_json(rc, ctx);
-        pool_put(ctx);
-        return reply(conn, status_code(rc), body);
-    }
-    if (!reset) {
-        pool_put(ctx);
-        return reply(conn, MHD_HTTP_OK, json_pack("{s:s,s:s,s:I}", "product", prod.code,
-                     "warehouse", STOCK_WAREHOUSE, "count", (json_int_t)count));
-    }
-    /* Clear what every strategy may have left behind for this product. */
-    cleared = json_object();
     all = lock_all(&n);
     for (i = 0; i < n; i++) {
         if (all[i]->reset == NULL)
             continue;
         ctx->err = 0;
-        rc = all[i]->reset(ctx, prod.key);
-        json_object_set_new(cleared, all[i]->name,
-                            json_string(rc == LL_OK ? "ok" : ctx->errstr));
+        rc = all[i]->reset(ctx, prod->key);
+        json_object_set_new(cleared, all[i]->name, rc == LL_OK ? json_string("ok")
+                                                               : failure_json(rc, ctx));
     }
-    pool_put(ctx);
-    stats_reset();
-    return reply(conn, MHD_HTTP_OK, json_pack("{s:s,s:s,s:I,s:o}", "result", "reset",
-                 "product", prod.code, "count", (json_int_t)count, "cleared", cleared));
+    return cleared;
 }
 
-static enum MHD_Result route_locks(struct MHD_Connection *conn)
+static enum MHD_Result route_stock(struct MHD_Connection *conn, struct request *r)
+{
+    int reset = r->route->id == ROUTE_STOCK_RESET;
+    struct lock_ctx *ctx;
+    struct product prod;
+    const char *code;
+    long long count = 0;
+    json_t *body;
+    int rc;
+
+    if (request_product(r, &code) != 0)
+        return reply_refused(conn, r);
+    if (reset && r->param[P_COUNT] == NULL) {
+        request_fail(r, 400, "bad_request", P_COUNT, "count is required");
+        return reply_refused(conn, r);
+    }
+    if (reset && request_int(r, P_COUNT, 0, 1000000000, 0, &count) != 0)
+        return reply_refused(conn, r);
+    ctx = borrow(cfg->lock_wait_ms);
+    if (ctx == NULL)
+        return no_slot(conn);
+    rc = stock_find(ctx, code, &prod);
+    if (rc == LL_OK)
+        rc = reset ? stock_set(ctx, &prod, count) : stock_read(ctx, &prod, &count);
+    if (rc != LL_OK)
+        body = failure_json(rc, ctx);
+    else if (!reset)
+        body = json_pack("{s:s,s:s,s:I}", "product", prod.code, "warehouse", STOCK_WAREHOUSE,
+                         "count", (json_int_t)count);
+    else
+        body = json_pack("{s:s,s:s,s:I,s:o}", "result", "reset", "product", prod.code,
+                         "count", (json_int_t)count, "cleared", reset_locks(ctx, &prod));
+    pool_put(ctx);
+    if (rc == LL_OK && reset)
+        stats_reset();
+    return reply(conn, status_code(rc), body);
+}
+
+static enum MHD_Result route_locks(struct MHD_Connection *conn, struct request *r)
 {
     const struct lock_ops *const *all;
     json_t *list = json_array();
     int i, n;
 
+    (void)r;
     all = lock_all(&n);
     for (i = 0; i < n; i++) {
         const struct lock_ops *o = all[i];
@@ -369,68 +321,94 @@ static enum MHD_Result route_locks(struct MHD_Connection *conn)
                                               "strategies", list));
 }
 
-static enum MHD_Result route_stats(struct MHD_Connection *conn, int reset)
+static enum MHD_Result route_stats(struct MHD_Connection *conn, struct request *r)
 {
     json_t *body;
 
-    if (reset) {
+    if (r->route->id == ROUTE_STATS_RESET) {
         stats_reset();
         return reply(conn, MHD_HTTP_OK, json_pack("{s:s}", "result", "reset"));
     }
     body = stats_json();
     json_object_set_new(body, "id", json_string(cfg->instance_id));
     json_object_set_new(body, "slots", json_integer(cfg->threads));
+    json_object_set_new(body, "max_connections", json_integer(cfg->max_connections));
     json_object_set_new(body, "uptime_s", json_real((double)(now_ms() - started_ms) / 1000.0));
     return reply(conn, MHD_HTTP_OK, body);
 }
 
-static enum MHD_Result route_health(struct MHD_Connection *conn)
+static enum MHD_Result route_health(struct MHD_Connection *conn, struct request *r)
 {
+    (void)r;
     return reply(conn, MHD_HTTP_OK, json_pack("{s:s,s:s,s:s}", "status", "ok",
                  "id", cfg->instance_id, "default_lock", cfg->lock));
 }
 
-struct route {
-    const char *method, *path;
-    int         arg;
-    enum MHD_Result (*fn)(struct MHD_Connection *conn, int arg);
-};
-
-static enum MHD_Result r_sale(struct MHD_Connection *c, int a)   { (void)a; return route_sale(c); }
-static enum MHD_Result r_locks(struct MHD_Connection *c, int a)  { (void)a; return route_locks(c); }
-static enum MHD_Result r_health(struct MHD_Connection *c, int a) { (void)a; return route_health(c); }
-
-static const struct route routes[] = {
-    { "GET",  "/check/lock",  0, r_sale },
-    { "GET",  "/stock",       0, route_stock },
-    { "POST", "/stock/reset", 1, route_stock },
-    { "GET",  "/locks",       0, r_locks },
-    { "GET",  "/stats",       0, route_stats },
-    { "POST", "/stats/reset", 1, route_stats },
-    { "GET",  "/health",      0, r_health },
+static enum MHD_Result (*const handlers[])(struct MHD_Connection *, struct request *) = {
+    [ROUTE_SALE] = route_sale,        [ROUTE_STOCK] = route_stock,
+    [ROUTE_STOCK_RESET] = route_stock, [ROUTE_LOCKS] = route_locks,
+    [ROUTE_STATS] = route_stats,      [ROUTE_STATS_RESET] = route_stats,
+    [ROUTE_HEALTH] = route_health,
 };
 
 /* ---------------------------------------------------------------- dispatch */
 
+/* Connections open on both listeners, counted by libmicrohttpd's notices. */
+static _Atomic int open_connections;
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)cls, (void)conn, (void)socket_context;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        atomic_fetch_add(&open_connections, 1);
+    else
+        atomic_fetch_sub(&open_connections, 1);
+}
+
+/* Past --max-connections, a prompt 503 that closes the connection: a
+ * client (or a proxy) learns at once that this instance is full, instead
+ * of waiting in a queue or meeting a refused connect, which a proxy takes
+ * for a dead server. libmicrohttpd's own limit lies OVERLOAD_ROOM above
+ * ours, so it is reached only by a flood no answer would slow down. */
+#define OVERLOAD_ROOM 256
+
+static enum MHD_Result overloaded(struct MHD_Connection *conn, int open)
+{
+    char why[128];
+
+    stats_overloaded();
+    snprintf(why, sizeof why, "%d connections open, more than this instance serves "
+             "(--max-connections %d)", open, cfg->max_connections);
+    return reply_h(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+                   json_pack("{s:s,s:s}", "result", "overloaded", "error", why),
+                   MHD_HTTP_HEADER_CONNECTION, "close", MHD_HTTP_HEADER_RETRY_AFTER, "1");
+}
+
+static enum MHD_Result param_one(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    request_param(cls, key, key_size, value, value_size);
+    return MHD_YES;
+}
+
 static enum MHD_Result dispatch(struct MHD_Connection *conn, const char *url, const char *method)
 {
-    size_t i;
-    int path_known = 0;
+    int open = atomic_load(&open_connections);
+    struct request r;
 
-    for (i = 0; i < sizeof routes / sizeof routes[0]; i++) {
-        if (strcmp(url, routes[i].path) != 0)
-            continue;
-        path_known = 1;
-        if (strcmp(method, routes[i].method) == 0 ||
-            (!strcmp(method, "HEAD") && !strcmp(routes[i].method, "GET")))
-            return routes[i].fn(conn, routes[i].arg);
-    }
-    if (path_known)
-        return reply_bad(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed here");
-    return reply(conn, MHD_HTTP_NOT_FOUND, json_pack("{s:s,s:s,s:s}", "result", "not_found",
-                 "error", "no such path", "paths",
-                 "GET /check/lock, GET /stock, POST /stock/reset, GET /locks, GET /stats, "
-                 "POST /stats/reset, GET /health"));
+    if (open > cfg->max_connections)
+        return overloaded(conn, open);
+    if (request_begin(&r, method, url,
+                      MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                  MHD_HTTP_HEADER_AUTHORIZATION),
+                      cfg->admin_token) != 0)
+        return reply_refused(conn, &r);
+    MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, param_one, &r);
+    if (request_params_done(&r) != 0)
+        return reply_refused(conn, &r);
+    return handlers[r.route->id](conn, &r);
 }
 
 /* libmicrohttpd calls this first when the headers are in, then once per
@@ -457,6 +435,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return dispatch(conn, url, method);
 }
 
+/* libmicrohttpd's unescape callback: request.c's percent-decoding. */
+static size_t on_unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+    (void)cls, (void)conn;
+    return request_unescape(s);
+}
+
 /* One thread-per-connection daemon, listening where `where` says. */
 static struct MHD_Daemon *serve(const struct config *c, struct MHD_OptionItem where)
 {
@@ -467,8 +452,10 @@ static struct MHD_Daemon *serve(const struct config *c, struct MHD_OptionItem wh
         MHD_USE_POLL | MHD_USE_ERROR_LOG,
         (uint16_t)c->port, NULL, NULL, on_request, NULL,
         MHD_OPTION_ARRAY, opts,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(c->max_connections + OVERLOAD_ROOM),
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_S,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
+        MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, NULL,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024),

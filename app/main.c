@@ -12,10 +12,42 @@
 #include "stats.h"
 #include "../locks/lock.h"
 
+#include <errno.h>
 #include <mysql.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+
+/* Every HTTP connection is a descriptor, and so is every backend
+ * connection of every worker slot: raise the soft limit on open files to
+ * the hard one (the default 1024 would refuse connections long before
+ * --max-connections), and say what came of it. */
+static void raise_nofile(const struct config *cfg)
+{
+    struct rlimit rl;
+    rlim_t want = (rlim_t)cfg->max_connections + 256 + (rlim_t)cfg->threads * 24;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        fprintf(stderr, "locklab: cannot read the open-file limit: %s\n", strerror(errno));
+        return;
+    }
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t was = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+            fprintf(stderr, "locklab: cannot raise the open-file limit from %llu to %llu: %s\n",
+                    (unsigned long long)was, (unsigned long long)rl.rlim_max, strerror(errno));
+            rl.rlim_cur = was;
+        }
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want)
+        fprintf(stderr, "locklab: %s: only %llu open files allowed, and --max-connections %d "
+                "with %d slots may need %llu: connections will be refused early\n",
+                cfg->name, (unsigned long long)rl.rlim_cur, cfg->max_connections,
+                cfg->threads, (unsigned long long)want);
+}
 
 int main(int argc, char **argv)
 {
@@ -41,6 +73,13 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    raise_nofile(&cfg);
+    if (cfg.admin_token == NULL)
+        fprintf(stderr, "locklab: %s: no --admin-token: POST /stock/reset and /stats/reset "
+                "are open to anyone who reaches this port\n", cfg.name);
+    if (cfg.allow_faults)
+        fprintf(stderr, "locklab: %s: --allow-faults: ?hold_ms, ?crash and ?lose_answer are "
+                "accepted from anyone who reaches this port\n", cfg.name);
     if (mysql_library_init(0, NULL, NULL) != 0) {
         fprintf(stderr, "locklab: cannot initialise the MariaDB client library\n");
         return 1;

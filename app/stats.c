@@ -18,9 +18,11 @@ struct lock_stats {
 static struct lock_stats *stats;
 static int nstats;
 static _Atomic int64_t in_flight;
+static _Atomic uint64_t overloaded;
 
 void stats_begin(void) { atomic_fetch_add(&in_flight, 1); }
 void stats_end(void)   { atomic_fetch_sub(&in_flight, 1); }
+void stats_overloaded(void) { atomic_fetch_add_explicit(&overloaded, 1, memory_order_relaxed); }
 
 /* ---------------------------------------------------------------- histogram */
 
@@ -113,6 +115,8 @@ void stats_record(int lock, int status, int64_t latency_us,
 void stats_reset(void)
 {
     int i, k;
+
+    atomic_store(&overloaded, 0);
     for (i = 0; i < nstats; i++) {
         struct lock_stats *s = &stats[i];
         for (k = 0; k < LL_STATUS_MAX; k++)
@@ -145,7 +149,7 @@ static json_t *one_json(struct lock_stats *s)
     h.max_us = atomic_load(&s->max_us);
     n = h.count;
     acquisitions = atomic_load(&s->status[LL_OK]) + atomic_load(&s->status[LL_SOLD_OUT]);
-    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,"
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,"
                      "s:{s:f,s:f,s:f,s:f,s:f,s:f}}",
         "requests", (json_int_t)n,
         "sold", (json_int_t)atomic_load(&s->status[LL_OK]),
@@ -153,6 +157,7 @@ static json_t *one_json(struct lock_stats *s)
         "lock_timeouts", (json_int_t)atomic_load(&s->status[LL_TIMEOUT]),
         "unavailable", (json_int_t)atomic_load(&s->status[LL_UNAVAILABLE]),
         "errors", (json_int_t)atomic_load(&s->status[LL_ERROR]),
+        "unknown", (json_int_t)atomic_load(&s->status[LL_UNKNOWN]),
         "release_errors", (json_int_t)atomic_load(&s->release_errors),
         "retries", (json_int_t)atomic_load(&s->retries),
         "backend_ops", (json_int_t)atomic_load(&s->backend_ops),
@@ -192,7 +197,8 @@ json_t *stats_json(void)
     all = lock_all(&n);
     for (i = 0; i < n && i < nstats; i++)
         json_object_set_new(by, all[i]->name, one_json(&stats[i]));
-    return json_pack("{s:I,s:I,s:o}", "in_flight", (json_int_t)atomic_load(&in_flight),
+    return json_pack("{s:I,s:I,s:I,s:o}", "in_flight", (json_int_t)atomic_load(&in_flight),
+                     "overloaded", (json_int_t)atomic_load(&overloaded),
                      "context_switches", (json_int_t)context_switches(),
                      "strategies", by);
 }

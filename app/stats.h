@@ -35,6 +35,10 @@ void    stats_reset(void);
  * and a harness must wait for in_flight 0 before it reads the counts. */
 void    stats_begin(void);
 void    stats_end(void);
-json_t *stats_json(void);   /* {"in_flight":N,"context_switches":N,"strategies":{name:{...}}} */
+/* A request refused because the instance had more than --max-connections
+ * connections open (answered 503 "overloaded", before any route). */
+void    stats_overloaded(void);
+json_t *stats_json(void);   /* {"in_flight":N,"overloaded":N,"context_switches":N,
+                             *  "strategies":{name:{...}}} */
 
 #endif /* LOCKLAB_STATS_H */

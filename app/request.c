@@ -1,0 +1,381 @@
+/* request.c — routes, parameters, the admin token and the text of error
+ * answers, with no HTTP library in sight (see request.h for the rules).
+ *
+ * Everything a request carries is untrusted bytes. Three habits keep that
+ * harmless. A string never holds a NUL it did not end with: request_
+ * unescape() turns "%00" into C0 80, which no check lets through. Every
+ * name and value is valid UTF-8 before anything compares or parses it, and
+ * anything of the request that is echoed goes through text_safe() first,
+ * so an answer can always be written as JSON. And the first problem found
+ * is the answer: one status, one sentence, the parameter it is about.
+ */
+#include "request.h"
+#include "config.h"
+#include "stock.h"
+#include "util.h"
+#include "../locks/lock.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---------------------------------------------------------------- text */
+
+/* The length of the valid UTF-8 character at s (n bytes there), or 0. */
+static size_t utf8_char(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0], cp;
+    size_t len, i;
+
+    if (c < 0x80)
+        return c != 0;
+    if (c < 0xc2)                   /* a continuation byte, or C0/C1 overlong */
+        return 0;
+    if (c < 0xe0)
+        len = 2, cp = c & 0x1f;
+    else if (c < 0xf0)
+        len = 3, cp = c & 0x0f;
+    else if (c < 0xf5)
+        len = 4, cp = c & 0x07;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    for (i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
+int text_utf8_valid(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t at = 0, n;
+
+    while (at < len) {
+        if ((n = utf8_char(p + at, len - at)) == 0)
+            return 0;
+        at += n;
+    }
+    return 1;
+}
+
+char *text_safe(char *dst, size_t size, const char *src, size_t len)
+{
+    static const char bad[] = "\xef\xbf\xbd", more[] = "\xe2\x80\xa6";  /* U+FFFD, … */
+    const unsigned char *p = (const unsigned char *)src;
+    size_t at = 0, out = 0;
+
+    if (size == 0)
+        return dst;
+    while (at < len) {
+        size_t n = utf8_char(p + at, len - at);
+        const char *piece = (const char *)p + at;
+        size_t take = n;
+
+        if (n == 0 || (n == 1 && (p[at] < 0x20 || p[at] == 0x7f))) {
+            piece = bad;
+            take = 3;
+            n = 1;
+        }
+        /* Room for this piece, and for "…" and the NUL should more follow. */
+        if (out + take + (at + n < len ? sizeof more : 1) > size) {
+            if (out + sizeof more <= size) {
+                memcpy(dst + out, more, sizeof more - 1);
+                out += sizeof more - 1;
+            }
+            break;
+        }
+        memcpy(dst + out, piece, take);
+        out += take;
+        at += n;
+    }
+    dst[out] = '\0';
+    return dst;
+}
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+size_t request_unescape(char *s)
+{
+    char *r = s, *w = s;
+
+    while (*r) {
+        int hi = r[0] == '%' ? hex_digit(r[1]) : -1;
+        int lo = hi >= 0 ? hex_digit(r[2]) : -1;
+
+        if (lo < 0) {               /* not an escape: the byte as it is */
+            *w++ = *r++;
+        } else if (hi == 0 && lo == 0) {
+            *w++ = (char)0xc0;      /* NUL's overlong form, see request.h */
+            *w++ = (char)0x80;
+            r += 3;
+        } else {
+            *w++ = (char)(hi << 4 | lo);
+            r += 3;
+        }
+    }
+    *w = '\0';
+    return (size_t)(w - s);
+}
+
+/* ---------------------------------------------------------------- tables */
+
+static const char *const param_names[P_MAX] = {
+    [P_LOCK] = "lock", [P_PRODUCT] = "product", [P_COUNT] = "count",
+    [P_REENTRY] = "reentry", [P_WAIT_MS] = "wait_ms", [P_HOLD_MS] = "hold_ms",
+    [P_CRASH] = "crash", [P_LOSE_ANSWER] = "lose_answer",
+};
+
+#define BIT(p)  (1u << (p))
+#define FAULTS  (BIT(P_HOLD_MS) | BIT(P_CRASH) | BIT(P_LOSE_ANSWER))
+
+static const struct route routes[] = {
+    { ROUTE_SALE,        "GET",  "/check/lock",  0,
+      BIT(P_LOCK) | BIT(P_PRODUCT) | BIT(P_REENTRY) | BIT(P_WAIT_MS) | FAULTS },
+    { ROUTE_STOCK,       "GET",  "/stock",       0, BIT(P_PRODUCT) },
+    { ROUTE_STOCK_RESET, "POST", "/stock/reset", 1, BIT(P_COUNT) | BIT(P_PRODUCT) },
+    { ROUTE_LOCKS,       "GET",  "/locks",       0, 0 },
+    { ROUTE_STATS,       "GET",  "/stats",       0, 0 },
+    { ROUTE_STATS_RESET, "POST", "/stats/reset", 1, 0 },
+    { ROUTE_HEALTH,      "GET",  "/health",      0, 0 },
+};
+
+#define NROUTES (sizeof routes / sizeof routes[0])
+
+/* ---------------------------------------------------------------- failures */
+
+static int vfail(struct request *r, int status, const char *result, enum param_id param,
+                 const char *fmt, va_list ap)
+{
+    if (r->status)
+        return r->status;           /* the first problem is the answer */
+    r->status = status;
+    r->result = result;
+    if (param < P_MAX)
+        snprintf(r->parameter, sizeof r->parameter, "%s", param_names[param]);
+    vsnprintf(r->error, sizeof r->error, fmt, ap);
+    return status;
+}
+
+int request_fail(struct request *r, int status, const char *result, enum param_id param,
+                 const char *fmt, ...)
+{
+    va_list ap;
+    int rc;
+
+    va_start(ap, fmt);
+    rc = vfail(r, status, result, param, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- routes */
+
+int request_token_ok(const char *authorization, const char *token)
+{
+    static const char scheme[] = "Bearer ";
+    const char *given;
+    size_t n, m, i;
+    unsigned char diff;
+
+    if (token == NULL)
+        return 1;
+    if (authorization == NULL || strncasecmp(authorization, scheme, sizeof scheme - 1) != 0)
+        return 0;
+    given = authorization + sizeof scheme - 1;
+    n = strlen(token);
+    m = strlen(given);
+    diff = n != m;
+    for (i = 0; i < n; i++)
+        diff |= (unsigned char)(token[i] ^ (i < m ? given[i] : 0));
+    return diff == 0;
+}
+
+int request_begin(struct request *r, const char *method, const char *path,
+                  const char *authorization, const char *token)
+{
+    char shown[24];
+    size_t i;
+
+    memset(r, 0, sizeof *r);
+    for (i = 0; i < NROUTES && strcmp(path, routes[i].path) != 0; i++)
+        ;
+    if (i == NROUTES)
+        return request_fail(r, 404, "not_found", P_MAX, "no such path; the paths are "
+                            "GET /check/lock, GET /stock, POST /stock/reset, GET /locks, "
+                            "GET /stats, POST /stats/reset, GET /health");
+    r->route = &routes[i];
+    if (strcmp(method, r->route->method) != 0) {
+        r->allow = r->route->method;
+        return request_fail(r, 405, "method_not_allowed", P_MAX, "%s %s: only %s",
+                            text_safe(shown, sizeof shown, method, strlen(method)),
+                            r->route->path, r->route->method);
+    }
+    if (r->route->admin && !request_token_ok(authorization, token))
+        return request_fail(r, 401, "unauthorized", P_MAX, "%s %s needs the header "
+                            "'Authorization: Bearer <admin token>' (--admin-token)",
+                            r->route->method, r->route->path);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- parameters */
+
+/* The index of the parameter called name[0..len), or P_MAX. */
+static enum param_id param_find(const char *name, size_t len)
+{
+    int i;
+
+    for (i = 0; i < P_MAX; i++)
+        if (strlen(param_names[i]) == len && memcmp(param_names[i], name, len) == 0)
+            return (enum param_id)i;
+    return P_MAX;
+}
+
+/* Does s[0..len) hold request_unescape()'s stand-in for a NUL byte? */
+static int holds_nul(const char *s, size_t len)
+{
+    return memmem(s, len, "\xc0\x80", 2) != NULL || memchr(s, '\0', len) != NULL;
+}
+
+void request_param(struct request *r, const char *name, size_t name_len,
+                   const char *value, size_t value_len)
+{
+    char shown[40];
+    enum param_id id;
+
+    r->query_bytes += name_len + (value ? value_len : 0) + 2;
+    if (r->status)
+        return;
+    text_safe(shown, sizeof shown, name, name_len);
+    if (!text_utf8_valid(name, name_len))
+        request_fail(r, 400, "bad_request", P_MAX, "a parameter name is not valid UTF-8%s: '%s'",
+                     holds_nul(name, name_len) ? " (it holds a NUL byte)" : "", shown);
+    else if ((id = param_find(name, name_len)) == P_MAX)
+        request_fail(r, 400, "bad_request", P_MAX, "unknown parameter '%s'", shown);
+    else if (!(r->route->params & BIT(id)))
+        request_fail(r, 400, "bad_request", id, "parameter '%s' does not apply to %s %s",
+                     shown, r->route->method, r->route->path);
+    else if (r->param[id] != NULL)
+        request_fail(r, 400, "bad_request", id, "parameter '%s' given twice", shown);
+    else if (value == NULL || value_len == 0)
+        request_fail(r, 400, "bad_request", id, "parameter '%s' needs a value", shown);
+    else if (holds_nul(value, value_len))
+        request_fail(r, 400, "bad_request", id, "parameter '%s' holds a NUL byte (%%00)", shown);
+    else if (!text_utf8_valid(value, value_len))
+        request_fail(r, 400, "bad_request", id, "parameter '%s' is not valid UTF-8", shown);
+    else
+        r->param[id] = value;
+}
+
+int request_params_done(struct request *r)
+{
+    if (r->query_bytes > REQUEST_MAX_QUERY) {
+        r->status = 0;              /* the size is the answer, whatever else */
+        r->parameter[0] = '\0';
+        return request_fail(r, 414, "bad_request", P_MAX,
+                            "query string too long (at most %d bytes of names and values)",
+                            REQUEST_MAX_QUERY);
+    }
+    return r->status;
+}
+
+int request_int(struct request *r, enum param_id id, long long min, long long max,
+                long long def, long long *out)
+{
+    const char *v = r->param[id];
+
+    *out = def;
+    if (v == NULL || parse_int(v, min, max, out) == 0)
+        return 0;
+    return request_fail(r, 400, "bad_request", id, "%s must be a whole number from %lld to "
+                        "%lld%s", param_names[id], min, max,
+                        id == P_WAIT_MS || id == P_HOLD_MS ? " (--max-wait-ms)" : "");
+}
+
+int request_product(struct request *r, const char **code)
+{
+    *code = r->param[P_PRODUCT] ? r->param[P_PRODUCT] : "1001";
+    if (stock_code_valid(*code))
+        return 0;
+    return request_fail(r, 400, "bad_request", P_PRODUCT,
+                        "product must be 1 to %d characters of [A-Za-z0-9_-]", STOCK_CODE_MAX);
+}
+
+/* ---------------------------------------------------------------- a purchase */
+
+int request_sale(struct request *r, const struct config *cfg, struct sale_args *out)
+{
+    const char *name = r->param[P_LOCK] ? r->param[P_LOCK] : cfg->lock;
+    long long reentry, wait_ms, hold_ms, crash, lose;
+    char shown[48];
+    int i;
+
+    memset(out, 0, sizeof *out);
+    for (i = 0; i < P_MAX; i++)
+        if ((FAULTS & BIT(i)) && r->param[i] && !cfg->allow_faults)
+            return request_fail(r, 400, "bad_request", (enum param_id)i,
+                                "%s is a fault switch, and this server was started "
+                                "without --allow-faults", param_names[i]);
+    if ((out->ops = lock_find(name)) == NULL) {
+        r->list_strategies = 1;
+        return request_fail(r, 400, "bad_request", P_LOCK, "unknown strategy '%s'",
+                            text_safe(shown, sizeof shown, name, strlen(name)));
+    }
+    if (request_product(r, &out->product) ||
+        request_int(r, P_REENTRY, 1, LOCK_MAX_DEPTH, 1, &reentry) ||
+        request_int(r, P_WAIT_MS, 0, cfg->max_wait_ms, cfg->lock_wait_ms, &wait_ms) ||
+        request_int(r, P_HOLD_MS, 0, cfg->max_wait_ms, 0, &hold_ms) ||
+        request_int(r, P_CRASH, 0, 1, 0, &crash) ||
+        request_int(r, P_LOSE_ANSWER, 0, 1, 0, &lose))
+        return r->status;
+    if (reentry > 1 && !(out->ops->props & LOCK_REENTRANT))
+        return request_fail(r, 400, "bad_request", P_REENTRY, "%s is not reentrant: with "
+                            "reentry=%lld a purchase would wait for the lock it holds",
+                            out->ops->name, reentry);
+    out->reentry = (int)reentry;
+    out->wait_ms = (int)wait_ms;
+    out->hold_ms = (int)hold_ms;
+    out->crash = (int)crash;
+    out->lose_answer = (int)lose;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- answers */
+
+json_t *request_error_json(const struct request *r)
+{
+    json_t *o = json_pack("{s:s,s:s}", "result", r->result ? r->result : "bad_request",
+                          "error", r->error);
+
+    if (o == NULL)                  /* only if out of memory */
+        return json_pack("{s:s}", "result", "error");
+    if (r->parameter[0])
+        json_object_set_new(o, "parameter", json_string(r->parameter));
+    if (r->list_strategies) {
+        const struct lock_ops *const *all;
+        json_t *names = json_array();
+        int i, n;
+
+        all = lock_all(&n);
+        for (i = 0; i < n; i++)
+            json_array_append_new(names, json_string(all[i]->name));
+        json_object_set_new(o, "valid", names);
+    }
+    return o;
+}

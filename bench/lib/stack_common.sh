@@ -38,6 +38,27 @@ log_tail() {
 # Seconds since the epoch with milliseconds, for timings.
 now_ms() { date +%s%3N; }
 
+# --------------------------------------------------------------- secrets
+
+# secret NAME: print the stack's secret NAME (mysql-password, admin-token),
+# making it first: 24 random bytes in hex, in .run/secrets/NAME (the folder
+# 0700, the file 0600). Secrets reach a process only through its
+# environment, never its command line: /proc/PID/cmdline is readable by
+# every user of the machine, /proc/PID/environ only by the process's owner.
+secret() {
+    local file="$RUN/secrets/$1" value
+    if [[ ! -s $file ]]; then
+        (
+            umask 077
+            mkdir -p "$RUN/secrets"
+            head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$file.new"
+            mv "$file.new" "$file"
+        ) || die "cannot write $file"
+    fi
+    read -r value <"$file"
+    printf '%s\n' "$value"
+}
+
 # ------------------------------------------------------------- pid files
 
 pid_file() { printf '%s/pids/%s.pid\n' "$RUN" "$1"; }

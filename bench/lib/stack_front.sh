@@ -25,6 +25,15 @@ APP_BASE_PORT=$((8000 + STACK_OFFSET))
 APP_PORT_STEP=100
 NGINX_PORT=$((8080 + STACK_OFFSET))
 
+# Connections, sized together (nginx/nginx.conf.in says why): an instance
+# serves APP_CONNS at once; nginx keeps UPSTREAM_KEEPALIVE idle upstream
+# connections in all and opens at most UPSTREAM_MAX_CONNS active ones to
+# each instance, so the two never exceed APP_CONNS; past instances x
+# UPSTREAM_MAX_CONNS purchases in flight nginx answers 503 itself.
+APP_CONNS=1024
+UPSTREAM_KEEPALIVE=256
+UPSTREAM_MAX_CONNS=$((APP_CONNS - UPSTREAM_KEEPALIVE))
+
 app_port() { printf '%d\n' $((APP_BASE_PORT + APP_PORT_STEP * $1)); }
 
 # The server binary: $LOCKLAB_BUILD_DIR/locklab, the build dir relative to
@@ -77,25 +86,31 @@ app_sock() {
 }
 
 # app_args PORT: the instance's command line after the binary, one per line.
+# The secrets (the MariaDB password, the admin token) are not among them:
+# app_start passes them in the environment (see secret()).
 app_args() {
     local port=$1
     local sock
     sock=$(app_sock "$port")
     printf '%s\n' --listen 127.0.0.1 --port "$port" --name "app-$port" \
         --mysql-host 127.0.0.1 --mysql-port "$MYSQL_PORT" --mysql-socket "$(mysql_socket)" \
-        --mysql-user locklab --mysql-password locklab --mysql-db locklab \
-        --redis "$(redis_list "$TOPO_REDIS")" --zk "$(zk_list "$TOPO_ZK")"
+        --mysql-user locklab --mysql-db locklab \
+        --redis "$(redis_list "$TOPO_REDIS")" --zk "$(zk_list "$TOPO_ZK")" \
+        --max-connections "$APP_CONNS"
     [[ -n $sock ]] && printf '%s\n' --unix "$sock"
     [[ -n $TOPO_THREADS ]] && printf '%s\n' --threads "$TOPO_THREADS"
     [[ -n $TOPO_LOCK_WAIT_MS ]] && printf '%s\n' --lock-wait-ms "$TOPO_LOCK_WAIT_MS"
     [[ -n $TOPO_LEASE_MS ]] && printf '%s\n' --lease-ms "$TOPO_LEASE_MS"
-    printf '%s\n' --allow-faults
+    [[ $TOPO_FAULTS == 1 ]] && printf '%s\n' --allow-faults
+    return 0
 }
 
+# The spec names the secrets by a digest, so new ones restart the instance.
 app_spec() {
     local bin
     bin=$(locklab_bin)
     printf 'binary %s %s\n' "$bin" "$(stat -c %Y "$bin" 2>/dev/null || echo missing)"
+    printf 'secrets %s\n' "$({ secret mysql-password; secret admin-token; } | sha256sum | cut -c1-16)"
     app_args "$1"
 }
 
@@ -105,7 +120,11 @@ app_start() {
     mapfile -t args < <(app_args "$port")
     port_free_or_die "$port" "$name"
     mkdir -p "$RUN/apps"
-    pid=$(cd "$ROOT" && spawn "$RUN/logs/$name.log" "$(locklab_bin)" "${args[@]}")
+    pid=$(cd "$ROOT" &&
+        LOCKLAB_MYSQL_PASSWORD=$(secret mysql-password) &&
+        LOCKLAB_ADMIN_TOKEN=$(secret admin-token) &&
+        export LOCKLAB_MYSQL_PASSWORD LOCKLAB_ADMIN_TOKEN &&
+        spawn "$RUN/logs/$name.log" "$(locklab_bin)" "${args[@]}")
     printf '%s\n' "$pid" >"$(pid_file "$name")"
     app_spec "$port" >"$RUN/apps/$name.spec"
 }
@@ -149,13 +168,15 @@ apps_up() {
 # nginx_render N: nginx/nginx.conf.in with the placeholders filled.
 # Comment lines are copied as they are (they mention the placeholders).
 nginx_render() {
-    local n=$1 i line sock upstreams="" user_line=""
+    local n=$1 i line sock upstreams="" user_line="" nofile
     local prefix="$RUN/nginx"
     for ((i = 0; i < n; i++)); do
         sock=$(app_sock "$(app_port "$i")")
-        upstreams+="        server ${sock:+unix:}${sock:-127.0.0.1:$(app_port "$i")};"$'\n'
+        upstreams+="        server ${sock:+unix:}${sock:-127.0.0.1:$(app_port "$i")} max_conns=$UPSTREAM_MAX_CONNS;"$'\n'
     done
     upstreams=${upstreams%$'\n'}
+    nofile=$(ulimit -Hn)        # what nginx may raise its workers' limit to
+    [[ $nofile == unlimited ]] || ((nofile > 32768)) && nofile=32768
     ((EUID == 0)) && user_line="user $(id -un) $(id -gn);"
     # bash 5.2 would read & in a replacement as "the match".
     shopt -u patsub_replacement 2>/dev/null || true
@@ -169,6 +190,9 @@ nginx_render() {
         line=${line//@LISTEN@/127.0.0.1:$NGINX_PORT}
         line=${line//@USER_LINE@/$user_line}
         line=${line//@UPSTREAMS@/$upstreams}
+        line=${line//@NOFILE@/$nofile}
+        line=${line//@UPSTREAM_KEEPALIVE@/$UPSTREAM_KEEPALIVE}
+        line=${line//@FRONT_CONNS@/$((n * UPSTREAM_MAX_CONNS))}
         [[ $line =~ @[A-Z_]+@ ]] && die "nginx/nginx.conf.in: unknown placeholder ${BASH_REMATCH[0]}"
         printf '%s\n' "$line"
     done <"$ROOT/nginx/nginx.conf.in"

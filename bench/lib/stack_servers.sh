@@ -88,15 +88,18 @@ mysql_init() {
 # The database, the application's least-privilege account (no DDL, no
 # GRANT, nothing outside locklab.*) and the schema + seed, every time: all
 # of it is idempotent, and REVOKE first means a widened grant is narrowed.
+# The account's password is the stack's random secret (stack_common.sh),
+# sent on the client's standard input, never on its command line.
 mysql_setup() {
-    local user sql=""
+    local user pw sql=""
+    pw=$(secret mysql-password)
     for user in "'locklab'@'127.0.0.1'" "'locklab'@'localhost'"; do
-        sql+="CREATE USER IF NOT EXISTS $user IDENTIFIED BY 'locklab';
-              ALTER USER $user IDENTIFIED BY 'locklab';
+        sql+="CREATE USER IF NOT EXISTS $user IDENTIFIED BY '$pw';
+              ALTER USER $user IDENTIFIED BY '$pw';
               REVOKE ALL PRIVILEGES, GRANT OPTION FROM $user;
               GRANT SELECT, INSERT, UPDATE, DELETE ON locklab.* TO $user;"
     done
-    mysql_root -e "CREATE DATABASE IF NOT EXISTS locklab CHARACTER SET utf8mb4; $sql" ||
+    mysql_root <<<"CREATE DATABASE IF NOT EXISTS locklab CHARACTER SET utf8mb4; $sql" ||
         die "could not create the locklab database and user"
     mysql_root locklab <"$ROOT/sql/schema.sql" || die "loading sql/schema.sql failed"
     mysql_root locklab <"$ROOT/sql/seed.sql" || die "loading sql/seed.sql failed"

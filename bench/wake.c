@@ -3,13 +3,13 @@
  *
  *     ll-wake [--seconds S]
  *
- * Every lock hand-off is a chain of such wake-ups (README: "What the ratios
- * depend on"), and what one costs is a property of the machine more than of
- * any lock: on a VM whose idle vCPUs halt, waking a thread on the other
- * vCPU is a trip through the hypervisor, several times a switch on a CPU
- * that is already running. bench/compare prints this beside the CPU idle
- * driver, so that a report's efficiencies can be read against the machine
- * they were measured on.
+ * Every lock hand-off is a chain of such wake-ups (docs/comparison.md,
+ * "What the ratios depend on"), and what one costs is a property of the
+ * machine more than of any lock: on a VM whose idle vCPUs halt, waking a
+ * thread on the other vCPU is a trip through the hypervisor, several times
+ * a switch on a CPU that is already running. bench/compare prints this
+ * beside the CPU idle driver, so that a report's efficiencies can be read
+ * against the machine they were measured on.
  *
  * Two threads bounce a byte over two pipes for S/2 seconds with both pinned
  * to the first CPU this process may use, then S/2 seconds with the echoing

@@ -162,12 +162,13 @@ svc_stop() {
 # (nginx, the instances, the load generator), as they would on hosts of
 # their own. On one small machine a MariaDB thread that holds the hot row's
 # lock otherwise waits for a CPU behind HTTP work, and every sale waits
-# with it (README: "What the ratios depend on"). Every server here leads
-# its own session, and with the kernel's autogroup on (the default) the
-# CPU is split evenly between sessions, whatever the threads' nice values
-# say: so a server's session gets the nice value too. 0 leaves the kernel's
-# even split; lowering it needs root (CAP_SYS_NICE), and without it the
-# servers start at 0 and `up` says so.
+# with it (docs/comparison.md, "What the ratios depend on"; docs/stack.md,
+# "CPU priority"). Every server here leads its own session, and with the
+# kernel's autogroup on (the default) the CPU is split evenly between
+# sessions, whatever the threads' nice values say: so a server's session
+# gets the nice value too. 0 leaves the kernel's even split; lowering it
+# needs root (CAP_SYS_NICE), and without it the servers start at 0 and
+# `up` says so.
 BACKEND_NICE=${LOCKLAB_STACK_BACKEND_NICE:--10}
 [[ $BACKEND_NICE =~ ^(-?[0-9]|-1[0-9]|-20)$ ]] && ((BACKEND_NICE <= 0)) ||
     { echo "stack: LOCKLAB_STACK_BACKEND_NICE must be -20..0" >&2; exit 2; }

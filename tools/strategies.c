@@ -1,0 +1,304 @@
+/* strategies.c — ll-strategies: the README's strategy table, written from
+ * the registry.
+ *
+ *     ll-strategies                  print the table (Markdown)
+ *     ll-strategies --check FILE     exit 1, with a diff, when FILE's copy differs
+ *     ll-strategies --write FILE     replace FILE's copy with the registry's
+ *
+ * The strategies describe themselves once, in their struct lock_ops
+ * (one file each under locks/): name, family, summary, flaw and property bits. GET /locks
+ * serves those fields; this program prints the same fields as the table
+ * README.md shows, so the README cannot drift from the code. The copy in a
+ * file is everything between a line holding BEGIN_MARK and a line holding
+ * END_MARK; text outside them is never touched. The ctest `readme_strategies`
+ * (label unit) runs --check on README.md, and the build target
+ * `readme-strategies` runs --write.
+ *
+ * One row per strategy in lock_all() order: the name, the family, what it
+ * fixes (.summary), what it still gets wrong (.flaw, a dash when the
+ * registry names none) and one mark per property. Cells are escaped for
+ * Markdown: a `|` would end the cell, and `<token>` would be read as an
+ * HTML tag and vanish from the rendered page.
+ *
+ * The diff of --check is a longest-common-subsequence diff of lines ("-"
+ * the file's, "+" the registry's); a table is a few dozen lines, so the
+ * quadratic table costs nothing.
+ */
+#include "../app/util.h"
+#include "../locks/lock.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BEGIN_MARK "<!-- strategies:begin -->"
+#define END_MARK   "<!-- strategies:end -->"
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    fputs("ll-strategies: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(2);
+}
+
+/* ---------------------------------------------------------------- table */
+
+/* Write s to f with what Markdown would misread escaped. */
+static void put_cell(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (strchr("\\|<*_`[]", *s))
+            fputc('\\', f);
+        fputc(*s, f);
+    }
+}
+
+static const struct {
+    unsigned    bit;
+    const char *title;
+} props[] = {
+    { LOCK_DISTRIBUTED,  "distributed" },
+    { LOCK_REENTRANT,    "reentrant" },
+    { LOCK_AUTO_RELEASE, "auto-release" },
+    { LOCK_FAIR,         "fair" },
+    { LOCK_EXACT,        "exact" },
+};
+#define NPROPS (sizeof props / sizeof props[0])
+
+/* The whole table, one line per row, as a malloc'ed string. */
+static char *table(void)
+{
+    const struct lock_ops *const *all;
+    char *buf = NULL;
+    size_t len = 0, p;
+    int i, n;
+    FILE *f = open_memstream(&buf, &len);
+
+    if (f == NULL)
+        die("open_memstream: %s", strerror(errno));
+    fputs("| strategy | family | what it fixes | what it still gets wrong |", f);
+    for (p = 0; p < NPROPS; p++)
+        fprintf(f, " %s |", props[p].title);
+    fputs("\n|---|---|---|---|", f);
+    for (p = 0; p < NPROPS; p++)
+        fputs(":-:|", f);
+    fputc('\n', f);
+
+    all = lock_all(&n);
+    for (i = 0; i < n; i++) {
+        const struct lock_ops *o = all[i];
+
+        fprintf(f, "| `%s` | ", o->name);
+        put_cell(f, o->family);
+        fputs(" | ", f);
+        put_cell(f, o->summary);
+        fputs(" | ", f);
+        put_cell(f, o->flaw ? o->flaw : "–");
+        fputs(" |", f);
+        for (p = 0; p < NPROPS; p++)
+            fputs(o->props & props[p].bit ? " ✓ |" : " – |", f);
+        fputc('\n', f);
+    }
+    if (fclose(f) != 0)
+        die("writing the table: %s", strerror(errno));
+    return buf;
+}
+
+/* ---------------------------------------------------------------- file */
+
+struct doc {
+    char  *text;            /* the whole file, NUL-terminated */
+    size_t begin, end;      /* the copy: text[begin .. end)   */
+};
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    size_t len = 0, cap = 65536, got;
+    char *text;
+
+    if (f == NULL)
+        die("%s: cannot open", path);
+    text = xmalloc(cap);
+    while ((got = fread(text + len, 1, cap - len - 1, f)) > 0) {
+        len += got;
+        if (cap - len - 1 == 0) {
+            char *bigger = xmalloc(cap * 2);
+            memcpy(bigger, text, len);
+            free(text);
+            text = bigger;
+            cap *= 2;
+        }
+    }
+    if (ferror(f))
+        die("%s: read error", path);
+    fclose(f);
+    text[len] = '\0';
+    return text;
+}
+
+/* The offset of the line after the first line holding mark at or after
+ * from (or of that line itself when after is 0); -1 when there is none. */
+static long find_line(const char *text, size_t from, const char *mark, int after)
+{
+    const char *hit = strstr(text + from, mark), *line;
+
+    if (hit == NULL)
+        return -1;
+    if (!after) {
+        for (line = hit; line > text && line[-1] != '\n'; line--)
+            ;
+        return line - text;
+    }
+    line = strchr(hit, '\n');
+    return line ? line + 1 - text : (long)strlen(text);
+}
+
+static struct doc doc_read(const char *path)
+{
+    struct doc d;
+    long b, e;
+
+    d.text = slurp(path);
+    b = find_line(d.text, 0, BEGIN_MARK, 1);
+    if (b < 0)
+        die("no line with " BEGIN_MARK " in %s", path);
+    e = find_line(d.text, (size_t)b, END_MARK, 0);
+    if (e < 0)
+        die("no line with " END_MARK " after the begin mark in %s", path);
+    d.begin = (size_t)b;
+    d.end = (size_t)e;
+    return d;
+}
+
+static void doc_write(const struct doc *d, const char *path, const char *copy)
+{
+    size_t plen = strlen(path) + 5;
+    char *tmp = xmalloc(plen);
+    FILE *f;
+
+    snprintf(tmp, plen, "%s.new", path);
+    f = fopen(tmp, "wb");
+    if (f == NULL)
+        die("%s: cannot create", tmp);
+    fwrite(d->text, 1, d->begin, f);
+    fputs(copy, f);
+    fputs(d->text + d->end, f);
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        die("%s: cannot write", path);
+    free(tmp);
+}
+
+/* ---------------------------------------------------------------- diff */
+
+struct lines {
+    char **at;
+    int    n;
+};
+
+/* Split s (modified in place) at newlines; a final newline ends the last line. */
+static struct lines split(char *s)
+{
+    struct lines l = { NULL, 0 };
+    int cap = 0;
+
+    while (*s) {
+        char *nl = strchr(s, '\n');
+
+        if (l.n == cap) {
+            char **bigger = xmalloc(sizeof *bigger * (size_t)(cap = cap ? cap * 2 : 64));
+            if (l.n)
+                memcpy(bigger, l.at, sizeof *bigger * (size_t)l.n);
+            free(l.at);
+            l.at = bigger;
+        }
+        l.at[l.n++] = s;
+        if (nl == NULL)
+            break;
+        *nl = '\0';
+        s = nl + 1;
+    }
+    return l;
+}
+
+/* Print the lines of a missing from b as "-", those of b missing from a as
+ * "+", in order, with the common lines left out. */
+static void diff(const struct lines *a, const struct lines *b)
+{
+    int w = b->n + 1, i, j;
+    int *lcs = xcalloc((size_t)(a->n + 1) * (size_t)w, sizeof *lcs);
+
+    /* lcs[i*w+j]: the longest common subsequence of a[i..] and b[j..]. */
+    for (i = a->n - 1; i >= 0; i--)
+        for (j = b->n - 1; j >= 0; j--)
+            lcs[i * w + j] = strcmp(a->at[i], b->at[j]) == 0
+                ? lcs[(i + 1) * w + j + 1] + 1
+                : lcs[(i + 1) * w + j] > lcs[i * w + j + 1]
+                    ? lcs[(i + 1) * w + j] : lcs[i * w + j + 1];
+    for (i = j = 0; i < a->n || j < b->n;) {
+        if (i < a->n && j < b->n && strcmp(a->at[i], b->at[j]) == 0) {
+            i++, j++;
+        } else if (j == b->n || (i < a->n && lcs[(i + 1) * w + j] >= lcs[i * w + j + 1])) {
+            printf("-%s\n", a->at[i++]);
+        } else {
+            printf("+%s\n", b->at[j++]);
+        }
+    }
+    free(lcs);
+}
+
+/* 0 when the file's copy is the registry's; else 1, after saying how they differ. */
+static int check(const char *path, char *want)
+{
+    struct doc d = doc_read(path);
+    struct lines have, need;
+    char *copy;
+
+    d.text[d.end] = '\0';
+    copy = d.text + d.begin;
+    if (strcmp(copy, want) == 0) {
+        free(d.text);
+        return 0;
+    }
+    printf("%s: the strategy table differs from the registry (locks/).\n"
+           "The table is generated: change the strategy's struct lock_ops, then run\n"
+           "  cmake --build build --target readme-strategies\n"
+           "(- is %s's line, + the registry's)\n", path, path);
+    have = split(copy);
+    need = split(want);
+    diff(&have, &need);
+    free(have.at);
+    free(need.at);
+    free(d.text);
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    char *want = table();
+    int rc = 0;
+
+    if (argc == 1) {
+        fputs(want, stdout);
+    } else if (argc == 3 && strcmp(argv[1], "--check") == 0) {
+        rc = check(argv[2], want);
+    } else if (argc == 3 && strcmp(argv[1], "--write") == 0) {
+        struct doc d = doc_read(argv[2]);
+        doc_write(&d, argv[2], want);
+        free(d.text);
+    } else {
+        fprintf(stderr, "usage: ll-strategies [--check FILE | --write FILE]\n");
+        rc = 2;
+    }
+    free(want);
+    return rc;
+}

@@ -164,6 +164,26 @@ static void log_failure(const char *lock, const char *error)
 
 /* ---------------------------------------------------------------- routes */
 
+/* Connections open on both listeners, and opened since the start, counted
+ * by libmicrohttpd's notices. Each one opened is a thread started: a proxy
+ * that keeps too few idle connections shows here as a count that grows
+ * with the requests. */
+static _Atomic int open_connections;
+static _Atomic long long opened_connections;
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)cls, (void)conn, (void)socket_context;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        atomic_fetch_add(&open_connections, 1);
+        atomic_fetch_add(&opened_connections, 1);
+    } else {
+        atomic_fetch_sub(&open_connections, 1);
+    }
+}
+
+
 static struct lock_ctx *borrow(int wait_ms)
 {
     int64_t deadline_ms = now_ms() + wait_ms;
@@ -332,7 +352,10 @@ static enum MHD_Result route_stats(struct MHD_Connection *conn, struct request *
     body = stats_json();
     json_object_set_new(body, "id", json_string(cfg->instance_id));
     json_object_set_new(body, "slots", json_integer(cfg->threads));
-    json_object_set_new(body, "max_connections", json_integer(cfg->max_connections));
+    json_object_set_new(body, "connections", json_pack("{s:i,s:I,s:i}",
+                        "open", atomic_load(&open_connections),
+                        "opened", (json_int_t)atomic_load(&opened_connections),
+                        "max", cfg->max_connections));
     json_object_set_new(body, "uptime_s", json_real((double)(now_ms() - started_ms) / 1000.0));
     return reply(conn, MHD_HTTP_OK, body);
 }
@@ -353,18 +376,6 @@ static enum MHD_Result (*const handlers[])(struct MHD_Connection *, struct reque
 
 /* ---------------------------------------------------------------- dispatch */
 
-/* Connections open on both listeners, counted by libmicrohttpd's notices. */
-static _Atomic int open_connections;
-
-static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
-                          enum MHD_ConnectionNotificationCode code)
-{
-    (void)cls, (void)conn, (void)socket_context;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED)
-        atomic_fetch_add(&open_connections, 1);
-    else
-        atomic_fetch_sub(&open_connections, 1);
-}
 
 /* Past --max-connections, a prompt 503 that closes the connection: a
  * client (or a proxy) learns at once that this instance is full, instead

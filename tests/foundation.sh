@@ -97,8 +97,8 @@ for lock in mutex mysql-lock-table; do
     t_ok "$code = 200" "$lock re-enters three deep"
 done
 t_ok "$(t_stock) -eq 8" "two re-entrant sales took two units"
-rows=$(mariadb -h127.0.0.1 -P"$LOCKLAB_MYSQL_PORT" -u"$LOCKLAB_MYSQL_USER" \
-       -p"$LOCKLAB_MYSQL_PASSWORD" "$LOCKLAB_MYSQL_DB" -N -e 'SELECT COUNT(*) FROM db_lock')
+rows=$(MYSQL_PWD=$LOCKLAB_MYSQL_PASSWORD mariadb -h127.0.0.1 -P"$LOCKLAB_MYSQL_PORT" \
+       -u"$LOCKLAB_MYSQL_USER" "$LOCKLAB_MYSQL_DB" -N -e 'SELECT COUNT(*) FROM db_lock')
 t_ok "$rows -eq 0" "every db_lock row was released"
 
 echo "== bad input: 4xx, JSON reason, stock untouched"
@@ -123,12 +123,39 @@ check 400 "malformed reentry"  "$LOCKLAB_URL/check/lock?reentry=x"
 check 400 "reentry too deep"   "$LOCKLAB_URL/check/lock?reentry=99"
 check 400 "parameter twice"    "$LOCKLAB_URL/check/lock?lock=none&lock=mutex"
 check 414 "over-long query"    "$LOCKLAB_URL/check/lock?lock=$long"
-check 400 "negative count"     "$LOCKLAB_URL/stock/reset?count=-5" -X POST
-check 400 "non-numeric count"  "$LOCKLAB_URL/stock/reset?count=12abc" -X POST
-check 400 "missing count"      "$LOCKLAB_URL/stock/reset" -X POST
+AUTH=(-H @"$T_ROOT/.run/secrets/admin-header")
+check 400 "negative count"     "$LOCKLAB_URL/stock/reset?count=-5" -X POST "${AUTH[@]}"
+check 400 "non-numeric count"  "$LOCKLAB_URL/stock/reset?count=12abc" -X POST "${AUTH[@]}"
+check 400 "missing count"      "$LOCKLAB_URL/stock/reset" -X POST "${AUTH[@]}"
+check 401 "reset without the admin token" "$LOCKLAB_URL/stock/reset?count=1" -X POST
 check 405 "GET on reset"       "$LOCKLAB_URL/stock/reset?count=1"
 check 404 "unknown path"       "$LOCKLAB_URL/nothing/here"
 t_ok "$(t_stock) -eq 50" "stock untouched by bad requests"
+
+echo "== a sale whose answer is lost is unknown, and is never made twice"
+# ?lose_answer=1 shuts the read side of the instance's MariaDB socket just
+# before the statement that sells leaves (app/db.c): it reaches MariaDB and
+# runs there, and its answer never arrives. The purchase must be answered
+# 500 "unknown", not 503 "unavailable"; where the statement commits by
+# itself (autocommit) the unit is gone; and the connection made afterwards
+# must not send it again.
+for lock in mysql-update mysql-batch mysql-optimistic none mysql-for-update; do
+    t_reset 10
+    body=$(t_curl -w '\n%{http_code}' "${T_INSTANCES[0]}/check/lock?lock=$lock&lose_answer=1")
+    code=${body##*$'\n'} body=${body%$'\n'*}
+    t_ok "'$code $(jq -r .result <<< "$body")' = '500 unknown'" "$lock: a lost answer is 500 unknown (got $code: ${body:0:90})"
+    after=$(t_stock)
+    case $lock in
+        mysql-for-update) t_ok "$after -ge 9 -a $after -le 10" "$lock: the COMMIT's fate shows in the stock ($after)" ;;
+        *) t_ok "$after -eq 9" "$lock: the statement ran in autocommit, the unit is gone ($after)" ;;
+    esac
+    unknown=$(t_curl "${T_INSTANCES[0]}/stats" | jq -r --arg s "$lock" '.strategies[$s] | "\(.unknown) \(.sold)"')
+    t_ok "'$unknown' = '1 0'" "$lock: /stats counts it unknown, not sold ($unknown)"
+    sleep 0.3   # the slot waits DB_RETRY_MS (200 ms) before it connects again
+    body=$(t_curl "${T_INSTANCES[0]}/check/lock?lock=$lock")
+    t_ok "'$(jq -r .result <<< "$body")' = sold" "$lock: the next purchase, on a new connection, sells"
+    t_ok "$(t_stock) -eq $((after - 1))" "$lock: it took one unit: nothing was sold twice"
+done
 
 echo "== a crashed db_lock holder is taken over after its lease"
 t_reset 20
@@ -152,7 +179,7 @@ for url in "${T_INSTANCES[@]}"; do
         t_log "$sock is too long for a Unix socket: nginx uses TCP, nothing to check"
         continue
     fi
-    t_ok "$(grep -c "server unix:$sock;" "$T_ROOT/.run/nginx/nginx.conf") = 1" "nginx lists app-$port by $sock"
+    t_ok "$(grep -c "server unix:$sock " "$T_ROOT/.run/nginx/nginx.conf") = 1" "nginx lists app-$port by $sock"
     body=$(curl -s -m 5 --unix-socket "$sock" http://localhost/health)
     case $body in *'"status":"ok"'*"\"instance\":\"app-$port\""*) ok=1 ;; *) ok=0 ;; esac
     t_ok "$ok = 1" "app-$port answers on its socket (got: ${body:0:80})"

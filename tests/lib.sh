@@ -1,19 +1,25 @@
 # tests/lib.sh — what every integration test shares. Source it, then:
 #
 #   t_setup                     the stack is up (bench/stack up), env loaded
+#   t_admin CURL-ARGS           curl with the stack's admin token (POST routes)
 #   t_reset S [product]         stock := S, lock state cleared, counters zeroed
 #   t_load "QUERY" R C [URL]    R purchases over C connections (ll-load);
 #                               sets L_requests L_sold L_sold_out
-#                               L_lock_timeout L_unavailable L_errors L_other
+#                               L_lock_timeout L_unavailable L_errors
+#                               L_unknown L_other
 #                               L_transport L_rps L_p99_ms L_final L_oversold
 #                               L_lost (definitions below), URL defaults to nginx
 #   t_exact NAME                sold == S, final == 0, oversold == lost == 0,
 #                               every request answered sold or sold_out
+#                               (so none unknown)
 #   t_ok COND MSG               one assertion (COND is a `test` expression)
 #   t_done                      "N passed, M failed"; exit status
 #
 # With initial stock S, sold = number of 200 answers and final = the stock
 # after the run: oversold = max(0, sold − S), lost = sold − (S − final).
+# An answer "unknown" (500: the sale's answer was lost, app/db.c) may or may
+# not have sold: each one can make the true lost one less than L_lost and
+# the true oversold one more than L_oversold; t_exact asks for none.
 # Tests run with `set -u`; a failed assertion does not stop the script, so
 # one run reports every broken case.
 
@@ -58,13 +64,17 @@ t_setup() {
 
 t_curl() { curl -s -m 60 "$@"; }
 
+# The admin token goes in a header read from a 0600 file, never on curl's
+# command line (bench/stack writes it).
+t_admin() { curl -s -m 60 -H @"$T_ROOT/.run/secrets/admin-header" "$@"; }
+
 t_reset() {
     local s=$1 product=${2:-1001} url
     T_STOCK=$s
     T_PRODUCT=$product
-    t_curl -X POST "$LOCKLAB_URL/stock/reset?count=$s&product=$product" >/dev/null
+    t_admin -X POST "$LOCKLAB_URL/stock/reset?count=$s&product=$product" >/dev/null
     for url in "${T_INSTANCES[@]}"; do
-        t_curl -X POST "$url/stats/reset" >/dev/null
+        t_admin -X POST "$url/stats/reset" >/dev/null
     done
 }
 
@@ -76,7 +86,7 @@ t_load() {
     local query=$1 r=$2 c=$3 base=${4:-$LOCKLAB_URL} out key val
     out=$("$T_BUILD/ll-load" -c "$c" -n "$r" "$base/check/lock?$query") || true
     L_requests=0 L_sold=0 L_sold_out=0 L_lock_timeout=0 L_unavailable=0 L_errors=0
-    L_transport=0 L_rps=0 L_p99_ms=0 L_other=0
+    L_transport=0 L_rps=0 L_p99_ms=0 L_other=0 L_unknown=0
     while IFS='=' read -r key val; do
         case $key in
             requests) L_requests=$val ;;
@@ -88,6 +98,7 @@ t_load() {
             result_lock_timeout) L_lock_timeout=$val ;;
             result_unavailable) L_unavailable=$val ;;
             result_error) L_errors=$val ;;
+            result_unknown) L_unknown=$val ;;
             result_*) L_other=$((L_other + val)) ;;
         esac
     done <<< "$out"
@@ -97,7 +108,7 @@ t_load() {
     L_oversold=$((L_sold > T_STOCK ? L_sold - T_STOCK : 0))
     L_lost=$((L_sold - (T_STOCK - L_final)))
     t_log "$query: sold=$L_sold sold_out=$L_sold_out timeouts=$L_lock_timeout" \
-          "unavailable=$L_unavailable errors=$L_errors transport=$L_transport" \
+          "unavailable=$L_unavailable errors=$L_errors unknown=$L_unknown transport=$L_transport" \
           "final=$L_final oversold=$L_oversold lost=$L_lost rps=$L_rps"
 }
 

@@ -94,8 +94,8 @@ done
 for lock in zk-ephemeral zk-sequential-poll; do
     t_reset 5
     t_load "lock=$lock&reentry=2&wait_ms=300" 2 1
-    t_ok "$L_sold -eq 0 -a $L_lock_timeout -eq 2 -a $L_final -eq 5" \
-         "$lock: not reentrant, reentry=2 waits for itself until the deadline"
+    t_ok "$L_sold -eq 0 -a $L_other -eq 2 -a $L_final -eq 5" \
+         "$lock: not reentrant, reentry=2 is refused (400) instead of waiting for itself"
 done
 
 echo "== a holder dies in its critical section"

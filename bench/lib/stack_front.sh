@@ -30,8 +30,8 @@ NGINX_PORT=$((8080 + STACK_OFFSET))
 # connections in all and opens at most UPSTREAM_MAX_CONNS active ones to
 # each instance, so the two never exceed APP_CONNS; past instances x
 # UPSTREAM_MAX_CONNS purchases in flight nginx answers 503 itself.
-APP_CONNS=1024
-UPSTREAM_KEEPALIVE=256
+APP_CONNS=4096
+UPSTREAM_KEEPALIVE=2048
 UPSTREAM_MAX_CONNS=$((APP_CONNS - UPSTREAM_KEEPALIVE))
 
 app_port() { printf '%d\n' $((APP_BASE_PORT + APP_PORT_STEP * $1)); }
@@ -100,6 +100,7 @@ app_args() {
     [[ -n $sock ]] && printf '%s\n' --unix "$sock"
     [[ -n $TOPO_THREADS ]] && printf '%s\n' --threads "$TOPO_THREADS"
     [[ -n $TOPO_LOCK_WAIT_MS ]] && printf '%s\n' --lock-wait-ms "$TOPO_LOCK_WAIT_MS"
+    [[ -n $TOPO_MAX_WAIT_MS ]] && printf '%s\n' --max-wait-ms "$TOPO_MAX_WAIT_MS"
     [[ -n $TOPO_LEASE_MS ]] && printf '%s\n' --lease-ms "$TOPO_LEASE_MS"
     [[ $TOPO_FAULTS == 1 ]] && printf '%s\n' --allow-faults
     return 0

@@ -1,0 +1,179 @@
+/* fuzz_request.c — libFuzzer target for everything that reads a request.
+ *
+ * The input is a request as bytes, in up to four lines:
+ *
+ *     METHOD \n PATH[?QUERY] \n AUTHORIZATION \n FLAGS
+ *
+ * and it goes through what app/http.c does with what libmicrohttpd parsed:
+ * request_unescape() on the path, request_begin() (route, method, admin
+ * token), the query split on '&' and '=' with '+' as a space, each name and
+ * value unescaped and handed to request_param(), request_params_done(),
+ * then the route's own checks (request_sale() with a configuration whose
+ * fault switch comes from FLAGS, request_product(), request_int()). What
+ * must hold whatever the bytes:
+ *   - nothing crashes, reads out of bounds or overflows (ASan, UBSan);
+ *   - every refusal has a status among 400, 401, 404, 405, 414 and an
+ *     answer that jansson can write, whose text reads back as JSON;
+ *   - an accepted purchase names a strategy, its product is well formed,
+ *     its numbers are within their bounds and the configuration's;
+ *   - text_safe() of any bytes is valid UTF-8 that fits its buffer.
+ *
+ * Built two ways (tests/CMakeLists.txt): with clang's libFuzzer when
+ * LOCKLAB_FUZZ is on (CI runs it for a bounded time), and with a small
+ * main() (fuzz_main.c) that replays the seed corpus in tests/fuzz/ as a
+ * unit test of every build.
+ */
+#include "../app/config.h"
+#include "../app/request.h"
+#include "../app/stock.h"
+#include "../locks/lock.h"
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FIELD_MAX 4096
+
+/* Abort with a message: libFuzzer and the replay both report it. */
+#define MUST(cond) do {                                                     \
+        if (!(cond)) {                                                      \
+            fprintf(stderr, "fuzz_request: %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+            abort();                                                        \
+        }                                                                   \
+    } while (0)
+
+/* Line k (from 0) of data into out, NUL-terminated; a NUL byte in the input
+ * ends the field there, as it would end a C string from libmicrohttpd. */
+static void field(const uint8_t *data, size_t size, int k, char *out)
+{
+    size_t at = 0, n = 0;
+
+    while (k > 0 && at < size)
+        if (data[at++] == '\n')
+            k--;
+    while (at < size && data[at] != '\n' && data[at] != '\0' && n < FIELD_MAX - 1)
+        out[n++] = (char)data[at++];
+    out[n] = '\0';
+}
+
+static void check_answer(const struct request *r)
+{
+    json_t *body, *back;
+    char *text;
+
+    MUST(r->status == 400 || r->status == 401 || r->status == 404 || r->status == 405 ||
+         r->status == 414);
+    MUST(text_utf8_valid(r->error, strlen(r->error)));
+    body = request_error_json(r);
+    MUST(body != NULL);
+    text = json_dumps(body, JSON_COMPACT);
+    MUST(text != NULL);
+    back = json_loads(text, 0, NULL);
+    MUST(back != NULL && json_is_string(json_object_get(back, "result")));
+    json_decref(back);
+    free(text);
+    json_decref(body);
+}
+
+/* The query as libmicrohttpd splits it: pairs on '&', name and value on
+ * the first '=', '+' as a space, then each part unescaped. */
+static void feed_query(struct request *r, char *q)
+{
+    char *pair, *save = NULL, *eq, *p;
+
+    for (pair = strtok_r(q, "&", &save); pair; pair = strtok_r(NULL, "&", &save)) {
+        size_t klen, vlen = 0;
+
+        for (p = pair; *p; p++)
+            if (*p == '+')
+                *p = ' ';
+        eq = strchr(pair, '=');
+        if (eq)
+            *eq++ = '\0';
+        klen = request_unescape(pair);
+        if (eq)
+            vlen = request_unescape(eq);
+        request_param(r, pair, klen, eq, vlen);
+    }
+}
+
+static void check_text_safe(const uint8_t *data, size_t size)
+{
+    char small[16], big[256];
+
+    text_safe(small, sizeof small, (const char *)data, size);
+    MUST(strlen(small) < sizeof small && text_utf8_valid(small, strlen(small)));
+    text_safe(big, sizeof big, (const char *)data, size);
+    MUST(strlen(big) < sizeof big && text_utf8_valid(big, strlen(big)));
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static char method[FIELD_MAX], target[FIELD_MAX], authz[FIELD_MAX], flags[FIELD_MAX];
+    struct config cfg;
+    struct request r;
+    struct sale_args a;
+    const char *code;
+    long long count;
+    char *query;
+
+    check_text_safe(data, size);
+    field(data, size, 0, method);
+    field(data, size, 1, target);
+    field(data, size, 2, authz);
+    field(data, size, 3, flags);
+
+    memset(&cfg, 0, sizeof cfg);
+    cfg.lock = "none";
+    cfg.lock_wait_ms = 10000;
+    cfg.max_wait_ms = 20000;
+    cfg.allow_faults = flags[0] == 'F';
+
+    query = strchr(target, '?');
+    if (query)
+        *query++ = '\0';
+    request_unescape(target);
+    if (request_begin(&r, method, target, authz[0] ? authz : NULL, "fuzz-token") != 0) {
+        check_answer(&r);
+        return 0;
+    }
+    MUST(r.route != NULL && strcmp(method, r.route->method) == 0);
+    MUST(!r.route->admin || request_token_ok(authz, "fuzz-token"));
+    if (query)
+        feed_query(&r, query);
+    if (request_params_done(&r) != 0) {
+        check_answer(&r);
+        return 0;
+    }
+    switch (r.route->id) {
+    case ROUTE_SALE:
+        if (request_sale(&r, &cfg, &a) != 0) {
+            check_answer(&r);
+            break;
+        }
+        MUST(a.ops != NULL && lock_find(a.ops->name) == a.ops);
+        MUST(stock_code_valid(a.product));
+        MUST(a.reentry >= 1 && a.reentry <= LOCK_MAX_DEPTH);
+        MUST(a.reentry == 1 || (a.ops->props & LOCK_REENTRANT));
+        MUST(a.wait_ms >= 0 && a.wait_ms <= cfg.max_wait_ms);
+        MUST(a.hold_ms >= 0 && a.hold_ms <= cfg.max_wait_ms);
+        MUST(cfg.allow_faults || (a.hold_ms == 0 && a.crash == 0 && a.lose_answer == 0));
+        break;
+    case ROUTE_STOCK:
+    case ROUTE_STOCK_RESET:
+        if (request_product(&r, &code) != 0 ||
+            request_int(&r, P_COUNT, 0, 1000000000, 0, &count) != 0) {
+            check_answer(&r);
+            break;
+        }
+        MUST(stock_code_valid(code) && count >= 0 && count <= 1000000000);
+        break;
+    default:
+        break;
+    }
+    return 0;
+}

@@ -326,7 +326,9 @@ void tally_result(struct tally *t, const char *name, uint64_t n)
             return;
         }
     }
-    if (t->nresults == RESULT_MAX - 1 && strcmp(name, OVERFLOW_RESULT) != 0) {
+    /* >=: once OVERFLOW_RESULT has taken the last slot, nresults is
+     * RESULT_MAX and every new name still goes there. */
+    if (t->nresults >= RESULT_MAX - 1 && strcmp(name, OVERFLOW_RESULT) != 0) {
         tally_result(t, OVERFLOW_RESULT, n);
         return;
     }

@@ -17,12 +17,17 @@
  *   ll-report jtl RESULTS.csv [--stock S --final F]
  *                                       JMeter's aggregate report from a CSV
  *                                       results file, plus the sale counts
+ *   ll-report cost BEFORE AFTER         two snapshots of the stack's CPU
+ *                                       time and context switches → the
+ *                                       run's NN.cost.json (report_cost.c)
+ *   ll-report get FILE|- KEY[.KEY...]   one value of a JSON document (an
+ *                                       answer of the stack, for scripts)
  *
  * RUN/raw/ holds settings.env and machine.env (key=value lines written by
  * bench/compare), limits.json (ll-limits), runs.tsv (one line per strategy:
  * index, name, family) and for run NN: NN.load.json (ll-load --json or
- * wrk-count.lua), NN.stock.json (GET /stock after the run) and NN.stats-I.json
- * (GET /stats of instance I).
+ * wrk-count.lua), NN.stock.json (GET /stock after the run), NN.stats-I.json
+ * (GET /stats of instance I) and NN.cost.json (ll-report cost).
  *
  * results.json keeps the raw answers (limits, every instance's stats) next
  * to the derived numbers, so that a report can be rebuilt or re-checked.
@@ -267,13 +272,52 @@ static int cmd_check(const char *path)
     return bad ? 1 : 0;
 }
 
+/* One value of a JSON document: a string as it is, anything else as JSON
+ * (a number as a number). Each KEY of the path names a member of an
+ * object, or, all digits, an element of an array. Exit 1 when the path
+ * leads nowhere. */
+static int cmd_get(const char *path, const char *keys)
+{
+    json_t *doc = load_json(path), *v = doc;
+    const char *k = keys;
+
+    while (v != NULL && *k != '\0') {
+        char key[256], *end;
+        size_t n = strcspn(k, ".");
+        unsigned long i;
+
+        if (n >= sizeof key)
+            die("get: key too long in %s", keys);
+        memcpy(key, k, n);
+        key[n] = '\0';
+        k += n + (k[n] == '.');
+        i = strtoul(key, &end, 10);
+        v = json_is_array(v) && key[0] >= '0' && key[0] <= '9' && *end == '\0'
+            ? json_array_get(v, i) : json_object_get(v, key);
+    }
+    if (v == NULL)
+        die("%s: no %s", path, keys);
+    if (json_is_string(v)) {
+        puts(json_string_value(v));
+    } else {
+        char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_PRESERVE_ORDER |
+                                JSON_REAL_PRECISION(15));
+        puts(text);
+        free(text);
+    }
+    json_decref(doc);
+    return 0;
+}
+
 static const char usage[] =
 "usage: ll-report locks LOCKS.json\n"
 "       ll-report line STOCK LOAD.json STOCK.json [NAME STATS.json...]\n"
 "       ll-report build RUNDIR\n"
 "       ll-report table RESULTS.json      (the main table only)\n"
 "       ll-report check RESULTS.json\n"
-"       ll-report jtl RESULTS.csv [--stock S --final F]\n";
+"       ll-report jtl RESULTS.csv [--stock S --final F]\n"
+"       ll-report cost BEFORE AFTER       (NN.cost.json from two snapshots)\n"
+"       ll-report get FILE|- KEY[.KEY...] (one value of a JSON document)\n";
 
 int main(int argc, char **argv)
 {
@@ -290,6 +334,10 @@ int main(int argc, char **argv)
         return cmd_table(argv[2]);
     if (!strcmp(cmd, "check") && argc == 3)
         return cmd_check(argv[2]);
+    if (!strcmp(cmd, "cost") && argc == 4)
+        return cmd_cost(argv[2], argv[3]);
+    if (!strcmp(cmd, "get") && argc == 4)
+        return cmd_get(argv[2], argv[3]);
     if (!strcmp(cmd, "jtl") && (argc == 3 || argc == 7)) {
         long long stock = -1, fin = 0;
         if (argc == 7) {

@@ -27,7 +27,7 @@ void die(const char *fmt, ...)
 json_t *load_json(const char *path)
 {
     json_error_t e;
-    json_t *j = json_load_file(path, 0, &e);
+    json_t *j = strcmp(path, "-") ? json_load_file(path, 0, &e) : json_loadf(stdin, 0, &e);
     if (j == NULL)
         die("%s:%d: %s", path, e.line, e.text);
     return j;

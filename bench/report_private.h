@@ -5,7 +5,8 @@
  *   report.c        the commands and main
  *   report_load.c   reading: JSON files, key=value files, typed lookups
  *   report_derive.c the derived numbers of one run (results.json's runs)
- *   report_cost.c   where the time goes: NN.cost.json → per request
+ *   report_cost.c   where the time goes: /proc snapshots → NN.cost.json,
+ *                   and NN.cost.json → per request
  *   report_table.c  what every format shows: the main table, the cost
  *                   table, the notes under them
  *   report_md.c     report.md
@@ -28,7 +29,7 @@
 /* "ll-report: " and the message on stderr, then exit 1. */
 void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
-/* A JSON file, or die saying where it is not JSON. */
+/* A JSON file (- for stdin), or die saying where it is not JSON. */
 json_t *load_json(const char *path);
 
 /* dir/name, malloc'ed. */
@@ -66,6 +67,9 @@ extern const char *const cost_groups[NCOST_GROUPS][2];
 
 /* A run's cost per request from NN.cost.json; NULL without a measurement. */
 json_t *derive_cost(const json_t *cost, long long n);
+
+/* ll-report cost BEFORE AFTER: NN.cost.json on stdout. */
+int cmd_cost(const char *before, const char *after);
 
 /* ---------------------------------------------------------------- tables */
 

@@ -24,7 +24,8 @@
  * Answers are read properly: status line, headers, then a body delimited by
  * Content-Length, by chunked transfer-encoding (nginx may send it) or by
  * EOF. The first BODY_CAP bytes of each body are kept and scanned for
- * "result" : "..." to count answers by result.
+ * "result" : "..." to count answers by result. That reading and counting
+ * is load_http.c, apart from the sockets (tests/test_load.c feeds it).
  *
  * Every thread counts into its own struct tally (statuses, results, errors,
  * a latency histogram from load_stats.c): the hot path takes no lock, and
@@ -38,10 +39,10 @@
  * not a single connection could be opened.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE            /* memmem, strcasestr */
+#define _GNU_SOURCE            /* under -std=c11: getaddrinfo, clock_gettime, SOCK_NONBLOCK */
 #endif
 
-#include "load_stats.h"
+#include "load_http.h"
 
 #include <arpa/inet.h>
 #include <assert.h>
@@ -68,26 +69,10 @@
 /* ---------------------------------------------------------------- limits */
 
 #define MAX_CONNS    4096               /* -c upper bound                    */
-#define CONN_BUF     16384              /* an answer's head must fit here    */
-#define BODY_CAP     8192               /* body bytes kept to find "result"  */
-#define RESULT_MAX   32                 /* distinct results per tally        */
-#define RESULT_LEN   48                 /* longest result kept, NUL included */
-#define STATUS_MAX   600                /* status codes 100..599             */
-#define CHUNK_MAX    (UINT64_C(1) << 40)
 #define STACK_SIZE   (256 * 1024)
 #define NS_PER_S     INT64_C(1000000000)
-#define OVERFLOW_RESULT "_overflow"     /* where results past RESULT_MAX go  */
 
 enum exit_code { EXIT_RAN = 0, EXIT_NOCONNECT = 1, EXIT_USAGE = 2 };
-
-/* Outcome of one I/O step. Anything but IO_OK ends the request. */
-enum io_rc { IO_OK = 0, IO_EOF, IO_ERR, IO_TIMEOUT, IO_PROTO, IO_CONNECT };
-
-/* Transport error kinds, reported as err_<name>. */
-enum err_kind { ERR_CONNECT, ERR_TIMEOUT, ERR_IO, ERR_PROTOCOL, ERR_KINDS };
-static const char *const err_names[ERR_KINDS] = {
-    "connect", "timeout", "io", "protocol"
-};
 
 /* ---------------------------------------------------------------- types */
 
@@ -104,35 +89,9 @@ struct load_opts {
     size_t      request_len;
 };
 
-struct result_count {
-    char     name[RESULT_LEN];
-    uint64_t n;
-};
-
-/* Everything one thread counts; merged after the join. */
-struct tally {
-    uint64_t status[STATUS_MAX];
-    uint64_t errors[ERR_KINDS];
-    uint64_t missing;                   /* answers without a "result"        */
-    uint64_t connects;                  /* TCP connections opened            */
-    unsigned nresults;
-    struct result_count result[RESULT_MAX];
-    struct hist latency;
-};
-
 struct conn {
-    int    fd;                          /* -1 when closed                    */
-    size_t head, tail;                  /* unread bytes: buf[head..tail)     */
-    char   buf[CONN_BUF];
-};
-
-struct response {
-    int     status;
-    bool    close;                      /* the server closes after it        */
-    bool    chunked;
-    int64_t length;                     /* Content-Length, -1 if none        */
-    size_t  body_len;                   /* bytes kept in body                */
-    char    body[BODY_CAP];
+    int           fd;                   /* -1 when closed                    */
+    struct reader in;                   /* what it received, not yet read    */
 };
 
 /* What the threads share: the tickets, the stop flag and the gates. */
@@ -431,7 +390,7 @@ static int conn_open(struct conn *c, const struct sockaddr_in *addr, int64_t dea
         return err;
     }
     c->fd = fd;
-    c->head = c->tail = 0;
+    reader_clear(&c->in);
     return 0;
 }
 
@@ -440,7 +399,7 @@ static void conn_close(struct conn *c)
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;
-    c->head = c->tail = 0;
+    reader_clear(&c->in);
 }
 
 /* True when an idle keep-alive connection was closed by the server (or
@@ -448,7 +407,7 @@ static void conn_close(struct conn *c)
 static bool conn_is_stale(const struct conn *c)
 {
     char byte;
-    if (c->head != c->tail)
+    if (reader_pending(&c->in))
         return true;
     ssize_t n = recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
@@ -472,24 +431,17 @@ static int conn_send_all(struct conn *c, const char *p, size_t n, int64_t deadli
     return IO_OK;
 }
 
-/* Read more bytes into the buffer, first sliding unread bytes to its
- * start. IO_PROTO when the buffer is full of one unfinished line. */
-static int conn_fill(struct conn *c, int64_t deadline)
+/* The reader's source: what recv gives once the socket is readable. */
+static int conn_recv(void *src, char *buf, size_t cap, size_t *got, int64_t deadline)
 {
-    if (c->head > 0) {
-        memmove(c->buf, c->buf + c->head, c->tail - c->head);
-        c->tail -= c->head;
-        c->head = 0;
-    }
-    if (c->tail == sizeof c->buf)
-        return IO_PROTO;
+    const struct conn *c = src;
     for (;;) {
         int rc = conn_wait(c->fd, POLLIN, deadline);
         if (rc != IO_OK)
             return rc;
-        ssize_t n = recv(c->fd, c->buf + c->tail, sizeof c->buf - c->tail, 0);
+        ssize_t n = recv(c->fd, buf, cap, 0);
         if (n > 0) {
-            c->tail += (size_t)n;
+            *got = (size_t)n;
             return IO_OK;
         }
         if (n == 0)
@@ -497,312 +449,6 @@ static int conn_fill(struct conn *c, int64_t deadline)
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
             return IO_ERR;
     }
-}
-
-/* Next line, without its CR LF, NUL-terminated in place. *line stays
- * valid until the next read from the connection. */
-static int conn_line(struct conn *c, int64_t deadline, char **line, size_t *len)
-{
-    size_t scanned = 0;
-    for (;;) {
-        char *start = c->buf + c->head;
-        char *nl = memchr(start + scanned, '\n', c->tail - c->head - scanned);
-        if (nl != NULL) {
-            size_t n = (size_t)(nl - start);
-            c->head += n + 1;
-            if (n > 0 && start[n - 1] == '\r')
-                n--;
-            start[n] = '\0';
-            *line = start;
-            *len = n;
-            return IO_OK;
-        }
-        scanned = c->tail - c->head;
-        int rc = conn_fill(c, deadline);
-        if (rc != IO_OK)
-            return rc;
-    }
-}
-
-/* ---------------------------------------------------------------- response */
-
-/* Keep the first BODY_CAP bytes of the body, drop the rest. */
-static void resp_keep(struct response *r, const char *p, size_t n)
-{
-    size_t room = sizeof r->body - r->body_len;
-    if (n > room)
-        n = room;
-    memcpy(r->body + r->body_len, p, n);
-    r->body_len += n;
-}
-
-/* Consume exactly n body bytes. */
-static int resp_take(struct conn *c, struct response *r, uint64_t n, int64_t deadline)
-{
-    while (n > 0) {
-        if (c->head == c->tail) {
-            int rc = conn_fill(c, deadline);
-            if (rc != IO_OK)
-                return rc;
-        }
-        size_t k = c->tail - c->head;
-        if (k > n)
-            k = (size_t)n;
-        resp_keep(r, c->buf + c->head, k);
-        c->head += k;
-        n -= k;
-    }
-    return IO_OK;
-}
-
-/* A body delimited by the end of the connection. */
-static int resp_until_eof(struct conn *c, struct response *r, int64_t deadline)
-{
-    for (;;) {
-        resp_keep(r, c->buf + c->head, c->tail - c->head);
-        c->head = c->tail;
-        int rc = conn_fill(c, deadline);
-        if (rc == IO_EOF)
-            return IO_OK;
-        if (rc != IO_OK)
-            return rc;
-    }
-}
-
-static int resp_chunk_size(const char *line, uint64_t *size)
-{
-    char *end;
-    if (!((line[0] >= '0' && line[0] <= '9') || (line[0] >= 'a' && line[0] <= 'f') ||
-          (line[0] >= 'A' && line[0] <= 'F')))
-        return IO_PROTO;
-    errno = 0;
-    unsigned long long v = strtoull(line, &end, 16);
-    if (errno != 0 || v > CHUNK_MAX || (*end != '\0' && *end != ';' && *end != ' ' && *end != '\t'))
-        return IO_PROTO;
-    *size = v;
-    return IO_OK;
-}
-
-/* Transfer-Encoding: chunked — size line, data, CR LF, ..., 0, trailers. */
-static int resp_chunked(struct conn *c, struct response *r, int64_t deadline)
-{
-    char *line;
-    size_t len;
-    for (;;) {
-        uint64_t size;
-        int rc = conn_line(c, deadline, &line, &len);
-        if (rc == IO_OK)
-            rc = resp_chunk_size(line, &size);
-        if (rc != IO_OK)
-            return rc;
-        if (size == 0)
-            break;
-        rc = resp_take(c, r, size, deadline);
-        if (rc == IO_OK)
-            rc = conn_line(c, deadline, &line, &len);
-        if (rc != IO_OK)
-            return rc;
-        if (len != 0)
-            return IO_PROTO;
-    }
-    do {                                /* trailers, up to the empty line */
-        int rc = conn_line(c, deadline, &line, &len);
-        if (rc != IO_OK)
-            return rc;
-    } while (len != 0);
-    return IO_OK;
-}
-
-/* "HTTP/1.x SSS reason" */
-static int resp_status_line(struct conn *c, struct response *r, int64_t deadline)
-{
-    char *line;
-    size_t len;
-    int rc = conn_line(c, deadline, &line, &len);
-    if (rc != IO_OK)
-        return rc;
-    if (len < 12 || memcmp(line, "HTTP/1.", 7) != 0 || line[8] != ' ' ||
-        (len > 12 && line[12] != ' '))
-        return IO_PROTO;
-    int status = 0;
-    for (int i = 9; i < 12; i++) {
-        if (line[i] < '0' || line[i] > '9')
-            return IO_PROTO;
-        status = status * 10 + (line[i] - '0');
-    }
-    if (status < 100 || status >= STATUS_MAX)
-        return IO_PROTO;
-    r->status = status;
-    r->close = line[7] == '0';          /* HTTP/1.0 closes unless told not to */
-    return IO_OK;
-}
-
-static int resp_header(struct response *r, char *line, size_t len)
-{
-    char *colon = memchr(line, ':', len);
-    if (colon == NULL)
-        return IO_PROTO;
-    *colon = '\0';
-    char *value = colon + 1;
-    while (*value == ' ' || *value == '\t')
-        value++;
-
-    if (strcasecmp(line, "Content-Length") == 0) {
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(value, &end, 10);
-        if (*value < '0' || *value > '9' || errno != 0 || v > INT64_MAX ||
-            (*end != '\0' && *end != ' ' && *end != '\t'))
-            return IO_PROTO;
-        r->length = (int64_t)v;
-    } else if (strcasecmp(line, "Transfer-Encoding") == 0) {
-        r->chunked = strcasestr(value, "chunked") != NULL;
-    } else if (strcasecmp(line, "Connection") == 0) {
-        if (strcasestr(value, "close"))
-            r->close = true;
-        else if (strcasestr(value, "keep-alive"))
-            r->close = false;
-    }
-    return IO_OK;
-}
-
-static int resp_headers(struct conn *c, struct response *r, int64_t deadline)
-{
-    for (;;) {
-        char *line;
-        size_t len;
-        int rc = conn_line(c, deadline, &line, &len);
-        if (rc != IO_OK)
-            return rc;
-        if (len == 0)
-            return IO_OK;
-        rc = resp_header(r, line, len);
-        if (rc != IO_OK)
-            return rc;
-    }
-}
-
-static int resp_body(struct conn *c, struct response *r, int64_t deadline)
-{
-    if (r->status < 200 || r->status == 204 || r->status == 304)
-        return IO_OK;
-    if (r->chunked)
-        return resp_chunked(c, r, deadline);
-    if (r->length >= 0)
-        return resp_take(c, r, (uint64_t)r->length, deadline);
-    r->close = true;
-    return resp_until_eof(c, r, deadline);
-}
-
-/* Read one whole answer. Interim 1xx answers are skipped; 101 is refused
- * (ll-load never asks to switch protocols). */
-static int resp_read(struct conn *c, struct response *r, int64_t deadline)
-{
-    int rc;
-    do {
-        r->status = 0;
-        r->close = r->chunked = false;
-        r->length = -1;
-        r->body_len = 0;
-        rc = resp_status_line(c, r, deadline);
-        if (rc == IO_OK && r->status == 101)
-            rc = IO_PROTO;
-        if (rc == IO_OK)
-            rc = resp_headers(c, r, deadline);
-    } while (rc == IO_OK && r->status < 200);
-    if (rc != IO_OK)
-        return rc;
-    return resp_body(c, r, deadline);
-}
-
-static bool is_json_space(char ch)
-{
-    return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n';
-}
-
-/* The string value of the body's "result" key, if any, into out. */
-static bool resp_result(const struct response *r, char *out, size_t cap)
-{
-    static const char key[] = "\"result\"";
-    const char *end = r->body + r->body_len;
-    const char *p = memmem(r->body, r->body_len, key, sizeof key - 1);
-    if (p == NULL)
-        return false;
-    for (p += sizeof key - 1; p < end && is_json_space(*p); p++)
-        ;
-    if (p == end || *p++ != ':')
-        return false;
-    for (; p < end && is_json_space(*p); p++)
-        ;
-    if (p == end || *p++ != '"')
-        return false;
-    const char *q = memchr(p, '"', (size_t)(end - p));
-    if (q == NULL)
-        return false;
-    size_t n = (size_t)(q - p) < cap - 1 ? (size_t)(q - p) : cap - 1;
-    memcpy(out, p, n);
-    out[n] = '\0';
-    return true;
-}
-
-/* ---------------------------------------------------------------- tally */
-
-static void tally_init(struct tally *t)
-{
-    memset(t, 0, sizeof *t);
-    hist_init(&t->latency);
-}
-
-/* Count n answers with result `name`. The last slot is kept for
- * OVERFLOW_RESULT, so that a flood of distinct results still adds up. */
-static void tally_result(struct tally *t, const char *name, uint64_t n)
-{
-    for (unsigned i = 0; i < t->nresults; i++) {
-        if (strcmp(t->result[i].name, name) == 0) {
-            t->result[i].n += n;
-            return;
-        }
-    }
-    if (t->nresults == RESULT_MAX - 1 && strcmp(name, OVERFLOW_RESULT) != 0) {
-        tally_result(t, OVERFLOW_RESULT, n);
-        return;
-    }
-    assert(t->nresults < RESULT_MAX);
-    struct result_count *rc = &t->result[t->nresults++];
-    snprintf(rc->name, sizeof rc->name, "%s", name);
-    rc->n = n;
-}
-
-static void tally_answer(struct tally *t, const struct response *r, int64_t ns)
-{
-    char result[RESULT_LEN];
-    t->status[r->status]++;
-    hist_add(&t->latency, (uint64_t)((ns + 500) / 1000));
-    if (resp_result(r, result, sizeof result))
-        tally_result(t, result, 1);
-    else
-        t->missing++;
-}
-
-static void tally_merge(struct tally *dst, const struct tally *src)
-{
-    for (int i = 0; i < STATUS_MAX; i++)
-        dst->status[i] += src->status[i];
-    for (int i = 0; i < ERR_KINDS; i++)
-        dst->errors[i] += src->errors[i];
-    dst->missing += src->missing;
-    dst->connects += src->connects;
-    for (unsigned i = 0; i < src->nresults; i++)
-        tally_result(dst, src->result[i].name, src->result[i].n);
-    hist_merge(&dst->latency, &src->latency);
-}
-
-static uint64_t tally_errors(const struct tally *t)
-{
-    uint64_t n = 0;
-    for (int i = 0; i < ERR_KINDS; i++)
-        n += t->errors[i];
-    return n;
 }
 
 /* ---------------------------------------------------------------- worker */
@@ -826,12 +472,7 @@ static int worker_connect(struct worker *w, int64_t deadline)
 
 static void worker_failed(struct worker *w, int rc)
 {
-    static const enum err_kind kind[] = {
-        [IO_EOF] = ERR_IO, [IO_ERR] = ERR_IO, [IO_TIMEOUT] = ERR_TIMEOUT,
-        [IO_PROTO] = ERR_PROTOCOL, [IO_CONNECT] = ERR_CONNECT,
-    };
-    assert(rc > IO_OK && rc <= IO_CONNECT);
-    w->tally.errors[kind[rc]]++;
+    tally_failure(&w->tally, rc);
     conn_close(&w->conn);
     /* In duration mode, do not spin on a refused port. */
     if (rc == IO_CONNECT && w->load->opts->duration_ns)
@@ -849,7 +490,7 @@ static void worker_request(struct worker *w)
     if (rc == IO_OK)
         rc = conn_send_all(&w->conn, o->request, o->request_len, deadline);
     if (rc == IO_OK)
-        rc = resp_read(&w->conn, &w->resp, deadline);
+        rc = resp_read(&w->conn.in, &w->resp, deadline);
     if (rc != IO_OK) {
         worker_failed(w, rc);
         return;
@@ -930,6 +571,7 @@ static struct worker *load_spawn(struct load *l)
     for (int i = 0; i < n; i++) {
         w[i].load = l;
         w[i].conn.fd = -1;
+        reader_init(&w[i].conn.in, conn_recv, &w[i].conn);
         atomic_init(&w[i].done, 0);
         tally_init(&w[i].tally);
         int rc = pthread_create(&w[i].tid, &attr, worker_main, &w[i]);

@@ -43,7 +43,6 @@ expect() {
 
 K10=$(head -c 10240 /dev/zero | tr '\0' a)
 K09=$(head -c 900 /dev/zero | tr '\0' b)
-AUTH=(-H @"$T_ROOT/.run/secrets/admin-header")
 WRONG=$(mktemp); BAD_SCHEME=$(mktemp); PREFIX=$(mktemp)
 printf 'Authorization: Bearer %s\n' "not-the-token" > "$WRONG"
 printf 'Authorization: Basic %s\n' "$LOCKLAB_ADMIN_TOKEN" > "$BAD_SCHEME"

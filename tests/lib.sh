@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tests/lib.sh — what every integration test shares. Source it, then:
 #
 #   t_setup                     the stack is up (bench/stack up), env loaded
@@ -6,14 +7,25 @@
 #   t_load "QUERY" R C [URL]    R purchases over C connections (ll-load);
 #                               sets L_requests L_sold L_sold_out
 #                               L_lock_timeout L_unavailable L_errors
-#                               L_unknown L_other
-#                               L_transport L_rps L_p99_ms L_final L_oversold
-#                               L_lost (definitions below), URL defaults to nginx
+#                               L_unknown L_other L_transport L_rps L_final
+#                               L_oversold L_lost (definitions below), URL
+#                               defaults to nginx
 #   t_exact NAME                sold == S, final == 0, oversold == lost == 0,
 #                               every request answered sold or sold_out
 #                               (so none unknown)
+#   t_jq JSON FILTER [ARGS]     jq -r FILTER on the text JSON ("invalid" if
+#                               it is not JSON): how a test reads an answer
 #   t_ok COND MSG               one assertion (COND is a `test` expression)
-#   t_done                      "N passed, M failed"; exit status
+#   t_skip MSG                  a part that cannot run here: a dependency is
+#                               missing (see below)
+#   t_need CMD|FILE... -- MSG   t_skip MSG unless every command is on PATH
+#                               and every /path exists; its status says which
+#   t_done                      "N passed, M failed, K skipped"; exit status
+#
+# Exit status: 1 when an assertion failed, else 77 when a part was skipped
+# (ctest's SKIP_RETURN_CODE: the test shows as "Skipped", not "Passed"),
+# else 0. Under CI (CI=true) nothing may be skipped: t_skip is a failure,
+# so a missing dependency or a test client that does not build fails CI.
 #
 # With initial stock S, sold = number of 200 answers and final = the stock
 # after the run: oversold = max(0, sold − S), lost = sold − (S − final).
@@ -29,13 +41,14 @@ case $T_BUILD in /*) ;; *) T_BUILD=$T_ROOT/$T_BUILD ;; esac
 export LOCKLAB_BUILD_DIR=$T_BUILD
 T_PASSED=0
 T_FAILED=0
+T_SKIPPED=0
 T_STOCK=0
 
 t_log() { printf '%s: %s\n' "${T_NAME:-test}" "$*"; }
 
 t_ok() {
     local msg=$2
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2086 # COND is split into test's arguments on purpose
     if eval test $1; then
         T_PASSED=$((T_PASSED + 1))
         printf '  ok    %s\n' "$msg"
@@ -45,20 +58,54 @@ t_ok() {
     fi
 }
 
+t_skip() {
+    if [ "${CI:-}" = true ]; then
+        T_FAILED=$((T_FAILED + 1))
+        printf '  FAIL  %s   [skipped, and CI=true runs everything]\n' "$1"
+    else
+        T_SKIPPED=$((T_SKIPPED + 1))
+        printf '  SKIP  %s\n' "$1"
+    fi
+}
+
+t_need() {
+    local need missing=""
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do
+        need=$1
+        shift
+        case $need in
+            /*) [ -e "$need" ] || missing="$missing $need" ;;
+            *) command -v "$need" >/dev/null || missing="$missing $need" ;;
+        esac
+    done
+    [ -z "$missing" ] && return 0
+    t_skip "${2:-a dependency}: missing$missing"
+    return 1
+}
+
 t_done() {
-    printf '%s: %d passed, %d failed\n' "${T_NAME:-test}" "$T_PASSED" "$T_FAILED"
-    [ "$T_FAILED" -eq 0 ]
-    exit $?
+    printf '%s: %d passed, %d failed, %d skipped\n' "${T_NAME:-test}" \
+        "$T_PASSED" "$T_FAILED" "$T_SKIPPED"
+    [ "$T_FAILED" -eq 0 ] || exit 1
+    [ "$T_SKIPPED" -eq 0 ] || exit 77
+    exit 0
+}
+
+t_jq() {
+    local json=$1
+    shift
+    jq -r "$@" <<< "$json" 2>/dev/null || echo invalid
 }
 
 t_env() {
-    # shellcheck disable=SC1091
+    # shellcheck disable=SC1091 # .run/stack.env: written by bench/stack up
     . "$T_ROOT/.run/stack.env"
     IFS=, read -r -a T_INSTANCES <<< "$LOCKLAB_INSTANCES"
 }
 
 t_setup() {
-    "$T_ROOT/bench/stack" up "$@" >/dev/null || { echo "stack up failed"; exit 1; }
+    t_need curl jq -- "the integration tests (curl, jq)" || t_done
+    "$T_ROOT/bench/stack" up >/dev/null || { echo "stack up failed"; exit 1; }
     t_env
 }
 
@@ -79,20 +126,19 @@ t_reset() {
 }
 
 t_stock() {
-    t_curl "$LOCKLAB_URL/stock?product=${1:-1001}" | sed -n 's/.*"count":\([0-9-]*\).*/\1/p'
+    t_curl "$LOCKLAB_URL/stock?product=${1:-1001}" | jq -r '.count // empty' 2>/dev/null
 }
 
 t_load() {
     local query=$1 r=$2 c=$3 base=${4:-$LOCKLAB_URL} out key val
     out=$("$T_BUILD/ll-load" -c "$c" -n "$r" "$base/check/lock?$query") || true
     L_requests=0 L_sold=0 L_sold_out=0 L_lock_timeout=0 L_unavailable=0 L_errors=0
-    L_transport=0 L_rps=0 L_p99_ms=0 L_other=0 L_unknown=0
+    L_transport=0 L_rps=0 L_other=0 L_unknown=0
     while IFS='=' read -r key val; do
         case $key in
             requests) L_requests=$val ;;
             transport_errors) L_transport=$val ;;
             rps) L_rps=$val ;;
-            lat_p99_ms) L_p99_ms=$val ;;
             result_sold) L_sold=$val ;;
             result_sold_out) L_sold_out=$val ;;
             result_lock_timeout) L_lock_timeout=$val ;;

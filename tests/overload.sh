@@ -19,9 +19,7 @@ T_NAME=overload
 t_setup
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true   # wrk's 2000 sockets
 
-if ! command -v wrk >/dev/null; then
-    echo "overload: wrk is not installed (bench/stack install)"; exit 1
-fi
+t_need wrk -- "the crowd (wrk)" || t_done
 
 # wrk_run C SECONDS: wrk with the counting script; its JSON line in $W.
 wrk_run() {
@@ -31,9 +29,9 @@ wrk_run() {
 
 # settle: no instance has a purchase in flight (wrk's last ones run on).
 settle() {
-    local url n i
+    local url n
     for url in "${T_INSTANCES[@]}"; do
-        for i in $(seq 1 300); do
+        for _ in $(seq 1 300); do
             n=$(t_curl "$url/stats" | jq '.in_flight')
             [ "${n:-1}" = 0 ] && break
             sleep 0.1
@@ -75,7 +73,7 @@ sold=$(sold_by_instances)
 final=$(t_stock)
 t_ok "$((S - final)) = $sold" "stock fell by exactly the $sold units the instances sold"
 ok=0
-for i in 1 2 3; do
+for _ in 1 2 3; do
     [ "$(t_curl -o /dev/null -w '%{http_code}' "$LOCKLAB_URL/health")" = 200 ] && ok=$((ok + 1))
 done
 t_ok "$ok = 3" "GET /health through nginx: 200 three times in a row afterwards"
@@ -92,7 +90,7 @@ LOCKLAB_MYSQL_PASSWORD=$LOCKLAB_MYSQL_PASSWORD \
     --allow-faults >"$log" 2>&1 &
 probe=$!
 trap 'kill $probe 2>/dev/null; rm -f "$log"' EXIT
-for i in $(seq 1 50); do
+for _ in $(seq 1 50); do
     [ "$(t_curl -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ] && break
     sleep 0.1
 done

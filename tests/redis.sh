@@ -11,6 +11,7 @@
 # assertion depends on how fast anything runs.
 set -u
 T_NAME=redis
+# shellcheck source=SCRIPTDIR/lib.sh
 . "$(dirname "$0")/lib.sh"
 t_setup
 
@@ -26,7 +27,10 @@ req() {
     CODE=${BODY##*$'\n'}
     BODY=${BODY%$'\n'*}
 }
-has() { case $BODY in *"$1"*) echo 1 ;; *) echo 0 ;; esac; }
+# What the answer in BODY says: its result, and whether its error names $1.
+result() { t_jq "$BODY" .result; }
+# shellcheck disable=SC2016 # $s is jq's variable (--arg), not the shell's
+says() { t_jq "$BODY" --arg s "$1" '(.error // "") | contains($s)'; }
 
 # Kill the holder: instance 0 dies (_exit) holding the lock. Straight to the
 # instance, never through nginx, which would retry on the next instance.
@@ -75,7 +79,7 @@ t_reset 10
 # at once instead of a purchase waiting for the lock it holds.
 for lock in redis-setnx redis-lua redlock; do
     req "$LOCKLAB_URL/check/lock?lock=$lock&reentry=2&wait_ms=300"
-    t_ok "$CODE = 400 -a $(has '"parameter":"reentry"') = 1" "$lock is not reentrant: reentry=2 is refused (400 naming reentry)"
+    t_ok "$CODE = 400 -a $(t_jq "$BODY" .parameter) = reentry" "$lock is not reentrant: reentry=2 is refused (400 naming reentry)"
 done
 t_ok "$(t_stock) -eq 10" "no refused re-entry sold anything"
 
@@ -124,13 +128,13 @@ for lock in redis-lua redisson redisson-fair redlock; do
 done
 
 echo "== a key of another type is a clear error, not a crash"
-if command -v redis-cli >/dev/null; then
+if t_need redis-cli -- "a key of another type (redis-cli)"; then
     t_reset 10
     redis-cli -h "${REDIS[0]%:*}" -p "${REDIS[0]#*:}" HSET lock:1001 someone 1 >/dev/null
     req "$LOCKLAB_URL/check/lock?lock=redis-getset&wait_ms=300"
-    t_ok "$CODE = 500 -a $(has 'another strategy') = 1" "redis-getset on a hash: 500 naming the cause"
+    t_ok "$CODE = 500 -a $(says 'another strategy') = true" "redis-getset on a hash: 500 naming the cause"
     req "$LOCKLAB_URL/check/lock?lock=redis-lua&wait_ms=300"
-    t_ok "$CODE = 500 -a $(has 'is a hash') = 1" "redis-lua on a hash: 500 naming the cause"
+    t_ok "$CODE = 500 -a $(says 'is a hash') = true" "redis-lua on a hash: 500 naming the cause"
     t_reset 10
     req "$LOCKLAB_URL/check/lock?lock=redisson"
     t_ok "$CODE = 200" "after a reset the key is usable again"
@@ -141,7 +145,7 @@ t_reset 10
 "$STACK" kill redis:1 >/dev/null
 for lock in redis-setnx redis-lua redisson redisson-fair; do
     req "$LOCKLAB_URL/check/lock?lock=$lock"
-    t_ok "$CODE = 503 -a $(has unavailable) = 1 -a $(has "redis ${REDIS[0]}") = 1" \
+    t_ok "$CODE = 503 -a $(result) = unavailable -a $(says "redis ${REDIS[0]}") = true" \
          "$lock with Redis down: 503 unavailable from redis ${REDIS[0]}"
 done
 req "$LOCKLAB_URL/stats"
@@ -166,7 +170,7 @@ t_exact "redlock losing 2 of 5 servers"
 "$STACK" kill redis:3 >/dev/null
 t_reset 10
 req "$LOCKLAB_URL/check/lock?lock=redlock"
-t_ok "$CODE = 503 -a $(has unavailable) = 1" "redlock with 3 of 5 servers down refuses the lock (503)"
+t_ok "$CODE = 503 -a $(result) = unavailable" "redlock with 3 of 5 servers down refuses the lock (503)"
 t_ok "$(t_stock) -eq 10" "and sells nothing"
 restart
 sleep 0.3

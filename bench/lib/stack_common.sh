@@ -170,14 +170,17 @@ svc_stop() {
 # needs root (CAP_SYS_NICE), and without it the servers start at 0 and
 # `up` says so.
 BACKEND_NICE=${LOCKLAB_STACK_BACKEND_NICE:--10}
-[[ $BACKEND_NICE =~ ^(-?[0-9]|-1[0-9]|-20)$ ]] && ((BACKEND_NICE <= 0)) ||
-    { echo "stack: LOCKLAB_STACK_BACKEND_NICE must be -20..0" >&2; exit 2; }
+if ! [[ $BACKEND_NICE =~ ^(-?[0-9]|-1[0-9]|-20)$ ]] || ((BACKEND_NICE > 0)); then
+    echo "stack: LOCKLAB_STACK_BACKEND_NICE must be -20..0" >&2
+    exit 2
+fi
 
 # BACKEND_PRIO: the command prefix that starts a backend at that nice
 # value, which all its threads inherit (what counts when autogroup is off);
 # empty when this user may not lower it.
 BACKEND_PRIO=()
 if ((BACKEND_NICE < 0)) && [[ $(nice -n "$BACKEND_NICE" nice 2>/dev/null) == "$BACKEND_NICE" ]]; then
+    # shellcheck disable=SC2034 # read by stack_servers.sh, sourced after this file
     BACKEND_PRIO=(nice -n "$BACKEND_NICE")
 fi
 
@@ -260,7 +263,7 @@ http_ok() {
 
 # ---------------------------------------------------------------- packages
 
-# The Debian packages the stack and the server's build need, as
+# The Debian packages the stack, the server's build and the tests need, as
 # "test:package" pairs: cmd:NAME must be on PATH, file:PATH must exist,
 # pkg:NAME must be installed (libraries and headers have no command).
 STACK_NEEDS=(
@@ -276,6 +279,7 @@ STACK_NEEDS=(
     cmd:jmeter:jmeter file:/usr/share/jmeter/lib/ext/ApacheJMeter_http.jar:jmeter-http
     cmd:javac:default-jdk-headless
     file:/usr/share/java/curator-recipes.jar:libcurator-recipes-java
+    file:/usr/share/java/slf4j-nop.jar:libslf4j-java cmd:shellcheck:shellcheck
     cmd:cmake:cmake cmd:make:make cmd:gcc:gcc cmd:pkg-config:pkg-config
     pkg:libc6-dev:libc6-dev
     pkg:libmicrohttpd-dev:libmicrohttpd-dev pkg:libhiredis-dev:libhiredis-dev

@@ -1,0 +1,201 @@
+/* report_derive.c — one run of results.json from its raw answers: the
+ * counts of the load generator's answers, the instances' counters added up
+ * and their latency merged, the stock before and after (oversold, lost
+ * updates), the ceiling of the strategy's path (efficiency), the lock's
+ * hold, the seeds' published figure beside ours, and the cost per request
+ * (report_cost.c). The raw answers go into the run too, so that a report
+ * can be rebuilt or re-checked.
+ */
+#include "report_private.h"
+
+#include <string.h>
+
+/* ---------------------------------------------------------------- seeds */
+
+/* The seeds' published JMeter results (seed 000 and the Redis/ZooKeeper
+ * seeds): 5000 units, 100 threads × 50 loops through nginx to three
+ * instances, measured by the course authors on their hardware. */
+static const struct seed_result {
+    const char *name;
+    const char *label;
+    double      rps;
+    long long   final_stock;      /* -1: not published */
+} seeds[] = {
+    { "none",               "no lock",                     473.8, 4870 },
+    { "mutex",              "JVM lock",                     82.2, -1 },
+    { "mysql-for-update",   "SELECT … FOR UPDATE",         231.5, -1 },
+    { "mysql-lock-table",   "db_lock table",                20.1, -1 },
+    { "redis-setnx",        "Redis SETNX",                  47.8, -1 },
+    { "redis-set-nx-ex",    "Redis SET NX EX",              47.7, -1 },
+    { "redis-lua",          "Redis Lua release",            49.7, -1 },
+    { "redis-reentrant",    "Redis reentrant hash lock",    47.7, -1 },
+    { "redisson",           "Redisson",                     49.2, -1 },
+    { "zk-ephemeral",       "ZooKeeper ephemeral node",     25.7, -1 },
+    { "zk-sequential-poll", "ZooKeeper sequential, polling", 19.2, -1 },
+    { "zk-sequential",      "ZooKeeper watching predecessor", 39.8, -1 },
+    { "curator",            "Curator",                      36.6, -1 },
+};
+
+static const struct seed_result *seed_find(const char *name)
+{
+    size_t i;
+    for (i = 0; i < sizeof seeds / sizeof seeds[0]; i++)
+        if (strcmp(seeds[i].name, name) == 0)
+            return &seeds[i];
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- derived */
+
+void count_answers(const json_t *load, struct answers *a)
+{
+    const json_t *status = json_object_get(load, "status");
+    const json_t *result = json_object_get(load, "result");
+    long long answered = 0;
+    const char *k;
+    json_t *v;
+
+    memset(a, 0, sizeof *a);
+    a->requests = jint(load, "requests");
+    a->transport = jint(load, "transport_errors");
+    a->sold = jint(status, "200");
+    json_object_foreach((json_t *)status, k, v)
+        answered += json_integer_value(v);
+    a->sold_out = jint(result, "sold_out");
+    a->timeouts = jint(result, "lock_timeout");
+    a->unavailable = jint(result, "unavailable");
+    a->errors = jint(result, "error");
+    /* Whatever answered that is none of the above (a 502 from nginx, …). */
+    a->other = answered - a->sold - a->sold_out - a->timeouts - a->unavailable - a->errors;
+}
+
+static json_t *lat_json(const struct lat_summary *s)
+{
+    return json_pack("{s:f,s:f,s:f,s:f,s:f,s:f}", "mean", s->mean, "p50", s->p50,
+                     "p90", s->p90, "p95", s->p95, "p99", s->p99, "max", s->max);
+}
+
+static void lat_from_json(const json_t *o, struct lat_summary *s)
+{
+    s->mean = jnum(o, "mean");
+    s->p50 = jnum(o, "p50");
+    s->p90 = jnum(o, "p90");
+    s->p95 = jnum(o, "p95");
+    s->p99 = jnum(o, "p99");
+    s->max = jnum(o, "max");
+}
+
+/* The server side of a run: every instance's counters for this strategy
+ * added up, their latency summaries merged. */
+static json_t *server_side(const char *name, json_t *instances)
+{
+    static const char *const counters[] = {
+        "requests", "sold", "sold_out", "lock_timeouts", "unavailable", "errors",
+        "release_errors", "retries", "backend_ops", "wakeups", "holds", "held_us",
+    };
+    struct lat_summary lat[16], merged;
+    json_t *out = json_object(), *inst;
+    size_t i, k, n = 0;
+
+    for (k = 0; k < sizeof counters / sizeof counters[0]; k++) {
+        long long sum = 0;
+        json_array_foreach(instances, i, inst) {
+            json_t *s = json_object_get(json_object_get(inst, "strategies"), name);
+            sum += jint(s, counters[k]);
+        }
+        json_object_set_new(out, counters[k], json_integer(sum));
+    }
+    json_array_foreach(instances, i, inst) {
+        json_t *s = json_object_get(json_object_get(inst, "strategies"), name);
+        if (s == NULL || n == sizeof lat / sizeof lat[0])
+            continue;
+        lat[n].n = jint(s, "requests");
+        lat_from_json(json_object_get(s, "latency_ms"), &lat[n]);
+        n++;
+    }
+    harness_lat_merge(lat, n, &merged);
+    json_object_set_new(out, "latency_ms", lat_json(&merged));
+    return out;
+}
+
+static double ceiling_rate(const json_t *limits, const char *key)
+{
+    json_t *c = json_object_get(json_object_get(limits, "ceilings"), key ? key : "");
+    return c ? jnum(c, "rate") : 0.0;
+}
+
+
+/* A derived figure, or null where harness_* said "none" (-1). */
+static json_t *num_or_null(double v)
+{
+    return v < 0 ? json_null() : json_real(v);
+}
+
+/* One run's object of results.json from its raw pieces. */
+json_t *derive_run(const char *name, const char *family, long long stock,
+                   int with_seed, json_t *load, json_t *stock_after, json_t *instances,
+                   const json_t *limits, const json_t *cost)
+{
+    const char *ceiling = harness_ceiling(name, family);
+    double elapsed = jnum(load, "elapsed_s"), ceil_rate = ceiling_rate(limits, ceiling);
+    const struct seed_result *seed = with_seed ? seed_find(name) : NULL;
+    struct answers a;
+    json_t *run, *final_v = json_object_get(stock_after, "count");
+    struct lat_summary client;
+    json_t *server = server_side(name, instances), *costs;
+    long long sold;
+
+    count_answers(load, &a);
+    /* The units sold are the instances' count: it includes purchases the
+     * client gave up on (wrk at the end of its time) that still sold. */
+    sold = json_array_size(instances) > 0 ? jint(server, "sold") : a.sold;
+    client.n = jint(load, "responses");
+    client.mean = jnum(load, "lat_mean_ms");
+    client.p50 = jnum(load, "lat_p50_ms");
+    client.p90 = jnum(load, "lat_p90_ms");
+    client.p95 = jnum(load, "lat_p95_ms");
+    client.p99 = jnum(load, "lat_p99_ms");
+    client.max = jnum(load, "lat_max_ms");
+    run = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f}",
+        "strategy", name, "family", family,
+        "requests", (json_int_t)a.requests, "sold", (json_int_t)sold,
+        "answered_sold", (json_int_t)a.sold,
+        "sold_out", (json_int_t)a.sold_out, "lock_timeouts", (json_int_t)a.timeouts,
+        "unavailable", (json_int_t)a.unavailable, "errors", (json_int_t)a.errors,
+        "other_answers", (json_int_t)a.other, "transport_errors", (json_int_t)a.transport,
+        "elapsed_s", elapsed, "rps", harness_rate(a.requests, elapsed),
+        "sold_per_s", harness_rate(a.sold, elapsed));
+    if (json_is_integer(final_v)) {
+        long long fin = (long long)json_integer_value(final_v);
+        json_object_set_new(run, "final", json_integer(fin));
+        json_object_set_new(run, "oversold", json_integer(harness_oversold(stock, sold)));
+        json_object_set_new(run, "lost_updates", json_integer(harness_lost(stock, sold, fin)));
+    } else {
+        json_object_set_new(run, "final", json_null());
+        json_object_set_new(run, "oversold", json_null());
+        json_object_set_new(run, "lost_updates", json_null());
+    }
+    json_object_set_new(run, "ceiling", ceiling ? json_string(ceiling) : json_null());
+    json_object_set_new(run, "ceiling_rate", json_real(ceil_rate));
+    json_object_set_new(run, "efficiency",
+        json_real(harness_efficiency(harness_rate(a.sold, elapsed), ceil_rate)));
+    /* Measured against the row's peak, a strategy also says how it does
+     * against the concurrent hot-row ceiling (issue 5's yardstick). */
+    if (ceiling && !strcmp(ceiling, CEIL_UPDATE_PEAK))
+        json_object_set_new(run, "efficiency_concurrent", json_real(harness_efficiency(
+            harness_rate(a.sold, elapsed), ceiling_rate(limits, CEIL_MYSQL_UPDATE))));
+    json_object_set_new(run, "latency_ms", lat_json(&client));
+    json_object_set_new(run, "lock_hold_us", num_or_null(harness_hold_us(
+        jint(server, "held_us"), jint(server, "holds"))));
+    json_object_set_new(run, "lock_held_share", num_or_null(harness_held_share(
+        jint(server, "held_us"), elapsed)));
+    json_object_set_new(run, "server", server);
+    if (seed)
+        json_object_set_new(run, "seed", json_pack("{s:s,s:f,s:I}", "label", seed->label,
+                            "rps", seed->rps, "final", (json_int_t)seed->final_stock));
+    costs = derive_cost(cost, client.n);
+    json_object_set_new(run, "cost", costs ? costs : json_null());
+    json_object_set_new(run, "load", json_incref(load));
+    json_object_set_new(run, "instances", json_incref(instances));
+    return run;
+}

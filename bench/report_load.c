@@ -1,0 +1,94 @@
+/* report_load.c — ll-report's reading: JSON and key=value files, and the
+ * typed lookups every section uses. A file that is not what it should be
+ * stops ll-report with its name and what is wrong (die()); a missing key
+ * reads as 0 or a default, since an older run may not have it.
+ */
+#include "report_private.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- errors */
+
+void die(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("ll-report: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(1);
+}
+
+/* ---------------------------------------------------------------- loading */
+
+json_t *load_json(const char *path)
+{
+    json_error_t e;
+    json_t *j = strcmp(path, "-") ? json_load_file(path, 0, &e) : json_loadf(stdin, 0, &e);
+    if (j == NULL)
+        die("%s:%d: %s", path, e.line, e.text);
+    return j;
+}
+
+char *path_join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (p == NULL)
+        abort();                              /* out of memory */
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+/* key=value lines into a JSON object of strings (numbers stay strings:
+ * bench/compare writes both, and the reports print them as given). */
+json_t *load_env(const char *path)
+{
+    json_t *o = json_object();
+    char line[1024];
+    FILE *f = fopen(path, "r");
+
+    if (f == NULL)
+        return o;
+    while (fgets(line, sizeof line, f)) {
+        char *eq = strchr(line, '='), *end = line + strcspn(line, "\r\n");
+        *end = '\0';
+        if (eq == NULL || eq == line)
+            continue;
+        *eq = '\0';
+        json_object_set_new(o, line, json_string(eq + 1));
+    }
+    fclose(f);
+    return o;
+}
+
+long long jint(const json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    if (json_is_integer(v))
+        return (long long)json_integer_value(v);
+    if (json_is_real(v))
+        return (long long)json_real_value(v);
+    if (json_is_string(v))
+        return atoll(json_string_value(v));
+    return 0;
+}
+
+double jnum(const json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    if (json_is_number(v))
+        return json_number_value(v);
+    if (json_is_string(v))
+        return atof(json_string_value(v));
+    return 0.0;
+}
+
+const char *jstr(const json_t *o, const char *key, const char *def)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : def;
+}

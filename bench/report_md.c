@@ -1,0 +1,86 @@
+/* report_md.c — report.md: the main table with its notes, where the time
+ * goes, the ceilings with their trials, the machine and the settings. The
+ * machine's and the settings' keys are listed here, in the order both
+ * reports show them.
+ */
+#include "report_private.h"
+
+#include <string.h>
+
+/* ---------------------------------------------------------------- markdown */
+
+const char *const machine_keys[][2] = {
+    { "nproc", "cores" }, { "cpu", "CPU" }, { "kernel", "kernel" }, { "cpuidle", "CPU idle driver" },
+    { "wake", "a thread's wake-up (ll-wake, before the run)" },
+    { "mariadb_prio", "MariaDB's priority" }, { "load", "load average before" },
+    { "mariadb", "MariaDB" }, { "redis", "Redis" }, { "zookeeper", "ZooKeeper" },
+    { "nginx", "nginx" }, { "wrk", "wrk" },
+};
+
+const char *const setting_keys[][2] = {
+    { "scenario", "scenario" }, { "started", "started" }, { "stock", "initial stock" },
+    { "requests", "requests per strategy" }, { "duration_s", "duration per strategy (s)" },
+    { "connections", "concurrent connections" }, { "instances", "instances" },
+    { "target", "load sent to" }, { "driver", "load generator" }, { "product", "product" },
+    { "limits_seconds", "seconds per ceiling (ll-limits)" },
+    { "limits_connections", "connections of the concurrent ceilings" },
+    { "warmup_s", "warm-up before each run, not counted (s)" },
+    { "redis_servers", "Redis servers (redlock's quorum: N/2 + 1)" },
+    { "zk_servers", "ZooKeeper servers (1: standalone)" },
+};
+
+const size_t nmachine_keys = sizeof machine_keys / sizeof machine_keys[0];
+const size_t nsetting_keys = sizeof setting_keys / sizeof setting_keys[0];
+
+void write_md(FILE *f, const json_t *res)
+{
+    const json_t *runs = json_object_get(res, "runs"), *run, *settings, *machine, *lim;
+    const char *k;
+    json_t *v;
+    size_t i;
+
+    settings = json_object_get(res, "settings");
+    machine = json_object_get(res, "machine");
+    lim = json_object_get(json_object_get(res, "limits"), "ceilings");
+    fprintf(f, "# locklab comparison — %s\n\n", jstr(settings, "scenario", "?"));
+    fprintf(f, "Started %s. Initial stock %s; sold = the sales the instances counted; oversold = max(0, sold − stock); "
+            "lost = sold − (stock − final); efficiency = sold/s ÷ the ceiling of the "
+            "strategy's path (ll-limits, same servers, no HTTP).\n\n",
+            jstr(settings, "started", "?"), jstr(settings, "stock", "?"));
+    fprintf(f, "| strategy | req/s | sold/s | sold | final | oversold | lost | p50 ms | p99 ms "
+            "| failed | ceiling/s | efficiency | seeds req/s* |\n");
+    fprintf(f, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    json_array_foreach(runs, i, run) {
+        struct row r;
+        row_fill(&r, run);
+        fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                r.name, r.rps, r.sold_s, r.sold, r.final, r.oversold, r.lost, r.p50, r.p99,
+                r.errs, r.ceiling, r.eff, r.seed);
+    }
+    fprintf(f, "\n\\* seeds req/s: the seeds' published JMeter throughput, measured by the "
+            "course authors on their hardware (5000 units, 100 threads × 50 loops).\n\n");
+    if (!strcmp(jstr(settings, "driver", ""), "wrk"))
+        fprintf(f, "%s\n\n", wrk_note);
+    fprintf(f, "%s\n\n", serial_note);
+    print_concurrent(f, runs, FMT_MD);
+    print_topology(f, res, FMT_MD);
+    print_cost(f, runs, FMT_MD);
+    fprintf(f, "## Ceilings (ll-limits)\n\n%s\n\n| ceiling | per second | trials | what |\n"
+            "|---|--:|--:|---|\n", trials_note);
+    json_object_foreach((json_t *)lim, k, v) {
+        if (json_object_get(v, "error")) {
+            fprintf(f, "| %s | n/a | | %s: %s |\n", k, jstr(v, "what", ""), jstr(v, "error", ""));
+            continue;
+        }
+        fprintf(f, "| %s | %.0f | ", k, jnum(v, "rate"));
+        print_trials(f, v);
+        fprintf(f, " | %s |\n", jstr(v, "what", ""));
+    }
+    fprintf(f, "\n## Machine\n\n");
+    for (i = 0; i < sizeof machine_keys / sizeof machine_keys[0]; i++)
+        fprintf(f, "- %s: %s\n", machine_keys[i][1], jstr(machine, machine_keys[i][0], "?"));
+    fprintf(f, "\n## Settings\n\n");
+    for (i = 0; i < sizeof setting_keys / sizeof setting_keys[0]; i++)
+        if (json_object_get(settings, setting_keys[i][0]))
+            fprintf(f, "- %s: %s\n", setting_keys[i][1], jstr(settings, setting_keys[i][0], ""));
+}

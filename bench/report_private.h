@@ -1,0 +1,112 @@
+/* report_private.h — what the files of ll-report share.
+ *
+ * ll-report (see report.c for its commands) is split along its sections:
+ *
+ *   report.c        the commands and main
+ *   report_load.c   reading: JSON files, key=value files, typed lookups
+ *   report_derive.c the derived numbers of one run (results.json's runs)
+ *   report_cost.c   where the time goes: /proc snapshots → NN.cost.json,
+ *                   and NN.cost.json → per request
+ *   report_table.c  what every format shows: the main table, the cost
+ *                   table, the notes under them
+ *   report_md.c     report.md
+ *   report_html.c   report.html and its SVG charts
+ *   report_jtl.c    JMeter's aggregate report from its CSV results
+ *
+ * The arithmetic itself is harness.c's (harness.h).
+ */
+#ifndef LOCKLAB_REPORT_PRIVATE_H
+#define LOCKLAB_REPORT_PRIVATE_H
+
+#include "harness.h"
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* ---------------------------------------------------------------- loading */
+
+/* "ll-report: " and the message on stderr, then exit 1. */
+void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* A JSON file (- for stdin), or die saying where it is not JSON. */
+json_t *load_json(const char *path);
+
+/* dir/name, malloc'ed. */
+char *path_join(const char *dir, const char *name);
+
+/* key=value lines into a JSON object of strings; {} without the file. */
+json_t *load_env(const char *path);
+
+/* o[key] as a number (a numeric string too) or a string; 0, 0.0 or def
+ * when it is missing or of another type. */
+long long jint(const json_t *o, const char *key);
+double jnum(const json_t *o, const char *key);
+const char *jstr(const json_t *o, const char *key, const char *def);
+
+/* ---------------------------------------------------------------- derived */
+
+/* Counts of one load answer: by status (sold = 200s) and by result. */
+struct answers {
+    long long requests, transport, sold, sold_out, timeouts, unavailable, errors, other;
+};
+
+void count_answers(const json_t *load, struct answers *a);
+
+/* One run's object of results.json from its raw pieces. */
+json_t *derive_run(const char *name, const char *family, long long stock,
+                   int with_seed, json_t *load, json_t *stock_after, json_t *instances,
+                   const json_t *limits, const json_t *cost);
+
+/* ---------------------------------------------------------------- cost */
+
+/* The stack's process groups, as NN.cost.json names them, and how the
+ * reports head them. */
+#define NCOST_GROUPS ((size_t)5)
+extern const char *const cost_groups[NCOST_GROUPS][2];
+
+/* A run's cost per request from NN.cost.json; NULL without a measurement. */
+json_t *derive_cost(const json_t *cost, long long n);
+
+/* ll-report cost BEFORE AFTER: NN.cost.json on stdout. */
+int cmd_cost(const char *before, const char *after);
+
+/* ---------------------------------------------------------------- tables */
+
+/* Where the time goes, and a few notes, in three formats. */
+enum fmt { FMT_TEXT, FMT_MD, FMT_HTML };
+
+struct row {                              /* one run, formatted */
+    const char *name;
+    char rps[16], sold_s[16], sold[16], final[16], oversold[16], lost[16];
+    char p50[16], p99[16], ceiling[24], eff[16], seed[16], errs[16];
+};
+
+extern const char trials_note[], wrk_note[], serial_note[];
+
+void print_trials(FILE *f, const json_t *ceiling);
+void print_cost(FILE *f, const json_t *runs, enum fmt fmt);
+void row_fill(struct row *r, const json_t *run);
+void print_table(FILE *f, const json_t *results);
+void print_concurrent(FILE *f, const json_t *runs, enum fmt fmt);
+void print_topology(FILE *f, const json_t *res, enum fmt fmt);
+
+/* ---------------------------------------------------------------- reports */
+
+/* The machine's and the settings' keys, and how the reports name them. */
+extern const char *const machine_keys[][2], *const setting_keys[][2];
+extern const size_t nmachine_keys, nsetting_keys;
+
+void write_md(FILE *f, const json_t *res);
+void write_html(FILE *f, const json_t *res);
+
+/* s with HTML's special characters escaped. */
+void html_text(FILE *f, const char *s);
+
+/* ---------------------------------------------------------------- JMeter */
+
+/* ll-report jtl: the aggregate report of a CSV results file; stock < 0
+ * leaves out the sale counts. */
+int cmd_jtl(const char *path, long long stock, long long fin);
+
+#endif /* LOCKLAB_REPORT_PRIVATE_H */

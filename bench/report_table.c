@@ -1,0 +1,267 @@
+/* report_table.c — what every format of the report shows: the main table
+ * (one formatted row per run), where the time goes (text, markdown or
+ * HTML), and the notes that go under them. The text forms are what
+ * `ll-report build` and `ll-report table` print.
+ */
+#include "report_private.h"
+
+#include <string.h>
+
+/* ---------------------------------------------------------------- notes */
+
+/* A ceiling is the best of its trials, and the trials show how far the
+ * yardstick itself moved within the run: efficiency moves with it. */
+const char trials_note[] =
+    "Each ceiling is the best of its trials (for mysql_update_peak, one trial per "
+    "connection count). The trials show how much the ceiling itself moved within this "
+    "run; a strategy's efficiency moves with it.";
+
+void print_trials(FILE *f, const json_t *ceiling)
+{
+    const json_t *t = json_object_get(ceiling, "trials");
+    size_t i;
+
+    for (i = 0; i < json_array_size(t); i++)
+        fprintf(f, "%s%.0f", i ? ", " : "", json_number_value(json_array_get(t, i)));
+}
+
+/* Where the time goes, one table in three formats. */
+#define COST_COLS (NCOST_GROUPS + 7)
+static const char *const cost_heads[COST_COLS] = {
+    "app", "nginx", "MariaDB", "Redis", "ZooKeeper", "load+rest", "total", "busy",
+    "app sw", "MariaDB sw", "hold us", "held",
+};
+
+/* The cells of one run's row; 0 when the run has no cost. */
+static int cost_cells(char cell[COST_COLS][16], const json_t *run)
+{
+    const json_t *c = json_object_get(run, "cost");
+    const json_t *us = json_object_get(c, "cpu_us_per_request");
+    const json_t *sw = json_object_get(c, "switches_per_request");
+    size_t i;
+
+    if (!json_is_object(c))
+        return 0;
+    for (i = 0; i < NCOST_GROUPS; i++)
+        snprintf(cell[i], 16, "%.0f", jnum(us, cost_groups[i][0]));
+    snprintf(cell[NCOST_GROUPS], 16, "%.0f", jnum(us, "rest"));
+    snprintf(cell[NCOST_GROUPS + 1], 16, "%.0f", jnum(us, "total"));
+    snprintf(cell[NCOST_GROUPS + 2], 16, "%.0f%%", jnum(c, "busy") * 100.0);
+    snprintf(cell[NCOST_GROUPS + 3], 16, "%.1f", jnum(sw, "app"));
+    snprintf(cell[NCOST_GROUPS + 4], 16, "%.1f", jnum(sw, "mysql"));
+    if (json_is_number(json_object_get(run, "lock_hold_us")))
+        snprintf(cell[NCOST_GROUPS + 5], 16, "%.0f", jnum(run, "lock_hold_us"));
+    else
+        snprintf(cell[NCOST_GROUPS + 5], 16, "-");
+    if (json_is_number(json_object_get(run, "lock_held_share")))
+        snprintf(cell[NCOST_GROUPS + 6], 16, "%.0f%%", jnum(run, "lock_held_share") * 100.0);
+    else
+        snprintf(cell[NCOST_GROUPS + 6], 16, "-");
+    return 1;
+}
+
+static const char cost_note[] =
+    "CPU microseconds per answered request, by who spent them, from /proc over the load's "
+    "time: the stack's processes (three instances together), and load+rest, what else the "
+    "machine was busy with, the load generator above all. busy: the machine's CPU time in "
+    "use; near 100 % the run was CPU-bound, well below it the strategy waited (for a lock, "
+    "a sleep, a round trip). sw: context switches per request, voluntary and not, of the "
+    "instances (every thread they had, from their /stats) and of MariaDB's threads. "
+    "hold: how long a purchase held its lock on average, from the acquire that got it to "
+    "the end of its release (strategies that sell in one SQL statement or transaction "
+    "take no lock of ours: -). held: the share of the load's time some purchase held it, "
+    "the instances' holds added up; an exclusive lock stays at or below about 100 %, and "
+    "the rest of the time it sat idle between holders. Far above 100 %, purchases held it "
+    "at the same time: it did not exclude.";
+
+void print_cost(FILE *f, const json_t *runs, enum fmt fmt)
+{
+    char cell[COST_COLS][16];
+    const json_t *run;
+    size_t i, k;
+    int any = 0;
+
+    json_array_foreach(runs, i, run)
+        any |= cost_cells(cell, run);
+    if (!any)
+        return;
+    if (fmt == FMT_TEXT) {
+        fprintf(f, "\nwhere the time goes: CPU us per request, busy share, switches per request, lock hold\n");
+        fprintf(f, "%-20s", "strategy");
+        for (k = 0; k < COST_COLS; k++)
+            fprintf(f, " %*s", k < NCOST_GROUPS + 2 ? 9 : 10, cost_heads[k]);
+        fputc('\n', f);
+    } else if (fmt == FMT_MD) {
+        fprintf(f, "## Where the time goes\n\n%s\n\n| strategy |", cost_note);
+        for (k = 0; k < COST_COLS; k++)
+            fprintf(f, " %s |", cost_heads[k]);
+        fprintf(f, "\n|---|");
+        for (k = 0; k < COST_COLS; k++)
+            fprintf(f, "--:|");
+        fputc('\n', f);
+    } else {
+        fprintf(f, "<h2>Where the time goes</h2>\n<p class=note>%s</p>\n<table><tr>"
+                "<th rowspan=2>strategy</th><th colspan=%d>CPU &micro;s per request</th>"
+                "<th rowspan=2>busy</th><th colspan=2>switches per request</th>"
+                "<th colspan=2>the lock</th></tr><tr>",
+                cost_note, (int)NCOST_GROUPS + 2);
+        for (k = 0; k < COST_COLS; k++)
+            if (k != NCOST_GROUPS + 2)
+                fprintf(f, "<th>%s</th>", k < NCOST_GROUPS + 3 ? cost_heads[k] :
+                        k == NCOST_GROUPS + 3 ? "app" : k == NCOST_GROUPS + 4 ? "MariaDB" :
+                        k == NCOST_GROUPS + 5 ? "hold &micro;s" : "held");
+        fprintf(f, "</tr>\n");
+    }
+    json_array_foreach(runs, i, run) {
+        const char *name = jstr(run, "strategy", "?");
+        if (!cost_cells(cell, run))
+            continue;
+        if (fmt == FMT_TEXT)
+            fprintf(f, "%-20s", name);
+        else if (fmt == FMT_MD)
+            fprintf(f, "| %s |", name);
+        else {
+            fprintf(f, "<tr><td>");
+            html_text(f, name);
+            fprintf(f, "</td>");
+        }
+        for (k = 0; k < COST_COLS; k++) {
+            if (fmt == FMT_TEXT)
+                fprintf(f, " %*s", k < NCOST_GROUPS + 2 ? 9 : 10, cell[k]);
+            else if (fmt == FMT_MD)
+                fprintf(f, " %s |", cell[k]);
+            else
+                fprintf(f, "<td class=n>%s</td>", cell[k]);
+        }
+        fprintf(f, fmt == FMT_HTML ? "</tr>\n" : "\n");
+    }
+    if (fmt == FMT_HTML)
+        fprintf(f, "</table>\n");
+    else if (fmt == FMT_MD)
+        fputc('\n', f);
+}
+
+/* ---------------------------------------------------------------- table */
+
+static void fmt_eff(char *buf, size_t n, double eff)
+{
+    if (eff < 0)
+        snprintf(buf, n, "n/a");
+    else
+        snprintf(buf, n, "%.1f%%", eff * 100.0);
+}
+
+static void fmt_ll(char *buf, size_t n, const json_t *v)
+{
+    if (json_is_integer(v))
+        snprintf(buf, n, "%lld", (long long)json_integer_value(v));
+    else
+        snprintf(buf, n, "?");
+}
+
+void row_fill(struct row *r, const json_t *run)
+{
+    const json_t *lat = json_object_get(run, "latency_ms");
+    const json_t *seed = json_object_get(run, "seed");
+    double crate = jnum(run, "ceiling_rate");
+
+    r->name = jstr(run, "strategy", "?");
+    snprintf(r->rps, sizeof r->rps, "%.1f", jnum(run, "rps"));
+    snprintf(r->sold_s, sizeof r->sold_s, "%.1f", jnum(run, "sold_per_s"));
+    snprintf(r->sold, sizeof r->sold, "%lld", jint(run, "sold"));
+    fmt_ll(r->final, sizeof r->final, json_object_get(run, "final"));
+    fmt_ll(r->oversold, sizeof r->oversold, json_object_get(run, "oversold"));
+    fmt_ll(r->lost, sizeof r->lost, json_object_get(run, "lost_updates"));
+    snprintf(r->p50, sizeof r->p50, "%.1f", jnum(lat, "p50"));
+    snprintf(r->p99, sizeof r->p99, "%.1f", jnum(lat, "p99"));
+    if (crate > 0)
+        snprintf(r->ceiling, sizeof r->ceiling, "%.0f", crate);
+    else
+        snprintf(r->ceiling, sizeof r->ceiling, "n/a");
+    fmt_eff(r->eff, sizeof r->eff, jnum(run, "efficiency"));
+    if (seed)
+        snprintf(r->seed, sizeof r->seed, "%.1f", jnum(seed, "rps"));
+    else
+        snprintf(r->seed, sizeof r->seed, "-");
+    snprintf(r->errs, sizeof r->errs, "%lld", jint(run, "lock_timeouts") +
+             jint(run, "unavailable") + jint(run, "errors") + jint(run, "other_answers") +
+             jint(run, "transport_errors"));
+}
+
+void print_table(FILE *f, const json_t *results)
+{
+    const json_t *runs = json_object_get(results, "runs"), *run;
+    size_t i;
+
+    fprintf(f, "%-20s %8s %8s %6s %6s %8s %6s %7s %7s %6s %8s %7s %8s\n",
+            "strategy", "req/s", "sold/s", "sold", "final", "oversold", "lost",
+            "p50 ms", "p99 ms", "failed", "ceiling/s", "effic.", "seeds/s");
+    json_array_foreach(runs, i, run) {
+        struct row r;
+        row_fill(&r, run);
+        fprintf(f, "%-20s %8s %8s %6s %6s %8s %6s %7s %7s %6s %8s %7s %8s\n",
+                r.name, r.rps, r.sold_s, r.sold, r.final, r.oversold, r.lost,
+                r.p50, r.p99, r.errs, r.ceiling, r.eff, r.seed);
+    }
+}
+
+/* The strategies measured against the row's peak, against the concurrent
+ * ceiling too: one sentence. */
+void print_concurrent(FILE *f, const json_t *runs, enum fmt fmt)
+{
+    const json_t *run;
+    size_t i;
+    int n = 0;
+
+    json_array_foreach(runs, i, run) {
+        double e = jnum(run, "efficiency_concurrent");
+        if (!json_object_get(run, "efficiency_concurrent") || e < 0)
+            continue;
+        fprintf(f, "%s%s reaches %.1f%% of the concurrent hot-row UPDATE ceiling",
+                n++ ? "; " : fmt == FMT_HTML ? "<p class=note>" : "",
+                jstr(run, "strategy", "?"), e * 100.0);
+    }
+    if (n)
+        fprintf(f, fmt == FMT_HTML ? " (the efficiency column uses the row's peak).</p>\n"
+                                   : " (the efficiency column uses the row's peak).\n\n");
+}
+
+/* Redlock over fewer than three servers is not the algorithm the row is
+ * named after: with one server its quorum is that server, and with two it
+ * needs both and survives no failure. Say so under the table. */
+void print_topology(FILE *f, const json_t *res, enum fmt fmt)
+{
+    const json_t *settings = json_object_get(res, "settings"), *run;
+    long long n = jint(settings, "redis_servers");
+    size_t i;
+
+    if (n < 1 || n >= 3)                /* 0: not recorded (an older run) */
+        return;
+    json_array_foreach(json_object_get(res, "runs"), i, run)
+        if (!strcmp(jstr(run, "strategy", ""), "redlock"))
+            break;
+    if (i == json_array_size(json_object_get(res, "runs")))
+        return;
+    fprintf(f, "%sredlock ran over %s: %s (bench/stack up --redis 5 runs five).%s",
+            fmt == FMT_HTML ? "<p class=note>" : fmt == FMT_TEXT ? "\n" : "",
+            n == 1 ? "one Redis server" : "two Redis servers",
+            n == 1 ? "its quorum is that server, so the row is a single-server lock with "
+                     "Redlock's validity check, showing neither Redlock's cost nor its "
+                     "fault tolerance"
+                   : "its quorum is both, so it costs Redlock's round trips but "
+                     "survives no server failure",
+            fmt == FMT_HTML ? "</p>\n" : fmt == FMT_TEXT ? "\n" : "\n\n");
+}
+
+const char wrk_note[] =
+    "Duration runs (wrk): purchases still in flight when the time is up go on in their "
+    "instances until answered; compare waits for them, and sold, oversold and lost "
+    "updates count them (the instances' counters), while req/s and sold/s are the "
+    "answers wrk saw within its time.";
+const char serial_note[] =
+    "none and mutex are measured against the serial SELECT + UPDATE ceiling although they "
+    "do not serialise across instances: above 100 % means sales overlapped, which is "
+    "exactly how they lose updates. zk-sequential and curator can pass 100 % too, and "
+    "exclude all the same: their waiters create their queue nodes while the lock is held, "
+    "so only the holder's delete, one ZooKeeper write, lies between two sales, while the "
+    "serial ZooKeeper section makes two, a create and a delete.";

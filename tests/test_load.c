@@ -1,0 +1,360 @@
+/* test_load.c — ll-load's reading and counting of answers (bench/load_http.c),
+ * on which every sold and lost count of the tests and of bench/compare
+ * depends. Each case is what a server sends on one connection, and what
+ * ll-load must make of it: for every answer its status, its "result" and
+ * whether the connection is then closed, or the failure that ends the
+ * request. Every case is fed whole, cut in two at every byte, and one byte
+ * at a time, and must read the same each way. Then the counts a thread
+ * derives from a stream of answers (struct tally). Prints "N passed, M
+ * failed".
+ */
+#include "../bench/load_http.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int passed, failed;
+
+#define CHECK(cond) do {                                              \
+        if (cond) passed++;                                           \
+        else { failed++; printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); } \
+    } while (0)
+
+/* ---------------------------------------------------------------- the server */
+
+/* What a server sends: its bytes, handed out first up to `first` bytes,
+ * then up to `step` bytes a read, and after the last one `end` (IO_EOF: it
+ * closed; IO_TIMEOUT: it went quiet until the deadline). */
+struct script {
+    const char *data;
+    size_t      len, pos, first, step;
+    int         end, reads;
+};
+
+static int script_read(void *src, char *buf, size_t cap, size_t *got, int64_t deadline)
+{
+    struct script *s = src;
+    size_t n = s->len - s->pos, limit = s->reads++ == 0 ? s->first : s->step;
+
+    (void)deadline;
+    if (n == 0)
+        return s->end;
+    if (n > limit)
+        n = limit;
+    if (n > cap)
+        n = cap;
+    memcpy(buf, s->data + s->pos, n);
+    s->pos += n;
+    *got = n;
+    return IO_OK;
+}
+
+static const char *const rc_names[] = { "ok", "eof", "err", "timeout", "proto", "connect" };
+
+/* Read the stream as one ll-load connection does: answer after answer
+ * until the script is spent, a failure, or an answer after which the
+ * server closes. Each answer is "STATUS RESULT keep|close" (RESULT "-"
+ * when there is none), answers are joined by " | ", a failure is "!RC".
+ * Every answer and failure also goes to t when t is not NULL. */
+static void read_all(struct script *s, char *out, size_t cap, struct tally *t)
+{
+    static struct reader in;
+    static struct response r;
+    size_t used = 0;
+
+    reader_init(&in, script_read, s);
+    out[0] = '\0';
+    while (reader_pending(&in) || s->pos < s->len || s->len == 0) {
+        char result[RESULT_LEN];
+        int rc = resp_read(&in, &r, 0);
+
+        if (rc != IO_OK) {
+            snprintf(out + used, cap - used, "%s!%s", used ? " | " : "", rc_names[rc]);
+            if (t)
+                tally_failure(t, rc);
+            return;
+        }
+        if (t)
+            tally_answer(t, &r, 1000000);
+        used += (size_t)snprintf(out + used, cap - used, "%s%d %s %s", used ? " | " : "",
+                                 r.status, resp_result(&r, result, sizeof result) ? result : "-",
+                                 r.close ? "close" : "keep");
+        if (r.close || used >= cap)
+            return;
+    }
+}
+
+/* Feed `data` whole, cut in two at every byte (at a stride past 2 KB),
+ * and one byte at a time: each way must read `want`. */
+static void expect(const char *data, size_t len, int end, const char *want)
+{
+    char got[1024];
+    size_t k, stride = len > 2048 ? 97 : 1;
+    int bad = 0;
+
+    for (k = 0; k <= len + 1 && bad < 3; k += k + 1 >= len ? 1 : stride) {
+        struct script s = { data, len, 0, k == len + 1 ? 1 : k ? k : len, k == len + 1 ? 1 : len,
+                            end, 0 };
+        read_all(&s, got, sizeof got, NULL);
+        if (strcmp(got, want) != 0) {
+            bad++;
+            printf("FAIL fed %s: got \"%s\", want \"%s\"\n  stream: \"%.120s\"\n",
+                   k == len + 1 ? "a byte at a time" : k == 0 ? "whole" : "cut in two",
+                   got, want, data);
+        }
+    }
+    if (bad)
+        failed++;
+    else
+        passed++;
+}
+
+#define EXPECT(data, end, want) expect(data, sizeof data - 1, end, want)
+
+/* ---------------------------------------------------------------- cases */
+
+#define SOLD "{\"result\":\"sold\",\"product\":1001,\"count\":4999}"
+
+static void test_complete(void)
+{
+    /* locklab's own answers: jansson's compact JSON, Content-Length. */
+    EXPECT("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 45\r\n\r\n"
+           SOLD, IO_EOF, "200 sold keep");
+    EXPECT("HTTP/1.1 409 Conflict\r\nContent-Length: 42\r\nConnection: keep-alive\r\n\r\n"
+           "{\"result\":\"sold_out\",\"product\":1001,\"x\":1}", IO_EOF, "409 sold_out keep");
+    EXPECT("HTTP/1.1 503 Service Unavailable\r\ncontent-length: 27\r\n\r\n"
+           "{\"result\": \"lock_timeout\"}\n", IO_EOF, "503 lock_timeout keep");
+    /* Whitespace JSON allows, a reason phrase of any length or none. */
+    EXPECT("HTTP/1.1 500 \r\nContent-Length: 31\r\n\r\n{ \"result\" :\n\t\"error\", \"a\": 2 }",
+           IO_EOF, "500 error keep");
+    EXPECT("HTTP/1.1 200\r\nContent-Length: 17\r\n\r\n{\"result\":\"sold\"}", IO_EOF,
+           "200 sold keep");
+    /* Bare LF line ends. */
+    EXPECT("HTTP/1.1 200 OK\nContent-Length: 17\n\n{\"result\":\"sold\"}", IO_EOF, "200 sold keep");
+    /* No result to count: none in the body, not a string, or no body. */
+    EXPECT("HTTP/1.1 502 Bad Gateway\r\nContent-Length: 21\r\n\r\n<html>502 nginx</html", IO_EOF,
+           "502 - keep");
+    EXPECT("HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n{\"result\":1}", IO_EOF, "200 - keep");
+    EXPECT("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{\"result\"}", IO_EOF, "200 - keep");
+    EXPECT("HTTP/1.1 200 OK\r\nContent-Length: 14\r\n\r\n{\"result\":\"sol", IO_EOF, "200 - keep");
+    EXPECT("HTTP/1.1 204 No Content\r\n\r\n", IO_EOF, "204 - keep");
+    /* A result longer than RESULT_LEN - 1 is cut there. */
+    EXPECT("HTTP/1.1 200 OK\r\nContent-Length: 75\r\n\r\n"
+           "{\"result\":\"abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ\"}",
+           IO_EOF, "200 abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJK keep");
+    /* Interim answers are skipped. */
+    EXPECT("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\nX: y\r\n\r\n"
+           "HTTP/1.1 200 OK\r\nContent-Length: 17\r\n\r\n{\"result\":\"sold\"}", IO_EOF,
+           "200 sold keep");
+}
+
+static void test_keep_alive(void)
+{
+    EXPECT("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 17\r\n\r\n{\"result\":\"sold\"}",
+           IO_EOF, "200 sold close");
+    EXPECT("HTTP/1.1 200 OK\r\nConnection: Keep-Alive, Close\r\nContent-Length: 2\r\n\r\n{}",
+           IO_EOF, "200 - close");
+    /* HTTP/1.0 closes unless it says keep-alive. */
+    EXPECT("HTTP/1.0 200 OK\r\nContent-Length: 17\r\n\r\n{\"result\":\"sold\"}", IO_EOF,
+           "200 sold close");
+    EXPECT("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 17\r\n\r\n"
+           "{\"result\":\"sold\"}", IO_EOF, "200 sold keep");
+    /* No length and not chunked: the body ends with the connection. */
+    EXPECT("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" SOLD, IO_EOF,
+           "200 sold close");
+    EXPECT("HTTP/1.1 200 OK\r\n\r\n", IO_EOF, "200 - close");
+    /* ... and a server that goes quiet instead never ends it. */
+    EXPECT("HTTP/1.1 200 OK\r\n\r\n" SOLD, IO_TIMEOUT, "!timeout");
+}
+
+static void test_chunked(void)
+{
+    /* nginx's chunks; the result split across three of them, a size in
+     * upper case with an extension, trailers after the last. */
+    EXPECT("HTTP/1.1 200 OK\r\nServer: nginx\r\nTransfer-Encoding: chunked\r\n\r\n"
+           "5\r\n{\"res\r\n9;ext=1\r\nult\":\"sol\r\nA \r\nd\", \"n\":1}\r\n"
+           "0\r\nX-Trailer: 1\r\n\r\n", IO_EOF, "200 sold keep");
+    EXPECT("HTTP/1.1 409 Conflict\r\ntransfer-encoding: gzip, Chunked\r\n\r\n"
+           "15\r\n{\"result\":\"sold_out\"}\r\n0\r\n\r\n", IO_EOF, "409 sold_out keep");
+    EXPECT("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n",
+           IO_EOF, "200 - close");
+}
+
+static void test_pipelined(void)
+{
+    /* Three answers in a row on one connection, then a fourth cut short:
+     * each body is consumed to its end, whatever delimits it. */
+    EXPECT("HTTP/1.1 200 OK\r\nContent-Length: 17\r\n\r\n{\"result\":\"sold\"}"
+           "HTTP/1.1 409 Conflict\r\nTransfer-Encoding: chunked\r\n\r\n"
+           "15\r\n{\"result\":\"sold_out\"}\r\n0\r\n\r\n"
+           "HTTP/1.1 304 Not Modified\r\nContent-Length: 99\r\n\r\n"
+           "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 24\r\n\r\n"
+           "{\"result\":\"unavailable\"}"
+           "HTTP/1.1 200 OK\r\nContent-Length: 17\r\n\r\n{\"result\"", IO_EOF,
+           "200 sold keep | 409 sold_out keep | 304 - keep | 503 unavailable keep | !eof");
+    /* After an answer that closes, what follows is not read. */
+    EXPECT("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 17\r\n\r\n{\"result\":\"sold\"}"
+           "HTTP/1.1 200 OK\r\nContent-Length: 17\r\n\r\n{\"result\":\"sold\"}", IO_EOF,
+           "200 sold close");
+}
+
+static void test_malformed(void)
+{
+    static const char *const bad[] = {
+        "HTTX/1.1 200 OK\r\n\r\n",
+        "HTTP/2 200 OK\r\n\r\n",
+        "HTTP/1.1 20 OK\r\n\r\n",
+        "HTTP/1.1 2x0 OK\r\n\r\n",
+        "HTTP/1.1 200OK\r\n\r\n",
+        "HTTP/1.1  200 OK\r\n\r\n",
+        "HTTP/1.1 099 Low\r\n\r\n",
+        "HTTP/1.1 600 High\r\n\r\n",
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length 17\r\n\r\n{\"result\":\"sold\"}",
+        "HTTP/1.1 200 OK\r\nContent-Length: abc\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 17x\r\n\r\n{\"result\":\"sold\"}",
+        "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n;1\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10000000001\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5x\r\nhello\r\n0\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n0\r\n\r\n",
+    };
+    static char huge[CONN_BUF + 64];
+    size_t i;
+
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect(bad[i], strlen(bad[i]), IO_EOF, "!proto");
+    /* A header line the buffer cannot hold. */
+    memcpy(huge, "HTTP/1.1 200 OK\r\nX-Big: ", 24);
+    memset(huge + 24, 'a', sizeof huge - 24);
+    expect(huge, sizeof huge, IO_EOF, "!proto");
+    /* A complete answer first, then nonsense. */
+    EXPECT("HTTP/1.1 200 OK\r\nContent-Length: 17\r\n\r\n{\"result\":\"sold\"}garbage\r\n",
+           IO_EOF, "200 sold keep | !proto");
+}
+
+static void test_truncated(void)
+{
+    static const char whole[] =
+        "HTTP/1.1 200 OK\r\nContent-Length: 17\r\n\r\n{\"result\":\"sold\"}";
+    static const char chunked[] =
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "11\r\n{\"result\":\"sold\"}\r\n0\r\nX-T: 1\r\n\r\n";
+    size_t n;
+
+    /* The server closes (or goes quiet) before the last byte, wherever
+     * that is: the request fails, nothing is counted as an answer. */
+    for (n = 0; n < sizeof whole - 1; n++) {
+        expect(whole, n, IO_EOF, "!eof");
+        expect(whole, n, IO_TIMEOUT, "!timeout");
+    }
+    for (n = 0; n < sizeof chunked - 1; n++)
+        expect(chunked, n, IO_EOF, "!eof");
+    expect(chunked, sizeof chunked - 1, IO_EOF, "200 sold keep");
+    /* A body past BODY_CAP is read to its end; only its start is kept. */
+    {
+        static char big[BODY_CAP + 512];
+        const char *head = "HTTP/1.1 200 OK\r\nContent-Length: 8300\r\n\r\n";
+        const char *next = "HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n{\"a\":1}";
+        size_t h = strlen(head), len;
+        memset(big, ' ', sizeof big);
+        memcpy(big, head, h);
+        memcpy(big + h, "{\"result\":\"sold\"", 16);
+        len = h + 8300;
+        memcpy(big + len, next, strlen(next));
+        expect(big, len + strlen(next), IO_EOF, "200 sold keep | 200 - keep");
+        expect(big, len - 1, IO_EOF, "!eof");
+        /* "result" past the kept bytes is not seen. */
+        memset(big + h, ' ', 16);
+        memcpy(big + h, "{\"x\":0", 6);
+        memcpy(big + h + BODY_CAP, ",\"result\":\"sold\"}", 17);
+        expect(big, len, IO_EOF, "200 - keep");
+    }
+}
+
+/* ---------------------------------------------------------------- counts */
+
+static uint64_t result_n(const struct tally *t, const char *name)
+{
+    unsigned i;
+    for (i = 0; i < t->nresults; i++)
+        if (strcmp(t->result[i].name, name) == 0)
+            return t->result[i].n;
+    return 0;
+}
+
+static void test_tally(void)
+{
+    static const char stream[] =
+        "HTTP/1.1 200 OK\r\nContent-Length: 17\r\n\r\n{\"result\":\"sold\"}"
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\n{\"resu\r\nb\r\nlt\":\"sold\"}\r\n0\r\n\r\n"
+        "HTTP/1.1 409 Conflict\r\nContent-Length: 21\r\n\r\n{\"result\":\"sold_out\"}"
+        "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 3\r\n\r\nbad"
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 25\r\n\r\n{\"result\":\"lock_timeout\"}"
+        "HTTP/1.1 200 OK\r\nContent-Length: 17\r\n\r\n{\"result\":\"sold\"}"
+        "HTTP/1.1 200 OK\r\nContent-Length: 17\r\n\r\n{\"res";
+    static struct tally t, u, sum;
+    char got[512];
+    struct script s = { stream, sizeof stream - 1, 0, 1, 1, IO_EOF, 0 };
+    char name[16];
+    int i;
+
+    tally_init(&t);
+    read_all(&s, got, sizeof got, &t);
+    CHECK(strcmp(got, "200 sold keep | 200 sold keep | 409 sold_out keep | 502 - keep | "
+                      "503 lock_timeout keep | 200 sold keep | !eof") == 0);
+    CHECK(t.status[200] == 3 && t.status[409] == 1 && t.status[502] == 1 && t.status[503] == 1);
+    CHECK(result_n(&t, "sold") == 3 && result_n(&t, "sold_out") == 1);
+    CHECK(result_n(&t, "lock_timeout") == 1 && t.nresults == 3);
+    CHECK(t.missing == 1);
+    CHECK(t.errors[ERR_IO] == 1 && tally_errors(&t) == 1);
+    CHECK(hist_count(&t.latency) == 6 && hist_max(&t.latency) == 1000);
+
+    /* Each failure below HTTP counts as its kind. */
+    tally_init(&u);
+    tally_failure(&u, IO_EOF);
+    tally_failure(&u, IO_ERR);
+    tally_failure(&u, IO_TIMEOUT);
+    tally_failure(&u, IO_PROTO);
+    tally_failure(&u, IO_PROTO);
+    tally_failure(&u, IO_CONNECT);
+    CHECK(u.errors[ERR_IO] == 2 && u.errors[ERR_TIMEOUT] == 1);
+    CHECK(u.errors[ERR_PROTOCOL] == 2 && u.errors[ERR_CONNECT] == 1 && tally_errors(&u) == 6);
+    CHECK(!strcmp(err_names[ERR_PROTOCOL], "protocol") && !strcmp(err_names[ERR_IO], "io"));
+
+    /* A flood of distinct results fills RESULT_MAX - 1 slots; the rest
+     * add up under OVERFLOW_RESULT, so nothing goes uncounted. */
+    for (i = 0; i < RESULT_MAX + 8; i++) {
+        snprintf(name, sizeof name, "r%d", i);
+        tally_result(&u, name, 2);
+    }
+    CHECK(u.nresults == RESULT_MAX && result_n(&u, "r0") == 2);
+    CHECK(result_n(&u, "r30") == 2 && result_n(&u, "r31") == 0);
+    CHECK(result_n(&u, OVERFLOW_RESULT) == 2 * 9);
+
+    /* The main thread's merge adds everything up. */
+    tally_init(&sum);
+    tally_merge(&sum, &t);
+    tally_merge(&sum, &u);
+    tally_merge(&sum, &t);
+    CHECK(sum.status[200] == 6 && sum.missing == 2 && tally_errors(&sum) == 8);
+    CHECK(result_n(&sum, "sold") == 6 && result_n(&sum, "sold_out") == 2);
+    CHECK(result_n(&sum, OVERFLOW_RESULT) == 2 * 9 + 2 * 3);   /* r28..r30 */
+    CHECK(hist_count(&sum.latency) == 12);
+}
+
+int main(void)
+{
+    test_complete();
+    test_keep_alive();
+    test_chunked();
+    test_pipelined();
+    test_malformed();
+    test_truncated();
+    test_tally();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -22,6 +22,11 @@
 long long harness_oversold(long long stock, long long sold);
 long long harness_lost(long long stock, long long sold, long long final_stock);
 
+/* With u answers "unknown" (a sale sent to MariaDB whose answer was lost:
+ * it may have been made), c of them sold for some 0 <= c <= u, and the
+ * true figures are harness_*(stock, sold + c, …): between the values for
+ * sold and for sold + u. The reports show that range. */
+
 /* n per second over `seconds`; 0 when seconds <= 0. */
 double harness_rate(long long n, double seconds);
 

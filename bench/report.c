@@ -72,9 +72,9 @@ static int cmd_line(const char *stock_s, const char *load_path, const char *stoc
         sold += jint(json_object_get(json_object_get(st, "strategies"), name), "sold");
         json_decref(st);
     }
-    printf("sold %lld  sold_out %lld  failed %lld  final %lld  oversold %lld  lost %lld  "
-           "%.1f req/s  p99 %.1f ms\n", sold, a.sold_out,
-           a.timeouts + a.unavailable + a.errors + a.other + a.transport, fin,
+    printf("sold %lld  sold_out %lld  failed %lld  unknown %lld  final %lld  oversold %lld  "
+           "lost %lld  %.1f req/s  p99 %.1f ms\n", sold, a.sold_out,
+           a.timeouts + a.unavailable + a.errors + a.other + a.transport, a.unknown, fin,
            harness_oversold(stock, sold), harness_lost(stock, sold, fin),
            jnum(load, "rps"), jnum(load, "lat_p99_ms"));
     json_decref(load);

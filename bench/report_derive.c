@@ -65,8 +65,10 @@ void count_answers(const json_t *load, struct answers *a)
     a->timeouts = jint(result, "lock_timeout");
     a->unavailable = jint(result, "unavailable");
     a->errors = jint(result, "error");
+    a->unknown = jint(result, "unknown");
     /* Whatever answered that is none of the above (a 502 from nginx, …). */
-    a->other = answered - a->sold - a->sold_out - a->timeouts - a->unavailable - a->errors;
+    a->other = answered - a->sold - a->sold_out - a->timeouts - a->unavailable - a->errors -
+               a->unknown;
 }
 
 static json_t *lat_json(const struct lat_summary *s)
@@ -90,7 +92,7 @@ static void lat_from_json(const json_t *o, struct lat_summary *s)
 static json_t *server_side(const char *name, json_t *instances)
 {
     static const char *const counters[] = {
-        "requests", "sold", "sold_out", "lock_timeouts", "unavailable", "errors",
+        "requests", "sold", "sold_out", "lock_timeouts", "unavailable", "errors", "unknown",
         "release_errors", "retries", "backend_ops", "wakeups", "holds", "held_us",
     };
     struct lat_summary lat[16], merged;
@@ -143,12 +145,14 @@ json_t *derive_run(const char *name, const char *family, long long stock,
     json_t *run, *final_v = json_object_get(stock_after, "count");
     struct lat_summary client;
     json_t *server = server_side(name, instances), *costs;
-    long long sold;
+    long long sold, unknown;
 
     count_answers(load, &a);
     /* The units sold are the instances' count: it includes purchases the
-     * client gave up on (wrk at the end of its time) that still sold. */
+     * client gave up on (wrk at the end of its time) that still sold. The
+     * same for the unknown ones. */
     sold = json_array_size(instances) > 0 ? jint(server, "sold") : a.sold;
+    unknown = json_array_size(instances) > 0 ? jint(server, "unknown") : a.unknown;
     client.n = jint(load, "responses");
     client.mean = jnum(load, "lat_mean_ms");
     client.p50 = jnum(load, "lat_p50_ms");
@@ -170,11 +174,19 @@ json_t *derive_run(const char *name, const char *family, long long stock,
         json_object_set_new(run, "final", json_integer(fin));
         json_object_set_new(run, "oversold", json_integer(harness_oversold(stock, sold)));
         json_object_set_new(run, "lost_updates", json_integer(harness_lost(stock, sold, fin)));
+        /* Each unknown answer may have sold (harness.h): the upper ends. */
+        json_object_set_new(run, "oversold_max",
+                            json_integer(harness_oversold(stock, sold + unknown)));
+        json_object_set_new(run, "lost_updates_max",
+                            json_integer(harness_lost(stock, sold + unknown, fin)));
     } else {
         json_object_set_new(run, "final", json_null());
         json_object_set_new(run, "oversold", json_null());
         json_object_set_new(run, "lost_updates", json_null());
+        json_object_set_new(run, "oversold_max", json_null());
+        json_object_set_new(run, "lost_updates_max", json_null());
     }
+    json_object_set_new(run, "unknown", json_integer(unknown));
     json_object_set_new(run, "ceiling", ceiling ? json_string(ceiling) : json_null());
     json_object_set_new(run, "ceiling_rate", json_real(ceil_rate));
     json_object_set_new(run, "efficiency",

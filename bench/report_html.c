@@ -150,7 +150,7 @@ static void html_runs_table(FILE *f, const json_t *runs)
     size_t i;
 
     fprintf(f, "<table><tr><th>strategy</th><th>req/s</th><th>sold/s</th><th>sold</th>"
-            "<th>final</th><th>oversold</th><th>lost updates</th><th>failed</th>"
+            "<th>final</th><th>oversold</th><th>lost updates</th><th>unknown</th><th>failed</th>"
             "<th>ceiling/s</th><th>efficiency</th><th>seeds req/s*</th></tr>\n");
     json_array_foreach(runs, i, run) {
         struct row r;
@@ -160,8 +160,8 @@ static void html_runs_table(FILE *f, const json_t *runs)
         html_text(f, r.name);
         fprintf(f, "</td><td class=n>%s</td><td class=n>%s</td><td class=n>%s</td>"
                 "<td class=n>%s</td><td class=n>%s</td><td class=n>%s</td><td class=n>%s</td>"
-                "<td class=n>%s</td><td class=n>%s</td><td class=n>%s</td></tr>\n",
-                r.rps, r.sold_s, r.sold, r.final, r.oversold, r.lost, r.errs,
+                "<td class=n>%s</td><td class=n>%s</td><td class=n>%s</td><td class=n>%s</td></tr>\n",
+                r.rps, r.sold_s, r.sold, r.final, r.oversold, r.lost, r.unknown, r.errs,
                 r.ceiling, r.eff, r.seed);
     }
     fprintf(f, "</table>\n");
@@ -249,7 +249,9 @@ void write_html(FILE *f, const json_t *res)
     html_text(f, jstr(settings, "target", "?"));
     fprintf(f, ".</p>\n<p class=note>sold = answers 200; oversold = max(0, sold − stock); "
             "lost updates = sold − (stock − final): units sold twice because a sale overwrote "
-            "another; efficiency = sold per second ÷ the ceiling of the strategy's path, "
+            "another; unknown = answers whose sale was sent to MariaDB and lost on the way "
+            "back: each may have sold, so with u of them oversold and lost are shown as ranges "
+            "up to their values for sold + u; efficiency = sold per second ÷ the ceiling of the strategy's path, "
             "measured by ll-limits on the same servers with no HTTP in between. Rows in red "
             "sold what they did not have.</p>\n");
     html_runs_table(f, runs);

@@ -44,18 +44,21 @@ void write_md(FILE *f, const json_t *res)
     lim = json_object_get(json_object_get(res, "limits"), "ceilings");
     fprintf(f, "# locklab comparison — %s\n\n", jstr(settings, "scenario", "?"));
     fprintf(f, "Started %s. Initial stock %s; sold = the sales the instances counted; oversold = max(0, sold − stock); "
-            "lost = sold − (stock − final); efficiency = sold/s ÷ the ceiling of the "
+            "lost = sold − (stock − final); unknown = answers whose sale was sent and lost on "
+            "the way back, each of which may have sold, so with u of them oversold and lost "
+            "are shown as ranges up to their values for sold + u; "
+            "efficiency = sold/s ÷ the ceiling of the "
             "strategy's path (ll-limits, same servers, no HTTP).\n\n",
             jstr(settings, "started", "?"), jstr(settings, "stock", "?"));
-    fprintf(f, "| strategy | req/s | sold/s | sold | final | oversold | lost | p50 ms | p99 ms "
-            "| failed | ceiling/s | efficiency | seeds req/s* |\n");
-    fprintf(f, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    fprintf(f, "| strategy | req/s | sold/s | sold | final | oversold | lost | unknown | p50 ms "
+            "| p99 ms | failed | ceiling/s | efficiency | seeds req/s* |\n");
+    fprintf(f, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     json_array_foreach(runs, i, run) {
         struct row r;
         row_fill(&r, run);
-        fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-                r.name, r.rps, r.sold_s, r.sold, r.final, r.oversold, r.lost, r.p50, r.p99,
-                r.errs, r.ceiling, r.eff, r.seed);
+        fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                r.name, r.rps, r.sold_s, r.sold, r.final, r.oversold, r.lost, r.unknown,
+                r.p50, r.p99, r.errs, r.ceiling, r.eff, r.seed);
     }
     fprintf(f, "\n\\* seeds req/s: the seeds' published JMeter throughput, measured by the "
             "course authors on their hardware (5000 units, 100 threads × 50 loops).\n\n");

@@ -48,7 +48,8 @@ const char *jstr(const json_t *o, const char *key, const char *def);
 
 /* Counts of one load answer: by status (sold = 200s) and by result. */
 struct answers {
-    long long requests, transport, sold, sold_out, timeouts, unavailable, errors, other;
+    long long requests, transport, sold, sold_out, timeouts, unavailable, errors, unknown;
+    long long other;
 };
 
 void count_answers(const json_t *load, struct answers *a);
@@ -78,7 +79,7 @@ enum fmt { FMT_TEXT, FMT_MD, FMT_HTML };
 
 struct row {                              /* one run, formatted */
     const char *name;
-    char rps[16], sold_s[16], sold[16], final[16], oversold[16], lost[16];
+    char rps[16], sold_s[16], sold[16], final[16], oversold[24], lost[24], unknown[16];
     char p50[16], p99[16], ceiling[24], eff[16], seed[16], errs[16];
 };
 

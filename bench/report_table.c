@@ -159,6 +159,17 @@ static void fmt_ll(char *buf, size_t n, const json_t *v)
         snprintf(buf, n, "?");
 }
 
+/* lo, or "lo..hi" when an unknown answer may make it up to hi. */
+static void fmt_range(char *buf, size_t n, const json_t *lo, const json_t *hi)
+{
+    if (json_is_integer(lo) && json_is_integer(hi) &&
+        json_integer_value(hi) != json_integer_value(lo))
+        snprintf(buf, n, "%lld..%lld", (long long)json_integer_value(lo),
+                 (long long)json_integer_value(hi));
+    else
+        fmt_ll(buf, n, lo);
+}
+
 void row_fill(struct row *r, const json_t *run)
 {
     const json_t *lat = json_object_get(run, "latency_ms");
@@ -170,8 +181,11 @@ void row_fill(struct row *r, const json_t *run)
     snprintf(r->sold_s, sizeof r->sold_s, "%.1f", jnum(run, "sold_per_s"));
     snprintf(r->sold, sizeof r->sold, "%lld", jint(run, "sold"));
     fmt_ll(r->final, sizeof r->final, json_object_get(run, "final"));
-    fmt_ll(r->oversold, sizeof r->oversold, json_object_get(run, "oversold"));
-    fmt_ll(r->lost, sizeof r->lost, json_object_get(run, "lost_updates"));
+    fmt_range(r->oversold, sizeof r->oversold, json_object_get(run, "oversold"),
+              json_object_get(run, "oversold_max"));
+    fmt_range(r->lost, sizeof r->lost, json_object_get(run, "lost_updates"),
+              json_object_get(run, "lost_updates_max"));
+    snprintf(r->unknown, sizeof r->unknown, "%lld", jint(run, "unknown"));
     snprintf(r->p50, sizeof r->p50, "%.1f", jnum(lat, "p50"));
     snprintf(r->p99, sizeof r->p99, "%.1f", jnum(lat, "p99"));
     if (crate > 0)
@@ -193,14 +207,14 @@ void print_table(FILE *f, const json_t *results)
     const json_t *runs = json_object_get(results, "runs"), *run;
     size_t i;
 
-    fprintf(f, "%-20s %8s %8s %6s %6s %8s %6s %7s %7s %6s %8s %7s %8s\n",
-            "strategy", "req/s", "sold/s", "sold", "final", "oversold", "lost",
+    fprintf(f, "%-20s %8s %8s %6s %6s %8s %6s %7s %7s %7s %6s %8s %7s %8s\n",
+            "strategy", "req/s", "sold/s", "sold", "final", "oversold", "lost", "unknown",
             "p50 ms", "p99 ms", "failed", "ceiling/s", "effic.", "seeds/s");
     json_array_foreach(runs, i, run) {
         struct row r;
         row_fill(&r, run);
-        fprintf(f, "%-20s %8s %8s %6s %6s %8s %6s %7s %7s %6s %8s %7s %8s\n",
-                r.name, r.rps, r.sold_s, r.sold, r.final, r.oversold, r.lost,
+        fprintf(f, "%-20s %8s %8s %6s %6s %8s %6s %7s %7s %7s %6s %8s %7s %8s\n",
+                r.name, r.rps, r.sold_s, r.sold, r.final, r.oversold, r.lost, r.unknown,
                 r.p50, r.p99, r.errs, r.ceiling, r.eff, r.seed);
     }
 }

@@ -71,5 +71,32 @@ check $? 1 "get: a path that leads nowhere is an error"
 echo 'not json' | "$R" get - in_flight > /dev/null 2>&1
 check $? 1 "get: a document that is not JSON is an error"
 
+
+# build: unknown answers (a sale whose answer was lost) on a run written
+# here. 10 units; the instances counted 8 sold and 2 unknown; 1 is left:
+# the stock fell by 9, one more than the sales counted, so one unknown
+# sold. lost is -1 on the counted sales alone, 1 if both unknown sold, and
+# the table shows the range.
+B=$T/build
+mkdir -p "$B/raw"
+printf 'scenario=oversell\nstock=10\nrequests=12\nconnections=4\n' > "$B/raw/settings.env"
+printf 'nproc=2\n' > "$B/raw/machine.env"
+printf '01\tmysql-update\tmysql\n' > "$B/raw/runs.tsv"
+cat > "$B/raw/01.load.json" <<'JSON'
+{"requests":12,"responses":12,"transport_errors":0,"elapsed_s":1.0,"rps":12,
+ "status":{"200":8,"409":2,"500":2},"result":{"sold":8,"sold_out":2,"unknown":2},
+ "lat_mean_ms":1,"lat_p50_ms":1,"lat_p90_ms":1,"lat_p95_ms":1,"lat_p99_ms":1,"lat_max_ms":1}
+JSON
+printf '{"product":"1001","count":1}\n' > "$B/raw/01.stock.json"
+printf '{"strategies":{"mysql-update":{"requests":12,"sold":8,"sold_out":2,"unknown":2}}}\n' \
+    > "$B/raw/01.stats-0.json"
+table=$("$R" build "$B")
+check "$(jq -c '.runs[0] | [.sold, .unknown, .final, .oversold, .oversold_max, .lost_updates, .lost_updates_max]' "$B/results.json")" \
+    "[8,2,1,0,0,-1,1]" "build: unknown counted apart from sold, oversold and lost up to their values for sold + unknown"
+check "$(awk '$1 == "mysql-update" {print $7, $8}' <<< "$table")" "-1..1 2" \
+    "build: the table shows lost as a range and the unknown count"
+check "$(grep -c 'mysql-update | .* | -1\.\.1 | 2 |' "$B/report.md")" 1 "build: report.md too"
+check "$(jq -c '.runs[0].other_answers' "$B/results.json")" 0 "build: an unknown answer is not an 'other' one"
+
 printf 'report_cli: %d passed, %d failed\n' "$passed" "$failed"
 [ "$failed" -eq 0 ]

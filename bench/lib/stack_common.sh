@@ -274,7 +274,7 @@ STACK_NEEDS=(
     file:/usr/share/java/slf4j-log4j12.jar:zookeeper
     file:/usr/share/java/log4j-1.2.jar:zookeeper
     cmd:java:default-jre-headless
-    cmd:nginx:nginx-light cmd:wrk:wrk cmd:curl:curl cmd:jq:jq
+    cmd:nginx:nginx-light cmd:wrk:wrk cmd:curl:curl cmd:jq:jq cmd:nft:nftables
     cmd:docker-compose:docker-compose
     cmd:jmeter:jmeter file:/usr/share/jmeter/lib/ext/ApacheJMeter_http.jar:jmeter-http
     cmd:javac:default-jdk-headless

@@ -36,6 +36,16 @@ UPSTREAM_MAX_CONNS=$((APP_CONNS - UPSTREAM_KEEPALIVE))
 
 app_port() { printf '%d\n' $((APP_BASE_PORT + APP_PORT_STEP * $1)); }
 
+# Where instance I listens: 127.0.0.1, or its namespace's address (--netns).
+app_addr() {
+    if ((TOPO_NETNS)); then
+        printf '%s:%d\n' "$(net_app_ip "$1")" "$(app_port "$1")"
+    else
+        printf '127.0.0.1:%d\n' "$(app_port "$1")"
+    fi
+}
+app_url() { printf 'http://%s\n' "$(app_addr "$1")"; }
+
 # The server binary: $LOCKLAB_BUILD_DIR/locklab, the build dir relative to
 # the repository unless absolute.
 build_dir() {
@@ -88,14 +98,20 @@ app_sock() {
 # app_args PORT: the instance's command line after the binary, one per line.
 # The secrets (the MariaDB password, the admin token) are not among them:
 # app_start passes them in the environment (see secret()).
+# In a namespace (--netns) it listens on the namespace's address and reaches
+# every backend over TCP at NET_HOST (stack_net.sh).
 app_args() {
-    local port=$1
-    local sock
+    local port=$1 i sock listen=127.0.0.1 host=127.0.0.1
+    local -a db=(--mysql-socket "$(mysql_socket)")
     sock=$(app_sock "$port")
-    printf '%s\n' --listen 127.0.0.1 --port "$port" --name "app-$port" \
-        --mysql-host 127.0.0.1 --mysql-port "$MYSQL_PORT" --mysql-socket "$(mysql_socket)" \
+    if ((TOPO_NETNS)); then
+        i=$(net_app_index "$port")
+        listen=$(net_app_ip "$i") host=$NET_HOST db=()
+    fi
+    printf '%s\n' --listen "$listen" --port "$port" --name "app-$port" \
+        --mysql-host "$host" --mysql-port "$MYSQL_PORT" "${db[@]}" \
         --mysql-user locklab --mysql-db locklab \
-        --redis "$(redis_list "$TOPO_REDIS")" --zk "$(zk_list "$TOPO_ZK")" \
+        --redis "$(redis_list "$TOPO_REDIS" "$host")" --zk "$(zk_list "$TOPO_ZK" "$host")" \
         --max-connections "$APP_CONNS"
     [[ -n $sock ]] && printf '%s\n' --unix "$sock"
     [[ -n $TOPO_THREADS ]] && printf '%s\n' --threads "$TOPO_THREADS"
@@ -117,15 +133,19 @@ app_spec() {
 
 app_start() {
     local port=$1 name="app-$1" pid
-    local -a args
+    local -a args netns=()
     mapfile -t args < <(app_args "$port")
-    port_free_or_die "$port" "$name"
+    if ((TOPO_NETNS)); then     # `ip netns exec` execs the server: same pid
+        netns=(ip netns exec "$(net_app_ns "$(net_app_index "$port")")")
+    else
+        port_free_or_die "$port" "$name"
+    fi
     mkdir -p "$RUN/apps"
     pid=$(cd "$ROOT" &&
         LOCKLAB_MYSQL_PASSWORD=$(secret mysql-password) &&
         LOCKLAB_ADMIN_TOKEN=$(secret admin-token) &&
         export LOCKLAB_MYSQL_PASSWORD LOCKLAB_ADMIN_TOKEN &&
-        spawn "$RUN/logs/$name.log" "$(locklab_bin)" "${args[@]}")
+        spawn "$RUN/logs/$name.log" "${netns[@]}" "$(locklab_bin)" "${args[@]}")
     printf '%s\n' "$pid" >"$(pid_file "$name")"
     app_spec "$port" >"$RUN/apps/$name.spec"
 }
@@ -159,7 +179,7 @@ apps_up() {
     for port in "${started[@]}"; do
         read -r pid <"$(pid_file "app-$port")"
         wait_for "app:$port" "$STACK_TIMEOUT" "$pid" "$RUN/logs/app-$port.log" \
-            http_ok "http://127.0.0.1:$port/health"
+            http_ok "$(app_url "$(((port - APP_BASE_PORT) / APP_PORT_STEP))")/health"
         say "app:$port up (pid $pid)"
     done
 }

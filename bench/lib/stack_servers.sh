@@ -22,6 +22,16 @@
 # console (our log file). Without them the server runs but logs nothing.
 
 MYSQL_PORT=$((13306 + STACK_OFFSET))
+
+# The addresses the backends listen on: 127.0.0.1, and with --netns the
+# bridge's too (stack_net.sh), where the namespaced instances reach them.
+# A running backend listening elsewhere is restarted (*_bind_ok).
+backend_binds() {
+    if ((TOPO_NETNS)); then printf '127.0.0.1 %s\n' "$NET_HOST"; else printf '127.0.0.1\n'; fi
+}
+
+# bind_ok FILE: the binding recorded in FILE at the last start is today's.
+bind_ok() { [[ -r $1 && $(<"$1") == "$(backend_binds)" ]]; }
 REDIS_BASE_PORT=$((16379 + STACK_OFFSET))
 ZK_CLIENT_BASE=$((12181 + STACK_OFFSET))
 ZK_QUORUM_BASE=$((12888 + STACK_OFFSET))
@@ -93,7 +103,9 @@ mysql_init() {
 mysql_setup() {
     local user pw sql=""
     pw=$(secret mysql-password)
-    for user in "'locklab'@'127.0.0.1'" "'locklab'@'localhost'"; do
+    # 10.77.%: the namespaced instances of --netns (stack_net.sh); MariaDB
+    # listens there only in that mode.
+    for user in "'locklab'@'127.0.0.1'" "'locklab'@'localhost'" "'locklab'@'10.77.%'"; do
         sql+="CREATE USER IF NOT EXISTS $user IDENTIFIED BY '$pw';
               ALTER USER $user IDENTIFIED BY '$pw';
               REVOKE ALL PRIVILEGES, GRANT OPTION FROM $user;
@@ -110,6 +122,10 @@ mysql_up() {
     local -a as_user=()
     mkdir -p "$RUN/mysql"
     sock=$(mysql_socket create)
+    if pid=$(svc_pid mysql) && ! bind_ok "$RUN/mysql/bind"; then
+        say "mariadb: listening addresses changed to $(backend_binds), restarting it"
+        svc_stop mysql 60
+    fi
     if pid=$(svc_pid mysql); then
         say "mariadb already running (pid $pid)"
     else
@@ -119,12 +135,13 @@ mysql_up() {
         ((EUID == 0)) && as_user=(--user=root)
         pid=$(spawn "$log" "${BACKEND_PRIO[@]}" mariadbd --no-defaults "${as_user[@]}" \
             --datadir="$RUN/mysql/data" \
-            --socket="$sock" --port="$MYSQL_PORT" --bind-address=127.0.0.1 \
+            --socket="$sock" --port="$MYSQL_PORT" --bind-address="$(backend_binds | tr ' ' ,)" \
             --pid-file="$(pid_file mysql)" --log-error="$log" \
             --skip-name-resolve --max-connections=1000 --max-connect-errors=1000000 \
             --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 \
             --skip-log-bin --innodb-lock-wait-timeout=10 --performance-schema=OFF)
         wait_for "mariadb" "$STACK_TIMEOUT" "$pid" "$log" mysql_ping
+        backend_binds >"$RUN/mysql/bind"
         backend_first mariadb "$pid"
         # mariadbd writes the pid file itself; make sure it is there.
         [[ -s $(pid_file mysql) ]] || printf '%s\n' "$pid" >"$(pid_file mysql)"
@@ -148,6 +165,10 @@ redis_up() {
         port=$(redis_port "$k")
         dir="$RUN/redis/$k"
         log="$RUN/logs/redis-$k.log"
+        if pid=$(svc_pid "redis-$k") && ! bind_ok "$dir/bind"; then
+            say "redis:$k: listening addresses changed to $(backend_binds), restarting it"
+            svc_stop "redis-$k" 10
+        fi
         if pid=$(svc_pid "redis-$k"); then
             say "redis:$k already running (pid $pid)"
             continue
@@ -158,11 +179,16 @@ redis_up() {
         printf '=== %s: redis-server on %s\n' "$(date '+%F %T')" "$port" >>"$log"
         # Locks only: no RDB snapshots, no AOF. A restarted server is empty,
         # which is exactly the failure the Redis strategies must survive.
-        (cd "$dir" && "${BACKEND_PRIO[@]}" redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" \
+        # Protected mode refuses every address but loopback's; with --netns
+        # the instances come from the bridge, which only this machine has.
+        # shellcheck disable=SC2046 # one word per address, as --bind takes them
+        (cd "$dir" && "${BACKEND_PRIO[@]}" redis-server --bind $(backend_binds) --port "$port" --dir "$dir" \
             --save '' --appendonly no --maxclients 10000 \
+            --protected-mode "$( ((TOPO_NETNS)) && echo no || echo yes)" \
             --daemonize yes --pidfile "$(pid_file "redis-$k")" --logfile "$log" 9>&-) ||
             { log_tail "$log"; die "redis:$k failed to start"; }
         wait_for "redis:$k" "$STACK_TIMEOUT" - "$log" redis_ping "$port"
+        backend_binds >"$dir/bind"
         backend_first "redis:$k" "$(svc_pid "redis-$k")"
         say "redis:$k up on 127.0.0.1:$port"
     done
@@ -212,7 +238,7 @@ initLimit=20
 syncLimit=5
 dataDir=$RUN/zk/$k
 clientPort=$(zk_port "$k")
-clientPortAddress=127.0.0.1
+clientPortAddress=$( ((TOPO_NETNS)) && echo 0.0.0.0 || echo 127.0.0.1)
 maxClientCnxns=0
 4lw.commands.whitelist=*
 admin.enableServer=false

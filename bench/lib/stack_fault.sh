@@ -58,8 +58,9 @@ fault_pid() {
 
 # fault_ms VALUE: a --for value, checked.
 fault_ms() {
-    [[ $1 =~ ^[0-9]+$ ]] && (($1 > 0 && $1 <= 3600000)) ||
+    if ! [[ $1 =~ ^[0-9]+$ ]] || (($1 < 1 || $1 > 3600000)); then
         die "--for wants milliseconds from 1 to 3600000, not '$1'"
+    fi
     printf '%s\n' "$1"
 }
 
@@ -126,8 +127,9 @@ fault_app_index() {
     local port=${1#app:}
     [[ $1 == app:* && $port =~ ^[0-9]+$ ]] || die "partition: the first target is app:PORT, not '$1'"
     topology_load
-    ((TOPO_NETNS)) && net_active ||
+    if ((TOPO_NETNS == 0)) || ! net_active; then
         die "partition needs instances in network namespaces: bench/stack up --netns"
+    fi
     net_app_index "$port"
 }
 

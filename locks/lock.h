@@ -166,9 +166,14 @@ struct lock_ops {
     void (*ctx_free)(struct lock_ctx *ctx);
 };
 
-/* locks/registry.c */
+/* locks/registry.c: the strategies of locks/locks.def, in its order. */
 const struct lock_ops *lock_find(const char *name);
 const struct lock_ops *const *lock_all(int *count);
 int lock_index(const struct lock_ops *ops);  /* position in lock_all() */
+
+/* Is table[0..n) a valid registry: every strategy named, with its family
+ * and summary, either a sell hook or acquire and release, and no name
+ * twice? 0, or -1 with the reason in err. main() refuses to start on -1. */
+int lock_table_check(const struct lock_ops *const *table, int n, char *err, int len);
 
 #endif /* LOCKLAB_LOCK_H */

@@ -96,10 +96,29 @@ static void test_hist(void)
     CHECK(hist_percentile(&h, 1.0) == 100000);
 }
 
+/* A registry with a name twice, or a strategy that cannot sell, is refused
+ * (main() then stops before anything starts). */
+static void test_table_check(const struct lock_ops *const *all)
+{
+    struct lock_ops twin = *all[1], mute = *all[0];
+    const struct lock_ops *dup[3] = { all[0], all[1], &twin };
+    const struct lock_ops *bad[2] = { all[0], &mute };
+    char err[160];
+
+    twin.summary = "another strategy that took the same name";
+    CHECK(lock_table_check(dup, 2, err, sizeof err) == 0);
+    CHECK(lock_table_check(dup, 3, err, sizeof err) == -1);
+    CHECK(strstr(err, all[1]->name) != NULL && strstr(err, "entries 1 and 2") != NULL);
+    mute.name = "mute";
+    mute.release = NULL;
+    CHECK(lock_table_check(bad, 2, err, sizeof err) == -1 && strstr(err, "mute") != NULL);
+}
+
 static void test_codes_and_registry(void)
 {
     const struct lock_ops *const *all;
-    int i, k, n;
+    char err[160];
+    int i, n;
 
     CHECK(stock_code_valid("1001"));
     CHECK(stock_code_valid("A-b_9"));
@@ -110,14 +129,12 @@ static void test_codes_and_registry(void)
 
     all = lock_all(&n);
     CHECK(n >= 6);
-    for (i = 0; i < n; i++) {
-        CHECK(all[i]->name && all[i]->family && all[i]->summary);
-        CHECK(all[i]->sell || (all[i]->acquire && all[i]->release));
+    CHECK(lock_table_check(all, n, err, sizeof err) == 0);
+    for (i = 0; i < n; i++)
         CHECK(lock_find(all[i]->name) == all[i] && lock_index(all[i]) == i);
-        for (k = 0; k < i; k++)
-            CHECK(strcmp(all[i]->name, all[k]->name) != 0);
-    }
     CHECK(lock_find("nope") == NULL);
+    CHECK(!strcmp(all[0]->name, "none") && !strcmp(all[n - 1]->name, "curator"));
+    test_table_check(all);
     CHECK(!strcmp(ll_status_name(LL_OK), "sold") && !strcmp(ll_status_name(LL_TIMEOUT), "lock_timeout"));
 }
 

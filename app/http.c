@@ -357,8 +357,9 @@ static enum MHD_Result route_locks(struct MHD_Connection *conn)
     all = lock_all(&n);
     for (i = 0; i < n; i++) {
         const struct lock_ops *o = all[i];
-        json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:s?,s:b,s:b,s:b,s:b,s:b}",
+        json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:s?,s:s,s:b,s:b,s:b,s:b,s:b}",
             "name", o->name, "family", o->family, "summary", o->summary, "flaw", o->flaw,
+            "ceiling", o->ceiling,
             "distributed", !!(o->props & LOCK_DISTRIBUTED),
             "reentrant", !!(o->props & LOCK_REENTRANT),
             "auto_release", !!(o->props & LOCK_AUTO_RELEASE),

@@ -19,7 +19,8 @@
  *                                       results file, plus the sale counts
  *
  * RUN/raw/ holds settings.env and machine.env (key=value lines written by
- * bench/compare), limits.json (ll-limits), runs.tsv (one line per strategy:
+ * bench/compare), limits.json (ll-limits), locks.json (GET /locks: each
+ * strategy's ceiling), runs.tsv (one line per strategy:
  * index, name, family) and for run NN: NN.load.json (ll-load --json or
  * wrk-count.lua), NN.stock.json (GET /stock after the run) and NN.stats-I.json
  * (GET /stats of instance I).
@@ -237,6 +238,19 @@ static json_t *server_side(const char *name, json_t *instances)
     return out;
 }
 
+/* The ceiling strategy `name` is measured against, as GET /locks
+ * (raw/locks.json) names it; NULL when it names none. */
+static const char *lock_ceiling(const json_t *locks, const char *name)
+{
+    const json_t *s;
+    size_t i;
+
+    json_array_foreach(json_object_get(locks, "strategies"), i, s)
+        if (!strcmp(jstr(s, "name", ""), name))
+            return json_string_value(json_object_get(s, "ceiling"));
+    return NULL;
+}
+
 static double ceiling_rate(const json_t *limits, const char *key)
 {
     json_t *c = json_object_get(json_object_get(limits, "ceilings"), key ? key : "");
@@ -295,9 +309,9 @@ static json_t *num_or_null(double v)
 /* One run's object of results.json from its raw pieces. */
 static json_t *derive_run(const char *name, const char *family, long long stock,
                           int with_seed, json_t *load, json_t *stock_after, json_t *instances,
-                          const json_t *limits, const json_t *cost)
+                          const json_t *limits, const json_t *locks, const json_t *cost)
 {
-    const char *ceiling = harness_ceiling(name, family);
+    const char *ceiling = lock_ceiling(locks, name);
     double elapsed = jnum(load, "elapsed_s"), ceil_rate = ceiling_rate(limits, ceiling);
     const struct seed_result *seed = with_seed ? seed_find(name) : NULL;
     struct answers a;
@@ -1039,8 +1053,8 @@ static int cmd_line(const char *stock_s, const char *load_path, const char *stoc
  * seeds' own (scenario seeds): next to another scenario they mislead. */
 static json_t *build_runs(const char *raw, long long stock, int with_seed, const json_t *limits)
 {
-    char *tsv = path_join(raw, "runs.tsv"), line[512];
-    json_t *runs = json_array();
+    char *tsv = path_join(raw, "runs.tsv"), *lp = path_join(raw, "locks.json"), line[512];
+    json_t *runs = json_array(), *locks = load_json(lp);
     FILE *f = fopen(tsv, "r");
 
     if (f == NULL)
@@ -1078,7 +1092,7 @@ static json_t *build_runs(const char *raw, long long stock, int with_seed, const
                 break;
         }
         json_array_append_new(runs, derive_run(name, family, stock, with_seed, load, after,
-                                                     inst, limits, cost));
+                                                     inst, limits, locks, cost));
         json_decref(cost);
         json_decref(load);
         json_decref(after);
@@ -1086,6 +1100,8 @@ static json_t *build_runs(const char *raw, long long stock, int with_seed, const
     }
     fclose(f);
     free(tsv);
+    free(lp);
+    json_decref(locks);
     return runs;
 }
 

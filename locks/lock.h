@@ -48,6 +48,18 @@ const char *ll_status_name(int status);
 #define LOCK_FAIR         (1u << 3) /* granted in arrival order            */
 #define LOCK_EXACT        (1u << 4) /* claims exact counts (no oversell)   */
 
+/* The physical limit bench/compare measures a strategy against: one of the
+ * ceilings ll-limits measures, by the key it writes it under (bench/
+ * harness.h CEIL_*). GET /locks exports a strategy's; ll-report reads it
+ * there. A strategy that lets InnoDB order the sales is bounded by its
+ * statement's concurrent rate on the hot row; one that serialises every
+ * sale behind a lock by one client doing the critical section back to back. */
+#define LOCK_CEIL_UPDATE_PEAK  "mysql_update_peak" /* conditional UPDATE, best client count */
+#define LOCK_CEIL_FOR_UPDATE   "mysql_for_update"  /* SELECT … FOR UPDATE transactions     */
+#define LOCK_CEIL_SERIAL_MYSQL "serial_mysql"      /* SELECT + UPDATE, one client          */
+#define LOCK_CEIL_SERIAL_REDIS "serial_redis"      /* SET NX PX, SELECT + UPDATE, Lua del  */
+#define LOCK_CEIL_SERIAL_ZK    "serial_zk"         /* create, SELECT + UPDATE, delete      */
+
 /* ---------------------------------------------------------------- context */
 
 struct config;
@@ -144,6 +156,7 @@ struct lock_ops {
     const char *summary;    /* one line for GET /locks and the README        */
     const char *flaw;       /* what it still gets wrong, or NULL             */
     unsigned    props;      /* LOCK_* bits                                   */
+    const char *ceiling;    /* the limit it is measured against: LOCK_CEIL_* */
 
     /* Guarding strategies: take and give back the lock named `key`
      * ("lock:1001"). acquire waits no later than ctx->deadline_ms. */
@@ -171,9 +184,9 @@ const struct lock_ops *lock_find(const char *name);
 const struct lock_ops *const *lock_all(int *count);
 int lock_index(const struct lock_ops *ops);  /* position in lock_all() */
 
-/* Is table[0..n) a valid registry: every strategy named, with its family
- * and summary, either a sell hook or acquire and release, and no name
- * twice? 0, or -1 with the reason in err. main() refuses to start on -1. */
+/* Is table[0..n) a valid registry: every strategy named, with its family,
+ * summary and ceiling, either a sell hook or acquire and release, and no
+ * name twice? 0, or -1 with the reason in err. main() refuses to start on -1. */
 int lock_table_check(const struct lock_ops *const *table, int n, char *err, int len);
 
 #endif /* LOCKLAB_LOCK_H */

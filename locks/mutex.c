@@ -66,6 +66,7 @@ const struct lock_ops lock_mutex = {
     .summary = "one process-wide recursive mutex: synchronized / ReentrantLock (seed 000 §1.4)",
     .flaw    = "excludes only within one instance: three instances lose updates again",
     .props   = LOCK_REENTRANT | LOCK_AUTO_RELEASE,
+    .ceiling = LOCK_CEIL_SERIAL_MYSQL,
     .acquire = mutex_acquire,
     .release = mutex_release,
 };

@@ -25,5 +25,6 @@ const struct lock_ops lock_mysql_batch = {
     .family  = "mysql",
     .summary = "the purchases of one row queued in an instance, sold together by one UPDATE ... count - n WHERE count >= n",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .ceiling = LOCK_CEIL_UPDATE_PEAK,
     .sell    = batch_sell,
 };

@@ -135,5 +135,6 @@ const struct lock_ops lock_mysql_optimistic = {
     .family  = "mysql",
     .summary = "version column: UPDATE ... WHERE version = ?, retried with jittered backoff (seed 000 §1.6.3); one attempt per row per instance at a time",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .ceiling = LOCK_CEIL_FOR_UPDATE,
     .sell    = optimistic_sell,
 };

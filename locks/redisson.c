@@ -163,6 +163,7 @@ const struct lock_ops lock_redisson = {
     .summary  = "Redisson RLock: hash lock:P {uuid:thread: count}, PTTL to waiters, pub/sub wake-up on unlock, watchdog at lease/3",
     .flaw     = "one Redis server: a failover to a replica that missed the lock admits a second holder; not fair",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = redisson_acquire,
     .release  = redisson_release,
     .check    = redis_watch_check,

@@ -262,6 +262,7 @@ const struct lock_ops lock_redisson_fair = {
     .summary  = "Redisson RFairLock: FIFO queue list + timeout zset, hand-off published to the next waiter only, watchdog",
     .flaw     = "stale-waiter timeouts trust client wall clocks; a dead waiter stalls the queue until its timeout; O(waiters) per acquisition; one Redis",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_FAIR | LOCK_EXACT,
+    .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = fair_acquire,
     .release  = fair_release,
     .check    = redis_watch_check,

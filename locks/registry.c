@@ -64,8 +64,8 @@ int lock_table_check(const struct lock_ops *const *table, int n, char *err, int 
             snprintf(err, (size_t)len, "strategy %d of the registry has no name", i);
             return -1;
         }
-        if (o->family == NULL || o->summary == NULL) {
-            snprintf(err, (size_t)len, "strategy %s lacks its family or summary",
+        if (o->family == NULL || o->summary == NULL || o->ceiling == NULL) {
+            snprintf(err, (size_t)len, "strategy %s lacks its family, summary or ceiling",
                      o->name);
             return -1;
         }

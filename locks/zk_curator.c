@@ -67,6 +67,7 @@ const struct lock_ops lock_curator = {
     .summary  = "Curator InterProcessMutex's protocol on /locklab/locks/<product>: protected _c_<uuid>-lock- nodes, getData watch on the predecessor, reentrant",
     .flaw     = "held only as long as the session: a holder paused past the session timeout loses it unknowingly; no fencing token",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_FAIR | LOCK_EXACT,
+    .ceiling  = LOCK_CEIL_SERIAL_ZK,
     .acquire  = curator_acquire,
     .release  = curator_release,
     .check    = curator_check,

@@ -1,10 +1,11 @@
 /* test_unit.c — the pieces that need no server: flag parsing, integer
- * parsing, the latency histogram, product codes, the registry and the
- * polling locks' waiting room. */
+ * parsing, the latency histogram, product codes, the registry and its
+ * ceilings, and the polling locks' waiting room. */
 #include "../app/config.h"
 #include "../app/stats.h"
 #include "../app/stock.h"
 #include "../app/util.h"
+#include "../bench/harness.h"
 #include "../locks/lock.h"
 
 #include <pthread.h>
@@ -114,6 +115,35 @@ static void test_table_check(const struct lock_ops *const *all)
     CHECK(lock_table_check(bad, 2, err, sizeof err) == -1 && strstr(err, "mute") != NULL);
 }
 
+/* Each strategy names the ceiling it is measured against, a key ll-limits
+ * writes (bench/harness.h), and the ones the README states: InnoDB orders
+ * the sales of mysql-update/batch (the hot row's UPDATE peak) and of the
+ * FOR UPDATE and optimistic ones (FOR UPDATE transactions); the rest
+ * serialise every sale behind their family's lock. */
+static void test_ceilings(const struct lock_ops *const *all, int n)
+{
+    static const char *const want[][2] = {
+        { "none", LOCK_CEIL_SERIAL_MYSQL }, { "mutex", LOCK_CEIL_SERIAL_MYSQL },
+        { "mysql-update", LOCK_CEIL_UPDATE_PEAK }, { "mysql-batch", LOCK_CEIL_UPDATE_PEAK },
+        { "mysql-for-update", LOCK_CEIL_FOR_UPDATE },
+        { "mysql-optimistic", LOCK_CEIL_FOR_UPDATE },
+        { "mysql-optimistic-recursive", LOCK_CEIL_FOR_UPDATE },
+        { "mysql-lock-table", LOCK_CEIL_SERIAL_MYSQL },
+    };
+    size_t k;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        CHECK(strlen(harness_ceiling_text(all[i]->ceiling)) > 0);
+        if (!strcmp(all[i]->family, "redis"))
+            CHECK(!strcmp(all[i]->ceiling, CEIL_SERIAL_REDIS));
+        if (!strcmp(all[i]->family, "zookeeper"))
+            CHECK(!strcmp(all[i]->ceiling, CEIL_SERIAL_ZK));
+    }
+    for (k = 0; k < sizeof want / sizeof want[0]; k++)
+        CHECK(lock_find(want[k][0]) && !strcmp(lock_find(want[k][0])->ceiling, want[k][1]));
+}
+
 static void test_codes_and_registry(void)
 {
     const struct lock_ops *const *all;
@@ -135,6 +165,7 @@ static void test_codes_and_registry(void)
     CHECK(lock_find("nope") == NULL);
     CHECK(!strcmp(all[0]->name, "none") && !strcmp(all[n - 1]->name, "curator"));
     test_table_check(all);
+    test_ceilings(all, n);
     CHECK(!strcmp(ll_status_name(LL_OK), "sold") && !strcmp(ll_status_name(LL_TIMEOUT), "lock_timeout"));
 }
 

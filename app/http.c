@@ -335,10 +335,11 @@ static enum MHD_Result route_stock(struct MHD_Connection *conn, int reset)
     cleared = json_object();
     all = lock_all(&n);
     for (i = 0; i < n; i++) {
-        if (all[i]->reset == NULL)
+        if (!lock_resets(all[i]))
             continue;
+        ctx->ops = all[i];
         ctx->err = 0;
-        rc = all[i]->reset(ctx, prod.key);
+        rc = lock_reset(ctx, prod.key);
         json_object_set_new(cleared, all[i]->name,
                             json_string(rc == LL_OK ? "ok" : ctx->errstr));
     }

@@ -24,7 +24,7 @@
 #ifndef LOCKLAB_LOCK_H
 #define LOCKLAB_LOCK_H
 
-#include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* ---------------------------------------------------------------- codes */
@@ -64,10 +64,11 @@ const char *ll_status_name(int status);
 
 struct config;
 struct db;
-struct redis_set;
 struct product;
-struct purchase;
 struct lock_room;
+struct mysql_slot;      /* locks/mysql_queue.c */
+struct redis_set;       /* locks/redis_private.h */
+struct zk_slot;         /* locks/zk_client.c */
 
 #define LOCK_MAX_DEPTH 8    /* deepest re-entry a request may ask for */
 
@@ -75,14 +76,13 @@ struct lock_ctx {
     int                  slot;      /* worker slot number: the seeds' thread  */
     const struct config *cfg;
     struct db           *db;        /* this slot's MariaDB connection         */
-    struct redis_set    *redis;     /* this slot's Redis connections (lazy)   */
-    void                *family[4]; /* other per-slot family state, lazy     */
-    pthread_cond_t       wake;      /* the slot's request waits on it in an
-                                     * in-process queue (mysql_queue.c);
-                                     * CLOCK_MONOTONIC. It lives as long as
-                                     * the slot, so a waker may signal it
-                                     * after the mutex is free, even when
-                                     * the request it woke has already gone */
+
+    /* Each family's state of this slot, one typed slot per family: made by
+     * the family's shared code at its first use, freed by its ctx_free
+     * hook, and looked into by nobody else. */
+    struct mysql_slot   *mysql;     /* its place in the row queues            */
+    struct redis_set    *redis;     /* Redis connections, the token it set    */
+    struct zk_slot      *zk;        /* the ZooKeeper locks it holds           */
 
     /* The request being served. */
     int64_t     deadline_ms;        /* monotonic; acquire gives up after it   */
@@ -96,7 +96,6 @@ struct lock_ctx {
                                      * -1 when it never was (stats)           */
     const struct lock_ops *ops;     /* the strategy it runs                   */
     struct lock_room *room;         /* the waiting room it is in (lock_poll)  */
-    struct purchase  *queued;       /* its place in a row queue (mysql_queue) */
 
     /* The last failure, hiredis style. */
     int         err;                /* an ll_status, 0 when none              */
@@ -179,6 +178,52 @@ struct lock_ops {
     void (*ctx_free)(struct lock_ctx *ctx);
 };
 
+/* ---------------------------------------------------------------- calls */
+
+/* Callers run a strategy through these, never through its table, so each
+ * optional hook's absence is handled here only (as Redis's connection.h
+ * wraps a connection type's methods). They run ctx->ops, the strategy the
+ * caller chose for ctx: stock_sell() sets it, as does POST /stock/reset
+ * for each strategy it clears. */
+static inline int lock_acquire(struct lock_ctx *ctx, const char *key)
+{
+    return ctx->ops->acquire(ctx, key);
+}
+
+static inline int lock_release(struct lock_ctx *ctx, const char *key)
+{
+    return ctx->ops->release(ctx, key);
+}
+
+/* LL_OK when the strategy has no way to lose a lock it holds. */
+static inline int lock_check(struct lock_ctx *ctx, const char *key)
+{
+    return ctx->ops->check ? ctx->ops->check(ctx, key) : LL_OK;
+}
+
+/* Does the strategy replace the guarded sale (the sell hook)? */
+static inline int lock_sells(const struct lock_ops *ops)
+{
+    return ops->sell != NULL;
+}
+
+static inline int lock_sell(struct lock_ctx *ctx, const struct product *p,
+                            long long *remaining)
+{
+    return ctx->ops->sell(ctx, p, remaining);
+}
+
+/* Does the strategy leave state behind that POST /stock/reset clears? */
+static inline int lock_resets(const struct lock_ops *ops)
+{
+    return ops->reset != NULL;
+}
+
+static inline int lock_reset(struct lock_ctx *ctx, const char *key)
+{
+    return ctx->ops->reset ? ctx->ops->reset(ctx, key) : LL_OK;
+}
+
 /* locks/registry.c: the strategies of locks/locks.def, in its order. */
 const struct lock_ops *lock_find(const char *name);
 const struct lock_ops *const *lock_all(int *count);
@@ -188,5 +233,9 @@ int lock_index(const struct lock_ops *ops);  /* position in lock_all() */
  * summary and ceiling, either a sell hook or acquire and release, and no
  * name twice? 0, or -1 with the reason in err. main() refuses to start on -1. */
 int lock_table_check(const struct lock_ops *const *table, int n, char *err, int len);
+
+/* Free what any strategy keeps in ctx: every ctx_free hook (worker
+ * shutdown). */
+void lock_ctx_free(struct lock_ctx *ctx);
 
 #endif /* LOCKLAB_LOCK_H */

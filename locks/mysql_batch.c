@@ -21,10 +21,11 @@ static int batch_sell(struct lock_ctx *ctx, const struct product *p, long long *
 }
 
 const struct lock_ops lock_mysql_batch = {
-    .name    = "mysql-batch",
-    .family  = "mysql",
-    .summary = "the purchases of one row queued in an instance, sold together by one UPDATE ... count - n WHERE count >= n",
-    .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
-    .ceiling = LOCK_CEIL_UPDATE_PEAK,
-    .sell    = batch_sell,
+    .name     = "mysql-batch",
+    .family   = "mysql",
+    .summary  = "the purchases of one row queued in an instance, sold together by one UPDATE ... count - n WHERE count >= n",
+    .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .ceiling  = LOCK_CEIL_UPDATE_PEAK,
+    .sell     = batch_sell,
+    .ctx_free = mysql_queue_ctx_free,
 };

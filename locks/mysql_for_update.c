@@ -88,10 +88,11 @@ static int for_update_sell(struct lock_ctx *ctx, const struct product *p, long l
 }
 
 const struct lock_ops lock_mysql_for_update = {
-    .name    = "mysql-for-update",
-    .family  = "mysql",
-    .summary = "SELECT ... FOR UPDATE in a transaction, then UPDATE and COMMIT in one round trip (seed 000 §1.6.2); one transaction per row per instance at a time",
-    .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
-    .ceiling = LOCK_CEIL_FOR_UPDATE,
-    .sell    = for_update_sell,
+    .name     = "mysql-for-update",
+    .family   = "mysql",
+    .summary  = "SELECT ... FOR UPDATE in a transaction, then UPDATE and COMMIT in one round trip (seed 000 §1.6.2); one transaction per row per instance at a time",
+    .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .ceiling  = LOCK_CEIL_FOR_UPDATE,
+    .sell     = for_update_sell,
+    .ctx_free = mysql_queue_ctx_free,
 };

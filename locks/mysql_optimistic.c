@@ -131,10 +131,11 @@ static int optimistic_sell(struct lock_ctx *ctx, const struct product *p, long l
 }
 
 const struct lock_ops lock_mysql_optimistic = {
-    .name    = "mysql-optimistic",
-    .family  = "mysql",
-    .summary = "version column: UPDATE ... WHERE version = ?, retried with jittered backoff (seed 000 §1.6.3); one attempt per row per instance at a time",
-    .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
-    .ceiling = LOCK_CEIL_FOR_UPDATE,
-    .sell    = optimistic_sell,
+    .name     = "mysql-optimistic",
+    .family   = "mysql",
+    .summary  = "version column: UPDATE ... WHERE version = ?, retried with jittered backoff (seed 000 §1.6.3); one attempt per row per instance at a time",
+    .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .ceiling  = LOCK_CEIL_FOR_UPDATE,
+    .sell     = optimistic_sell,
+    .ctx_free = mysql_queue_ctx_free,
 };

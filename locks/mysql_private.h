@@ -34,6 +34,10 @@ struct purchase;
 struct purchase *mysql_queue_claim(struct lock_ctx *ctx);
 void mysql_queue_pass(struct lock_ctx *ctx, struct purchase *next, int began);
 
+/* The ctx_free hook of the strategies that queue: frees the slot's part
+ * in the queues (ctx->mysql). */
+void mysql_queue_ctx_free(struct lock_ctx *ctx);
+
 /* UPDATE … count = count - 1 WHERE id = ? AND count >= 1 (seed 001). */
 int mysql_sell_one(struct lock_ctx *ctx, const struct product *prod, long long *remaining);
 

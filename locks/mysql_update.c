@@ -24,10 +24,11 @@ static int update_sell(struct lock_ctx *ctx, const struct product *p, long long 
 }
 
 const struct lock_ops lock_mysql_update = {
-    .name    = "mysql-update",
-    .family  = "mysql",
-    .summary = "one conditional UPDATE ... WHERE count >= 1: the row lock is the lock (seed 001); one statement per row per instance at a time",
-    .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
-    .ceiling = LOCK_CEIL_UPDATE_PEAK,
-    .sell    = update_sell,
+    .name     = "mysql-update",
+    .family   = "mysql",
+    .summary  = "one conditional UPDATE ... WHERE count >= 1: the row lock is the lock (seed 001); one statement per row per instance at a time",
+    .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .ceiling  = LOCK_CEIL_UPDATE_PEAK,
+    .sell     = update_sell,
+    .ctx_free = mysql_queue_ctx_free,
 };

@@ -83,3 +83,12 @@ int lock_table_check(const struct lock_ops *const *table, int n, char *err, int 
     }
     return 0;
 }
+
+void lock_ctx_free(struct lock_ctx *ctx)
+{
+    int i;
+
+    for (i = 0; i < NLOCKS; i++)
+        if (registry[i]->ctx_free)
+            registry[i]->ctx_free(ctx);
+}

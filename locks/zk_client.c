@@ -606,10 +606,10 @@ int zk_delete_ours(struct lock_ctx *ctx, struct zk_conn *c, const char *node,
 
 static struct zk_slot *slot_of(struct lock_ctx *ctx)
 {
-    struct zk_slot *s = ctx->family[ZK_FAMILY];
+    struct zk_slot *s = ctx->zk;
 
     if (s == NULL) {
-        s = ctx->family[ZK_FAMILY] = xcalloc(1, sizeof *s);
+        s = ctx->zk = xcalloc(1, sizeof *s);
         pthread_mutex_lock(&zk_mu);
         zk_slots_live++;
         pthread_mutex_unlock(&zk_mu);
@@ -728,7 +728,7 @@ int zk_check(struct lock_ctx *ctx, const struct lock_ops *ops, const char *key)
 
 void zk_ctx_free(struct lock_ctx *ctx)
 {
-    struct zk_slot *s = ctx->family[ZK_FAMILY];
+    struct zk_slot *s = ctx->zk;
     struct zk_conn *last = NULL;
     struct zk_pending *p;
     int i;
@@ -739,7 +739,7 @@ void zk_ctx_free(struct lock_ctx *ctx)
         if (s->holds[i].conn)
             zk_put(s->holds[i].conn);
     free(s);
-    ctx->family[ZK_FAMILY] = NULL;
+    ctx->zk = NULL;
 
     /* The last slot to go closes the session: our ephemeral nodes vanish now
      * rather than a session timeout later. */

@@ -15,7 +15,6 @@
 
 #define ZK_PATH_MAX  256    /* any znode path we build or are given back */
 #define ZK_TOKEN_MAX 96     /* a holder token: "<instance uuid>:<slot>:<n>" */
-#define ZK_FAMILY    3      /* our index in ctx->family[]: struct zk_slot */
 
 /* ---------------------------------------------------------------- session */
 
@@ -92,7 +91,8 @@ int zk_reset_tree(struct lock_ctx *ctx, const char *path, int self);
 
 /* A lock this slot holds: which strategy and key, our znode, the token
  * written into it, how deep we re-entered and the session that created it
- * (a reference, released with the hold). Kept in ctx->family[ZK_FAMILY]. */
+ * (a reference, released with the hold). Kept in the slot's struct zk_slot
+ * (ctx->zk, zk_client.c). */
 struct zk_hold {
     const struct lock_ops *ops;
     char            key[48];

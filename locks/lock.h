@@ -157,6 +157,12 @@ struct lock_ops {
     unsigned    props;      /* LOCK_* bits                                   */
     const char *ceiling;    /* the limit it is measured against: LOCK_CEIL_* */
 
+    /* The strategy's parameters for methods its family shares between
+     * several strategies, which read them from ctx->ops (SQLite builds a
+     * locking style from shared methods by name the same way): zk_queue.c's
+     * struct zk_queue, mysql_queue.c's struct mysql_queue_conf; or NULL. */
+    const void *conf;
+
     /* Guarding strategies: take and give back the lock named `key`
      * ("lock:1001"). acquire waits no later than ctx->deadline_ms. */
     int (*acquire)(struct lock_ctx *ctx, const char *key);

@@ -15,10 +15,9 @@
  */
 #include "mysql_private.h"
 
-static int batch_sell(struct lock_ctx *ctx, const struct product *p, long long *remaining)
-{
-    return mysql_queue_sell(ctx, p, remaining, MYSQL_QUEUE_MAX, mysql_sell_one);
-}
+static const struct mysql_queue_conf batch_queue = {
+    .batch = MYSQL_QUEUE_MAX, .sell = mysql_sell_one,
+};
 
 const struct lock_ops lock_mysql_batch = {
     .name     = "mysql-batch",
@@ -26,6 +25,7 @@ const struct lock_ops lock_mysql_batch = {
     .summary  = "the purchases of one row queued in an instance, sold together by one UPDATE ... count - n WHERE count >= n",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .ceiling  = LOCK_CEIL_UPDATE_PEAK,
-    .sell     = batch_sell,
+    .conf     = &batch_queue,
+    .sell     = mysql_queue_sell,
     .ctx_free = mysql_queue_ctx_free,
 };

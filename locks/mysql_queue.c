@@ -288,18 +288,17 @@ void mysql_queue_pass(struct lock_ctx *ctx, struct purchase *next, int began)
         pthread_cond_signal(&next->slot->wake);
 }
 
-int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long *remaining,
-                     int max, mysql_sell_fn sell)
+int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long *remaining)
 {
+    const struct mysql_queue_conf *conf = ctx->ops->conf;
+    int max = conf->batch < MYSQL_QUEUE_MAX ? conf->batch : MYSQL_QUEUE_MAX;
     struct queue *q = queue_of(prod);
     struct timespec ts = { ctx->deadline_ms / 1000, (ctx->deadline_ms % 1000) * 1000000 };
     struct mysql_slot *slot = slot_of(ctx);
-    struct purchase me = { .ctx = ctx, .slot = slot, .prod = prod, .sell = sell,
+    struct purchase me = { .ctx = ctx, .slot = slot, .prod = prod, .sell = conf->sell,
                            .remaining = -1, .status = PENDING };
 
     pthread_once(&queues_once, queues_init);
-    if (max > MYSQL_QUEUE_MAX)
-        max = MYSQL_QUEUE_MAX;
     pthread_mutex_lock(&q->lock);
     if (q->tail)
         q->tail->next = &me;

@@ -670,15 +670,14 @@ int zk_hold_add(struct lock_ctx *ctx, const struct lock_ops *ops, const char *ke
                       ctx->slot);
 }
 
-int zk_release(struct lock_ctx *ctx, const struct lock_ops *ops, const char *key,
-               int fixed_path)
+int zk_release(struct lock_ctx *ctx, const char *key, int fixed_path)
 {
-    struct zk_hold *h = zk_hold_find(ctx, ops, key);
+    struct zk_hold *h = zk_hold_find(ctx, ctx->ops, key);
     int rc;
 
     if (h == NULL)
         return lock_error(ctx, LL_ERROR, zk_backend_name, "%s: release of %s not held",
-                          ops->name, key);
+                          ctx->ops->name, key);
     if (--h->depth > 0)
         return LL_OK;
     if (ctx->err) {             /* the sale failed already: keep its reason */
@@ -699,16 +698,16 @@ int zk_release(struct lock_ctx *ctx, const struct lock_ops *ops, const char *key
     return rc;
 }
 
-int zk_check(struct lock_ctx *ctx, const struct lock_ops *ops, const char *key)
+int zk_check(struct lock_ctx *ctx, const char *key)
 {
-    struct zk_hold *h = zk_hold_find(ctx, ops, key);
+    struct zk_hold *h = zk_hold_find(ctx, ctx->ops, key);
     int64_t until = now_ms() + zk_session_ms(ctx);
     const char *why = NULL;
     struct Stat st;
     int zrc, tries;
 
     if (h == NULL)
-        return lock_error(ctx, LL_ERROR, zk_backend_name, "%s: %s not held", ops->name, key);
+        return lock_error(ctx, LL_ERROR, zk_backend_name, "%s: %s not held", ctx->ops->name, key);
     for (tries = 0; tries < 10 && why == NULL; tries++) {
         zrc = zk_exists(ctx, h->conn, h->node, 0, &st);
         if (zrc == ZOK && st.ephemeralOwner == zk_session_id(h->conn))

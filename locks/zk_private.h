@@ -115,11 +115,15 @@ struct zk_hold *zk_hold_find(struct lock_ctx *ctx, const struct lock_ops *ops,
 int zk_hold_add(struct lock_ctx *ctx, const struct lock_ops *ops, const char *key,
                 struct zk_conn *c, const char *node, const char *token);
 
-/* The shared hooks. fixed_path: the node's name is not unique to us (zk-
- * ephemeral), so a retried delete first checks the token in it. */
-int  zk_release(struct lock_ctx *ctx, const struct lock_ops *ops, const char *key,
-                int fixed_path);
-int  zk_check(struct lock_ctx *ctx, const struct lock_ops *ops, const char *key);
+/* Give back the hold of (ctx->ops, key). fixed_path: the node's name is
+ * not unique to us (zk-ephemeral), so a retried delete first checks the
+ * token in it. */
+int  zk_release(struct lock_ctx *ctx, const char *key, int fixed_path);
+
+/* Hooks every ZooKeeper strategy shares, by name in its table: the check
+ * that the hold's node is still there and still of our session, and the
+ * ctx_free that gives back the slot's holds. */
+int  zk_check(struct lock_ctx *ctx, const char *key);
 void zk_ctx_free(struct lock_ctx *ctx);
 
 /* Delete our node: retried over connection losses for up to a session
@@ -142,6 +146,9 @@ enum zk_wait_kind {
     ZK_WATCH_DATA       /* getData() watch on the predecessor (Curator) */
 };
 
+/* A queue strategy is its parameters, the conf of its lock_ops, and the
+ * methods below by name: zk-sequential-poll, zk-sequential and curator
+ * differ in nothing else. */
 struct zk_queue {
     const char       *root;      /* lock nodes live in <root>/<product>/ */
     enum zk_wait_kind wait;
@@ -149,7 +156,8 @@ struct zk_queue {
     int               reentrant;
 };
 
-int zk_queue_acquire(struct lock_ctx *ctx, const struct lock_ops *ops,
-                     const struct zk_queue *q, const char *key);
+int zk_queue_acquire(struct lock_ctx *ctx, const char *key);
+int zk_queue_release(struct lock_ctx *ctx, const char *key);
+int zk_queue_reset(struct lock_ctx *ctx, const char *key);   /* <root>/<product>'s nodes */
 
 #endif /* LOCKLAB_ZK_PRIVATE_H */

@@ -17,21 +17,7 @@
 
 static int set_nx_ex_acquire(struct lock_ctx *ctx, const char *key)
 {
-    redisReply *r;
-    int got;
-
-    for (;;) {
-        if ((r = redis_cmd(ctx, 0, "SET %s locked NX EX %d", key, SET_NX_EX_S)) == NULL)
-            return ctx->err;
-        if (r->type == REDIS_REPLY_ERROR)
-            return redis_reply_error(ctx, 0, r, key);
-        got = r->type == REDIS_REPLY_STATUS;
-        freeReplyObject(r);
-        if (got)
-            return LL_OK;
-        if (lock_poll(ctx, key) != LL_OK)
-            return redis_timeout(ctx, 0, key, "string");
-    }
+    return redis_set_spin(ctx, key, "locked", "EX", SET_NX_EX_S);
 }
 
 const struct lock_ops lock_redis_set_nx_ex = {

@@ -22,21 +22,11 @@ static int setnx_expire_acquire(struct lock_ctx *ctx, const char *key)
 {
     char owner[80];
     redisReply *r;
-    int got;
+    int rc;
 
     lock_owner(ctx, owner, sizeof owner);
-    for (;;) {
-        if ((r = redis_cmd(ctx, 0, "SETNX %s %s", key, owner)) == NULL)
-            return ctx->err;
-        if (r->type != REDIS_REPLY_INTEGER)
-            return redis_reply_error(ctx, 0, r, key);
-        got = r->integer == 1;
-        freeReplyObject(r);
-        if (got)
-            break;
-        if (lock_poll(ctx, key) != LL_OK)
-            return redis_timeout(ctx, 0, key, "string");
-    }
+    if ((rc = redis_set_spin(ctx, key, owner, NULL, 0)) != LL_OK)
+        return rc;
     if (ctx->crash) {   /* fault: die in the window the seed warns about */
         fprintf(stderr, "locklab: crash requested between SETNX and EXPIRE of %s\n", key);
         _exit(3);

@@ -108,6 +108,10 @@ struct lock_ctx {
 int lock_error(struct lock_ctx *ctx, int status, const char *backend,
                const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* The deadline passed before the lock was obtained: records "lock not
+ * obtained within <wait> ms" on ctx and returns LL_TIMEOUT. */
+int lock_timeout(struct lock_ctx *ctx);
+
 /* Milliseconds left before the request's deadline (<= 0: none left). */
 int64_t lock_time_left(const struct lock_ctx *ctx);
 

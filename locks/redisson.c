@@ -114,8 +114,7 @@ static int redisson_acquire(struct lock_ctx *ctx, const char *key)
             if ((rc = redisson_try(ctx, key, field, &ttl)) != LL_OK || ttl == -2)
                 break;
             if ((left = lock_time_left(ctx)) <= 0) {
-                lock_error(ctx, LL_TIMEOUT, NULL, "lock not obtained within %d ms",
-                           ctx->wait_ms);
+                lock_timeout(ctx);
                 rc = redis_timeout(ctx, 0, key, "hash");
                 break;
             }

@@ -149,8 +149,7 @@ static int wait_turn(struct lock_ctx *ctx, struct zk_conn *c, const struct zk_qu
 
     for (;;) {
         if (lock_time_left(ctx) <= 0)
-            return lock_error(ctx, LL_TIMEOUT, NULL, "lock not obtained within %d ms",
-                              ctx->wait_ms);
+            return lock_timeout(ctx);
         zrc = zk_children(ctx, c, pos->parent, &kids);
         if (zk_retryable(zrc)) {
             if ((rc = zk_await(ctx, c, ctx->deadline_ms)) != LL_OK)

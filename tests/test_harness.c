@@ -2,17 +2,11 @@
  * counts of tests/lib.sh, the ceilings' descriptions, latency merging and
  * JMeter's percentile. Prints "N passed, M failed". */
 #include "../bench/harness.h"
+#include "check.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-static int passed, failed;
-
-#define CHECK(cond) do {                                              \
-        if (cond) passed++;                                           \
-        else { failed++; printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); } \
-    } while (0)
 
 #define NEAR(a, b, eps) (fabs((double)(a) - (double)(b)) <= (eps))
 

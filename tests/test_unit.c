@@ -7,19 +7,13 @@
 #include "../app/util.h"
 #include "../bench/harness.h"
 #include "../locks/lock.h"
+#include "check.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int passed, failed;
-
-#define CHECK(cond) do {                                              \
-        if (cond) passed++;                                           \
-        else { failed++; printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); } \
-    } while (0)
 
 static int parse(struct config *cfg, char *err, int n, char **argv)
 {

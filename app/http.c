@@ -320,7 +320,7 @@ static enum MHD_Result route_stock(struct MHD_Connection *conn, int reset)
         return no_slot(conn);
     rc = stock_find(ctx, p.product ? p.product : "1001", &prod);
     if (rc == LL_OK)
-        rc = reset ? stock_set(ctx, &prod, count) : stock_count(ctx, &prod, &count);
+        rc = reset ? stock_set(ctx, &prod, count) : stock_read(ctx, &prod, &count);
     if (rc != LL_OK) {
         json_t *body = failure_json(rc, ctx);
         pool_put(ctx);

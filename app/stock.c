@@ -136,11 +136,6 @@ int stock_write_commit_next(struct lock_ctx *ctx, const struct product *p, long 
                                next_sent);
 }
 
-int stock_count(struct lock_ctx *ctx, const struct product *p, long long *count)
-{
-    return stock_read(ctx, p, count);
-}
-
 int stock_set(struct lock_ctx *ctx, const struct product *p, long long count)
 {
     static const char sql[] = "UPDATE db_stock SET count = ?, version = 0 WHERE id = ?";

@@ -1,10 +1,12 @@
 /* lock.h — the contract every lock strategy implements.
  *
  * A strategy is a table of functions (struct lock_ops), one per file under
- * locks/, registered by name in locks/registry.c. The HTTP layer never
- * knows which strategy it runs: it finds the table with lock_find(name)
- * and hands it to stock_sell() (app/stock.c), which runs the seeds'
- * checkAndLock() around it:
+ * locks/. Adding one is its file plus one LOCK(file, symbol) line in
+ * locks/locks.def, the list that both locks/registry.c and the build read;
+ * the table itself says everything else, down to the ceiling bench/compare
+ * measures it against. The HTTP layer never knows which strategy it runs:
+ * it finds the table with lock_find(name) and hands it to stock_sell()
+ * (app/stock.c), which runs the seeds' checkAndLock() around it:
  *
  *     acquire(key) × reentry; SELECT count; UPDATE count = read − 1;
  *     release(key) × reentry        (release runs on every path)
@@ -12,11 +14,18 @@
  * Strategies that change the sale itself rather than guard it
  * (mysql-update, mysql-optimistic, mysql-for-update) set the `sell` hook
  * instead of acquire/release; stock_sell() calls it in their place.
+ * Callers go through the inline wrappers below (lock_acquire(),
+ * lock_check(), lock_reset() …), never through the table, so an optional
+ * hook left NULL is handled in one place. Strategies of one family that
+ * differ only in parameters share their methods by name and keep the
+ * parameters in the table's `conf` (the ZooKeeper queues, the MySQL row
+ * queue's users).
  *
  * Every call gets a struct lock_ctx: one per worker slot (the "thread" of
- * the seeds' Java), owning that slot's backend connections, and carrying the
- * request's deadline, fault switches and the error detail of the last
- * failure (hiredis style: ctx->err + ctx->errstr, set with lock_error()).
+ * the seeds' Java), owning that slot's backend connections, one typed slot
+ * of state per family, and carrying the request's deadline, fault switches
+ * and the error detail of the last failure (hiredis style: ctx->err +
+ * ctx->errstr, set with lock_error()).
  *
  * Return codes are few and shared by every layer (SQLite/nginx style): busy
  * is not an error. app/http.c maps them to HTTP in one place.

@@ -20,12 +20,10 @@ static const struct mysql_queue_conf batch_queue = {
 };
 
 const struct lock_ops lock_mysql_batch = {
-    .name     = "mysql-batch",
-    .family   = "mysql",
-    .summary  = "the purchases of one row queued in an instance, sold together by one UPDATE ... count - n WHERE count >= n",
-    .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
-    .ceiling  = LOCK_CEIL_UPDATE_PEAK,
-    .conf     = &batch_queue,
-    .sell     = mysql_queue_sell,
-    .ctx_free = mysql_queue_ctx_free,
+    .name    = "mysql-batch",
+    .family  = "mysql",
+    .summary = "the purchases of one row queued in an instance, sold together by one UPDATE ... count - n WHERE count >= n",
+    .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .ceiling = LOCK_CEIL_UPDATE_PEAK,
+    MYSQL_QUEUE_METHODS(&batch_queue),
 };

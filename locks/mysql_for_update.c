@@ -85,12 +85,10 @@ static int for_update_once(struct lock_ctx *ctx, const struct product *p, long l
 static const struct mysql_queue_conf for_update_queue = { .batch = 1, .sell = for_update_once };
 
 const struct lock_ops lock_mysql_for_update = {
-    .name     = "mysql-for-update",
-    .family   = "mysql",
-    .summary  = "SELECT ... FOR UPDATE in a transaction, then UPDATE and COMMIT in one round trip (seed 000 §1.6.2); one transaction per row per instance at a time",
-    .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
-    .ceiling  = LOCK_CEIL_FOR_UPDATE,
-    .conf     = &for_update_queue,
-    .sell     = mysql_queue_sell,
-    .ctx_free = mysql_queue_ctx_free,
+    .name    = "mysql-for-update",
+    .family  = "mysql",
+    .summary = "SELECT ... FOR UPDATE in a transaction, then UPDATE and COMMIT in one round trip (seed 000 §1.6.2); one transaction per row per instance at a time",
+    .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .ceiling = LOCK_CEIL_FOR_UPDATE,
+    MYSQL_QUEUE_METHODS(&for_update_queue),
 };

@@ -128,12 +128,10 @@ static int optimistic_retry(struct lock_ctx *ctx, const struct product *p, long 
 static const struct mysql_queue_conf optimistic_queue = { .batch = 1, .sell = optimistic_retry };
 
 const struct lock_ops lock_mysql_optimistic = {
-    .name     = "mysql-optimistic",
-    .family   = "mysql",
-    .summary  = "version column: UPDATE ... WHERE version = ?, retried with jittered backoff (seed 000 §1.6.3); one attempt per row per instance at a time",
-    .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
-    .ceiling  = LOCK_CEIL_FOR_UPDATE,
-    .conf     = &optimistic_queue,
-    .sell     = mysql_queue_sell,
-    .ctx_free = mysql_queue_ctx_free,
+    .name    = "mysql-optimistic",
+    .family  = "mysql",
+    .summary = "version column: UPDATE ... WHERE version = ?, retried with jittered backoff (seed 000 §1.6.3); one attempt per row per instance at a time",
+    .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .ceiling = LOCK_CEIL_FOR_UPDATE,
+    MYSQL_QUEUE_METHODS(&optimistic_queue),
 };

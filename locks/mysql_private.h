@@ -26,6 +26,11 @@ struct mysql_queue_conf {
     mysql_sell_fn sell;         /* one purchase alone                       */
 };
 int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long *remaining);
+void mysql_queue_ctx_free(struct lock_ctx *ctx);    /* frees ctx->mysql */
+
+/* The hooks of such a strategy's lock_ops, whose queue conf is *c. */
+#define MYSQL_QUEUE_METHODS(c) \
+    .conf = (c), .sell = mysql_queue_sell, .ctx_free = mysql_queue_ctx_free
 
 /* For a leader's sale, in the middle of it: claim the next purchase in
  * line for the same row and sale, so that its transaction can begin in the
@@ -37,10 +42,6 @@ int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long
 struct purchase;
 struct purchase *mysql_queue_claim(struct lock_ctx *ctx);
 void mysql_queue_pass(struct lock_ctx *ctx, struct purchase *next, int began);
-
-/* The ctx_free hook of the strategies that queue: frees the slot's part
- * in the queues (ctx->mysql). */
-void mysql_queue_ctx_free(struct lock_ctx *ctx);
 
 /* UPDATE … count = count - 1 WHERE id = ? AND count >= 1 (seed 001). */
 int mysql_sell_one(struct lock_ctx *ctx, const struct product *prod, long long *remaining);

@@ -209,10 +209,10 @@ static void run_batch(struct purchase **batch, int n, int *status)
 
 /* Lead one batch, entered with q->lock held, left without it. The answers
  * and the next leader's turn are set under q->lock, the wake-ups sent once
- * it is free: each goes to a slot's condition (struct mysql_slot), which outlives
- * the request, so signalling a purchase that has already read its answer
- * and gone is harmless, and no woken thread blocks again on the leader's
- * mutex. */
+ * it is free: each goes to a slot's condition (struct mysql_slot), which
+ * outlives the request, so signalling a purchase that has already read its
+ * answer and gone is harmless, and no woken thread blocks again on the
+ * leader's mutex. */
 static void lead(struct queue *q, struct purchase *me, int max)
 {
     struct purchase *batch[MYSQL_QUEUE_MAX];

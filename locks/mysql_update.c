@@ -21,12 +21,10 @@
 static const struct mysql_queue_conf update_queue = { .batch = 1, .sell = mysql_sell_one };
 
 const struct lock_ops lock_mysql_update = {
-    .name     = "mysql-update",
-    .family   = "mysql",
-    .summary  = "one conditional UPDATE ... WHERE count >= 1: the row lock is the lock (seed 001); one statement per row per instance at a time",
-    .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
-    .ceiling  = LOCK_CEIL_UPDATE_PEAK,
-    .conf     = &update_queue,
-    .sell     = mysql_queue_sell,
-    .ctx_free = mysql_queue_ctx_free,
+    .name    = "mysql-update",
+    .family  = "mysql",
+    .summary = "one conditional UPDATE ... WHERE count >= 1: the row lock is the lock (seed 001); one statement per row per instance at a time",
+    .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .ceiling = LOCK_CEIL_UPDATE_PEAK,
+    MYSQL_QUEUE_METHODS(&update_queue),
 };

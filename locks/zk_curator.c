@@ -43,10 +43,5 @@ const struct lock_ops lock_curator = {
     .flaw     = "held only as long as the session: a holder paused past the session timeout loses it unknowingly; no fencing token",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_FAIR | LOCK_EXACT,
     .ceiling  = LOCK_CEIL_SERIAL_ZK,
-    .conf     = &curator_queue,
-    .acquire  = zk_queue_acquire,
-    .release  = zk_queue_release,
-    .check    = zk_check,
-    .reset    = zk_queue_reset,
-    .ctx_free = zk_ctx_free,
+    ZK_QUEUE_METHODS(&curator_queue),
 };

@@ -160,4 +160,10 @@ int zk_queue_acquire(struct lock_ctx *ctx, const char *key);
 int zk_queue_release(struct lock_ctx *ctx, const char *key);
 int zk_queue_reset(struct lock_ctx *ctx, const char *key);   /* <root>/<product>'s nodes */
 
+/* The hooks of a queue strategy's lock_ops, whose queue is *q (SQLite's
+ * IOMETHODS builds its locking styles from shared methods the same way). */
+#define ZK_QUEUE_METHODS(q)                                                   \
+    .conf = (q), .acquire = zk_queue_acquire, .release = zk_queue_release,    \
+    .check = zk_check, .reset = zk_queue_reset, .ctx_free = zk_ctx_free
+
 #endif /* LOCKLAB_ZK_PRIVATE_H */

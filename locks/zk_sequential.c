@@ -36,10 +36,5 @@ const struct lock_ops lock_zk_sequential = {
     .flaw     = "not Curator-compatible; exists() on a vanished predecessor leaks a creation watch until the session ends; no fencing token",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_FAIR | LOCK_EXACT,
     .ceiling  = LOCK_CEIL_SERIAL_ZK,
-    .conf     = &seq_queue,
-    .acquire  = zk_queue_acquire,
-    .release  = zk_queue_release,
-    .check    = zk_check,
-    .reset    = zk_queue_reset,
-    .ctx_free = zk_ctx_free,
+    ZK_QUEUE_METHODS(&seq_queue),
 };

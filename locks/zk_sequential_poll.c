@@ -28,10 +28,5 @@ const struct lock_ops lock_zk_sequential_poll = {
     .flaw     = "every waiter re-lists the whole queue every --retry-ms: reads per sale grow with queue length; not reentrant",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_FAIR | LOCK_EXACT,
     .ceiling  = LOCK_CEIL_SERIAL_ZK,
-    .conf     = &poll_queue,
-    .acquire  = zk_queue_acquire,
-    .release  = zk_queue_release,
-    .check    = zk_check,
-    .reset    = zk_queue_reset,
-    .ctx_free = zk_ctx_free,
+    ZK_QUEUE_METHODS(&poll_queue),
 };

@@ -271,10 +271,11 @@ static json_t *reset_locks(struct lock_ctx *ctx, const struct product *prod)
 
     all = lock_all(&n);
     for (i = 0; i < n; i++) {
-        if (all[i]->reset == NULL)
+        if (!lock_resets(all[i]))
             continue;
+        ctx->ops = all[i];
         ctx->err = 0;
-        rc = all[i]->reset(ctx, prod->key);
+        rc = lock_reset(ctx, prod->key);
         json_object_set_new(cleared, all[i]->name, rc == LL_OK ? json_string("ok")
                                                                : failure_json(rc, ctx));
     }
@@ -329,8 +330,9 @@ static enum MHD_Result route_locks(struct MHD_Connection *conn, struct request *
     all = lock_all(&n);
     for (i = 0; i < n; i++) {
         const struct lock_ops *o = all[i];
-        json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:s?,s:b,s:b,s:b,s:b,s:b}",
+        json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:s?,s:s,s:b,s:b,s:b,s:b,s:b}",
             "name", o->name, "family", o->family, "summary", o->summary, "flaw", o->flaw,
+            "ceiling", o->ceiling,
             "distributed", !!(o->props & LOCK_DISTRIBUTED),
             "reentrant", !!(o->props & LOCK_REENTRANT),
             "auto_release", !!(o->props & LOCK_AUTO_RELEASE),

@@ -4,7 +4,9 @@
  * Startup never waits for a backend: MariaDB, Redis and ZooKeeper are
  * connected lazily by the worker slots and reconnected after failures, so
  * an instance started before its databases answers 503 naming them until
- * they come up. The main thread only waits for SIGINT/SIGTERM.
+ * they come up. A strategy registry with a name twice (locks/locks.def)
+ * stops it before anything starts. The main thread only waits for
+ * SIGINT/SIGTERM.
  */
 #include "config.h"
 #include "http.h"
@@ -54,8 +56,15 @@ int main(int argc, char **argv)
     static struct config cfg;
     char err[256];
     sigset_t sigs;
+    const struct lock_ops *const *locks;
     int rc, sig, nlocks;
 
+    /* A registry with a name twice would serve one of the two: refuse it. */
+    locks = lock_all(&nlocks);
+    if (lock_table_check(locks, nlocks, err, sizeof err) != 0) {
+        fprintf(stderr, "locklab: %s\n", err);
+        return 2;
+    }
     rc = config_parse(&cfg, argc, argv, err, sizeof err);
     if (rc == 1) {
         fputs(config_usage, stdout);
@@ -84,7 +93,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "locklab: cannot initialise the MariaDB client library\n");
         return 1;
     }
-    lock_all(&nlocks);
     stats_init(nlocks);
     pool_init(&cfg);
     if (http_start(&cfg) != 0)

@@ -42,7 +42,6 @@ void pool_init(const struct config *cfg)
         slots[i].slot = i;
         slots[i].cfg = cfg;
         slots[i].db = db_new(cfg);
-        pthread_cond_init(&slots[i].wake, &attr);
         free_stack[nslots - 1 - i] = &slots[i];
     }
     nfree = nslots;
@@ -51,16 +50,11 @@ void pool_init(const struct config *cfg)
 
 void pool_free(void)
 {
-    const struct lock_ops *const *all;
-    int i, k, n;
+    int i;
 
-    all = lock_all(&n);
     for (i = 0; i < nslots; i++) {
-        for (k = 0; k < n; k++)
-            if (all[k]->ctx_free)
-                all[k]->ctx_free(&slots[i]);
+        lock_ctx_free(&slots[i]);
         db_free(slots[i].db);
-        pthread_cond_destroy(&slots[i].wake);
     }
     free(slots);
     free(free_stack);

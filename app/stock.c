@@ -136,11 +136,6 @@ int stock_write_commit_next(struct lock_ctx *ctx, const struct product *p, long 
                                next_sent);
 }
 
-int stock_count(struct lock_ctx *ctx, const struct product *p, long long *count)
-{
-    return stock_read(ctx, p, count);
-}
-
 int stock_set(struct lock_ctx *ctx, const struct product *p, long long count)
 {
     static const char sql[] = "UPDATE db_stock SET count = ?, version = 0 WHERE id = ?";
@@ -155,8 +150,7 @@ void stock_hold(struct lock_ctx *ctx)
 
 /* ---------------------------------------------------------------- the sale */
 
-static int sell_guarded(struct lock_ctx *ctx, const struct lock_ops *ops,
-                        const struct product *p, long long *remaining)
+static int sell_guarded(struct lock_ctx *ctx, const struct product *p, long long *remaining)
 {
     long long count;
     int rc;
@@ -167,7 +161,7 @@ static int sell_guarded(struct lock_ctx *ctx, const struct lock_ops *ops,
     if (count <= 0)
         return LL_SOLD_OUT;
     stock_hold(ctx);    /* the window between read and write, stretched */
-    if (ops->check && (rc = ops->check(ctx, p->key)) != LL_OK)
+    if ((rc = lock_check(ctx, p->key)) != LL_OK)
         return rc;
     rc = stock_write(ctx, p, count - 1);
     if (rc == LL_OK)
@@ -181,11 +175,11 @@ int stock_sell(struct lock_ctx *ctx, const struct lock_ops *ops,
     int held = 0, rc = LL_OK, rrc;
     int64_t got = 0;
 
-    if (ops->sell)
-        return ops->sell(ctx, p, remaining);
     ctx->ops = ops;
+    if (lock_sells(ops))
+        return lock_sell(ctx, p, remaining);
     while (held < reentry && rc == LL_OK) {
-        rc = ops->acquire(ctx, p->key);
+        rc = lock_acquire(ctx, p->key);
         lock_poll_done(ctx);
         if (rc == LL_OK && held++ == 0)
             got = now_us();
@@ -196,7 +190,7 @@ int stock_sell(struct lock_ctx *ctx, const struct lock_ops *ops,
                     p->key, ops->name);
             _exit(3);
         }
-        rc = sell_guarded(ctx, ops, p, remaining);
+        rc = sell_guarded(ctx, p, remaining);
     }
     /* Release on every path, innermost first. A failed release after a
      * sale does not undo the sale: it stays on ctx->err, which the HTTP
@@ -205,7 +199,7 @@ int stock_sell(struct lock_ctx *ctx, const struct lock_ops *ops,
         ctx->err = 0;
     if (held > 0) {
         while (held > 0) {
-            rrc = ops->release(ctx, p->key);
+            rrc = lock_release(ctx, p->key);
             held--;
             if (rrc != LL_OK && rc == LL_SOLD_OUT)
                 rc = rrc;

@@ -32,7 +32,7 @@ int stock_sell(struct lock_ctx *ctx, const struct lock_ops *ops,
                const struct product *p, int reentry, long long *remaining);
 
 /* The guarded strategies' two statements, exported for the strategies that
- * replace the sale but keep its shape. */
+ * replace the sale but keep its shape; stock_read() also answers GET /stock. */
 int stock_read(struct lock_ctx *ctx, const struct product *p, long long *count);
 int stock_write(struct lock_ctx *ctx, const struct product *p, long long count);
 /* stock_write() and COMMIT in one round trip, ending the transaction. */
@@ -42,7 +42,7 @@ int stock_write_commit(struct lock_ctx *ctx, const struct product *p, long long 
 int stock_write_commit_next(struct lock_ctx *ctx, const struct product *p, long long count,
                             const char *next_sql, int *next_sent);
 
-int stock_count(struct lock_ctx *ctx, const struct product *p, long long *count);
+/* POST /stock/reset: the count, and the version back to 0. */
 int stock_set(struct lock_ctx *ctx, const struct product *p, long long count);
 
 /* Sleep ctx->hold_ms inside the critical section (fault injection). */

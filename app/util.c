@@ -32,12 +32,6 @@ void *xcalloc(size_t n, size_t size)
     return p;
 }
 
-char *xstrdup(const char *s)
-{
-    size_t len = strlen(s) + 1;
-    return memcpy(xmalloc(len), s, len);
-}
-
 int64_t now_us(void)
 {
     struct timespec ts;

@@ -13,7 +13,6 @@
 
 void *xmalloc(size_t size);
 void *xcalloc(size_t n, size_t size);
-char *xstrdup(const char *s);
 
 int64_t now_ms(void);            /* CLOCK_MONOTONIC, milliseconds */
 int64_t now_us(void);            /* CLOCK_MONOTONIC, microseconds */

@@ -1,11 +1,8 @@
 /* harness.c — oversold, lost updates, efficiency, ceilings, merged latency.
  *
- * See harness.h for the definitions. The ceiling table is the one place
- * that says which physical limit bounds which strategy: a strategy that
- * serialises every sale behind one lock can go no faster than one client
- * doing its critical section back to back (the serial_* ceilings); the
- * MySQL strategies that let InnoDB order the sales are bounded by the
- * concurrent rate of their statement on the hot row.
+ * See harness.h for the definitions. Which ceiling bounds a strategy is
+ * not decided here: each strategy names its own (struct lock_ops's
+ * `ceiling`, exported by GET /locks), and ll-report reads it from there.
  */
 #include "harness.h"
 
@@ -64,64 +61,6 @@ double harness_held_share(long long held_us, double seconds)
 }
 
 /* ---------------------------------------------------------------- ceilings */
-
-enum rule_kind { BY_NAME, BY_FAMILY, BY_PREFIX };
-
-static const struct ceiling_rule {
-    enum rule_kind kind;
-    const char    *match;
-    const char    *ceiling;
-} rules[] = {
-    /* InnoDB orders the sales: bounded by the concurrent statement rate. */
-    { BY_NAME,   "mysql-update",     CEIL_UPDATE_PEAK },
-    { BY_NAME,   "mysql-batch",      CEIL_UPDATE_PEAK },
-    { BY_NAME,   "mysql-for-update", CEIL_FOR_UPDATE },
-    { BY_NAME,   "mysql-optimistic", CEIL_FOR_UPDATE },
-    /* One sale at a time around the plain SELECT + UPDATE. */
-    { BY_NAME,   "mysql-lock-table", CEIL_SERIAL_MYSQL },
-    { BY_NAME,   "none",             CEIL_SERIAL_MYSQL },
-    { BY_NAME,   "mutex",            CEIL_SERIAL_MYSQL },
-    { BY_NAME,   "redisson",         CEIL_SERIAL_REDIS },
-    { BY_NAME,   "curator",          CEIL_SERIAL_ZK },
-    { BY_FAMILY, "redis",            CEIL_SERIAL_REDIS },
-    { BY_FAMILY, "zookeeper",        CEIL_SERIAL_ZK },
-    { BY_FAMILY, "zk",               CEIL_SERIAL_ZK },
-    { BY_FAMILY, "local",            CEIL_SERIAL_MYSQL },
-    { BY_FAMILY, "mysql",            CEIL_SERIAL_MYSQL },
-    { BY_PREFIX, "redis",            CEIL_SERIAL_REDIS },
-    { BY_PREFIX, "zk-",              CEIL_SERIAL_ZK },
-    { BY_PREFIX, "mysql-",           CEIL_SERIAL_MYSQL },
-};
-
-#define NRULES (sizeof rules / sizeof rules[0])
-
-static const char *find_rule(enum rule_kind kind, const char *s)
-{
-    size_t i;
-
-    if (s == NULL)
-        return NULL;
-    for (i = 0; i < NRULES; i++) {
-        const struct ceiling_rule *r = &rules[i];
-        if (r->kind != kind)
-            continue;
-        if (kind == BY_PREFIX ? strncmp(s, r->match, strlen(r->match)) == 0
-                              : strcmp(s, r->match) == 0)
-            return r->ceiling;
-    }
-    return NULL;
-}
-
-const char *harness_ceiling(const char *name, const char *family)
-{
-    const char *c = find_rule(BY_NAME, name);
-
-    if (c == NULL)
-        c = find_rule(BY_FAMILY, family);
-    if (c == NULL)
-        c = find_rule(BY_PREFIX, name);
-    return c;
-}
 
 const char *harness_ceiling_text(const char *key)
 {

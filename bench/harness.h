@@ -10,7 +10,8 @@
  *     lost_updates = sold − (S − final)     units sold but never subtracted
  *     efficiency   = sold per second ÷ the ceiling of the strategy's path
  * The ceiling of a path is measured by ll-limits on the same servers with no
- * HTTP in between; harness_ceiling() says which one applies to a strategy.
+ * HTTP in between; each strategy says which one applies to it (struct
+ * lock_ops's `ceiling`, one of the keys below, given by GET /locks).
  */
 #ifndef LOCKLAB_HARNESS_H
 #define LOCKLAB_HARNESS_H
@@ -58,18 +59,14 @@ double harness_held_share(long long held_us, double seconds);
 
 /* ---------------------------------------------------------------- ceilings */
 
-/* The ceilings ll-limits measures, by the key it writes them under. */
+/* The ceilings ll-limits measures, by the key it writes them under; a
+ * strategy names one of them (locks/lock.h LOCK_CEIL_*). */
 #define CEIL_MYSQL_UPDATE   "mysql_update"      /* hot-row conditional UPDATE, concurrent */
 #define CEIL_UPDATE_PEAK    "mysql_update_peak" /* the same, from the best of 1..8 clients */
 #define CEIL_FOR_UPDATE     "mysql_for_update"  /* SELECT … FOR UPDATE txn, concurrent    */
 #define CEIL_SERIAL_MYSQL   "serial_mysql"      /* SELECT + UPDATE, one client            */
 #define CEIL_SERIAL_REDIS   "serial_redis"      /* SET NX PX, SELECT + UPDATE, Lua del    */
 #define CEIL_SERIAL_ZK      "serial_zk"         /* create EPHEMERAL, SELECT + UPDATE, del */
-
-/* Which ceiling bounds strategy `name` of family `family` (either may be
- * NULL): an exact name rule first, then a family rule, then a name prefix
- * rule; NULL when nothing matches. The rules are one table in harness.c. */
-const char *harness_ceiling(const char *name, const char *family);
 
 /* A one-line description of a ceiling key, for reports; "" when unknown. */
 const char *harness_ceiling_text(const char *key);

@@ -23,7 +23,8 @@
  *             through the fence;
  *   empty     a sale from a count of 0 or less: oversold;
  *   final     a final stock that is not the initial stock less the units
- *             the ledger sold, or not the last count written.
+ *             the ledger sold (a lost update shows here too, as sales that
+ *             took more than the stock lost), or not the last count written.
  * For each it writes a sentence a student can follow, naming both sales.
  */
 #ifndef LOCKLAB_LEDGER_H

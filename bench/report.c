@@ -24,7 +24,8 @@
  *                                       answer of the stack, for scripts)
  *
  * RUN/raw/ holds settings.env and machine.env (key=value lines written by
- * bench/compare), limits.json (ll-limits), runs.tsv (one line per strategy:
+ * bench/compare), limits.json (ll-limits), locks.json (GET /locks: each
+ * strategy's ceiling), runs.tsv (one line per strategy:
  * index, name, family) and for run NN: NN.load.json (ll-load --json or
  * wrk-count.lua), NN.stock.json (GET /stock after the run), NN.stats-I.json
  * (GET /stats of instance I) and NN.cost.json (ll-report cost).
@@ -86,8 +87,8 @@ static int cmd_line(const char *stock_s, const char *load_path, const char *stoc
  * seeds' own (scenario seeds): next to another scenario they mislead. */
 static json_t *build_runs(const char *raw, long long stock, int with_seed, const json_t *limits)
 {
-    char *tsv = path_join(raw, "runs.tsv"), line[512];
-    json_t *runs = json_array();
+    char *tsv = path_join(raw, "runs.tsv"), *lp = path_join(raw, "locks.json"), line[512];
+    json_t *runs = json_array(), *locks = json_load_file(lp, 0, NULL);  /* NULL: none */
     FILE *f = fopen(tsv, "r");
 
     if (f == NULL)
@@ -125,7 +126,7 @@ static json_t *build_runs(const char *raw, long long stock, int with_seed, const
                 break;
         }
         json_array_append_new(runs, derive_run(name, family, stock, with_seed, load, after,
-                                                     inst, limits, cost));
+                                                     inst, limits, locks, cost));
         json_decref(cost);
         json_decref(load);
         json_decref(after);
@@ -133,6 +134,8 @@ static json_t *build_runs(const char *raw, long long stock, int with_seed, const
     }
     fclose(f);
     free(tsv);
+    free(lp);
+    json_decref(locks);
     return runs;
 }
 

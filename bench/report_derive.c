@@ -120,6 +120,19 @@ static json_t *server_side(const char *name, json_t *instances)
     return out;
 }
 
+/* The ceiling strategy `name` is measured against, as GET /locks
+ * (raw/locks.json) names it; NULL when it names none. */
+static const char *lock_ceiling(const json_t *locks, const char *name)
+{
+    const json_t *s;
+    size_t i;
+
+    json_array_foreach(json_object_get(locks, "strategies"), i, s)
+        if (!strcmp(jstr(s, "name", ""), name))
+            return json_string_value(json_object_get(s, "ceiling"));
+    return NULL;
+}
+
 static double ceiling_rate(const json_t *limits, const char *key)
 {
     json_t *c = json_object_get(json_object_get(limits, "ceilings"), key ? key : "");
@@ -136,9 +149,9 @@ static json_t *num_or_null(double v)
 /* One run's object of results.json from its raw pieces. */
 json_t *derive_run(const char *name, const char *family, long long stock,
                    int with_seed, json_t *load, json_t *stock_after, json_t *instances,
-                   const json_t *limits, const json_t *cost)
+                   const json_t *limits, const json_t *locks, const json_t *cost)
 {
-    const char *ceiling = harness_ceiling(name, family);
+    const char *ceiling = lock_ceiling(locks, name);
     double elapsed = jnum(load, "elapsed_s"), ceil_rate = ceiling_rate(limits, ceiling);
     const struct seed_result *seed = with_seed ? seed_find(name) : NULL;
     struct answers a;

@@ -57,7 +57,7 @@ void count_answers(const json_t *load, struct answers *a);
 /* One run's object of results.json from its raw pieces. */
 json_t *derive_run(const char *name, const char *family, long long stock,
                    int with_seed, json_t *load, json_t *stock_after, json_t *instances,
-                   const json_t *limits, const json_t *cost);
+                   const json_t *limits, const json_t *locks, const json_t *cost);
 
 /* ---------------------------------------------------------------- cost */
 

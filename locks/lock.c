@@ -33,6 +33,11 @@ int lock_error(struct lock_ctx *ctx, int status, const char *backend, const char
     return status;
 }
 
+int lock_timeout(struct lock_ctx *ctx)
+{
+    return lock_error(ctx, LL_TIMEOUT, NULL, "lock not obtained within %d ms", ctx->wait_ms);
+}
+
 int64_t lock_time_left(const struct lock_ctx *ctx)
 {
     return ctx->deadline_ms - now_ms();
@@ -46,8 +51,7 @@ int lock_backoff(struct lock_ctx *ctx)
     int64_t us = rand_range(base_us / 2, base_us + base_us / 2);
 
     if (left_us <= 0)
-        return lock_error(ctx, LL_TIMEOUT, NULL, "lock not obtained within %d ms",
-                          ctx->wait_ms);
+        return lock_timeout(ctx);
     ctx->retries++;
     sleep_us(us < left_us ? us : left_us);
     return LL_OK;

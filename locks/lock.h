@@ -1,10 +1,12 @@
 /* lock.h — the contract every lock strategy implements.
  *
  * A strategy is a table of functions (struct lock_ops), one per file under
- * locks/, registered by name in locks/registry.c. The HTTP layer never
- * knows which strategy it runs: it finds the table with lock_find(name)
- * and hands it to stock_sell() (app/stock.c), which runs the seeds'
- * checkAndLock() around it:
+ * locks/. Adding one is its file plus one LOCK(file, symbol) line in
+ * locks/locks.def, the list that both locks/registry.c and the build read;
+ * the table itself says everything else, down to the ceiling bench/compare
+ * measures it against. The HTTP layer never knows which strategy it runs:
+ * it finds the table with lock_find(name) and hands it to stock_sell()
+ * (app/stock.c), which runs the seeds' checkAndLock() around it:
  *
  *     acquire(key) × reentry; SELECT count; UPDATE count = read − 1;
  *     release(key) × reentry        (release runs on every path)
@@ -12,11 +14,18 @@
  * Strategies that change the sale itself rather than guard it
  * (mysql-update, mysql-optimistic, mysql-for-update) set the `sell` hook
  * instead of acquire/release; stock_sell() calls it in their place.
+ * Callers go through the inline wrappers below (lock_acquire(),
+ * lock_check(), lock_reset() …), never through the table, so an optional
+ * hook left NULL is handled in one place. Strategies of one family that
+ * differ only in parameters share their methods by name and keep the
+ * parameters in the table's `conf` (the ZooKeeper queues, the MySQL row
+ * queue's users).
  *
  * Every call gets a struct lock_ctx: one per worker slot (the "thread" of
- * the seeds' Java), owning that slot's backend connections, and carrying the
- * request's deadline, fault switches and the error detail of the last
- * failure (hiredis style: ctx->err + ctx->errstr, set with lock_error()).
+ * the seeds' Java), owning that slot's backend connections, one typed slot
+ * of state per family, and carrying the request's deadline, fault switches
+ * and the error detail of the last failure (hiredis style: ctx->err +
+ * ctx->errstr, set with lock_error()).
  *
  * Return codes are few and shared by every layer (SQLite/nginx style): busy
  * is not an error. app/http.c maps them to HTTP in one place.
@@ -24,7 +33,7 @@
 #ifndef LOCKLAB_LOCK_H
 #define LOCKLAB_LOCK_H
 
-#include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* ---------------------------------------------------------------- codes */
@@ -50,14 +59,27 @@ const char *ll_status_name(int status);
 #define LOCK_FAIR         (1u << 3) /* granted in arrival order            */
 #define LOCK_EXACT        (1u << 4) /* claims exact counts (no oversell)   */
 
+/* The physical limit bench/compare measures a strategy against: one of the
+ * ceilings ll-limits measures, by the key it writes it under (bench/
+ * harness.h CEIL_*). GET /locks exports a strategy's; ll-report reads it
+ * there. A strategy that lets InnoDB order the sales is bounded by its
+ * statement's concurrent rate on the hot row; one that serialises every
+ * sale behind a lock by one client doing the critical section back to back. */
+#define LOCK_CEIL_UPDATE_PEAK  "mysql_update_peak" /* conditional UPDATE, best client count */
+#define LOCK_CEIL_FOR_UPDATE   "mysql_for_update"  /* SELECT … FOR UPDATE transactions     */
+#define LOCK_CEIL_SERIAL_MYSQL "serial_mysql"      /* SELECT + UPDATE, one client          */
+#define LOCK_CEIL_SERIAL_REDIS "serial_redis"      /* SET NX PX, SELECT + UPDATE, Lua del  */
+#define LOCK_CEIL_SERIAL_ZK    "serial_zk"         /* create, SELECT + UPDATE, delete      */
+
 /* ---------------------------------------------------------------- context */
 
 struct config;
 struct db;
-struct redis_set;
 struct product;
-struct purchase;
 struct lock_room;
+struct mysql_slot;      /* locks/mysql_queue.c */
+struct redis_set;       /* locks/redis_private.h */
+struct zk_slot;         /* locks/zk_client.c */
 
 #define LOCK_MAX_DEPTH 8    /* deepest re-entry a request may ask for */
 
@@ -65,14 +87,13 @@ struct lock_ctx {
     int                  slot;      /* worker slot number: the seeds' thread  */
     const struct config *cfg;
     struct db           *db;        /* this slot's MariaDB connection         */
-    struct redis_set    *redis;     /* this slot's Redis connections (lazy)   */
-    void                *family[4]; /* other per-slot family state, lazy     */
-    pthread_cond_t       wake;      /* the slot's request waits on it in an
-                                     * in-process queue (mysql_queue.c);
-                                     * CLOCK_MONOTONIC. It lives as long as
-                                     * the slot, so a waker may signal it
-                                     * after the mutex is free, even when
-                                     * the request it woke has already gone */
+
+    /* Each family's state of this slot, one typed slot per family: made by
+     * the family's shared code at its first use, freed by its ctx_free
+     * hook, and looked into by nobody else. */
+    struct mysql_slot   *mysql;     /* its place in the row queues            */
+    struct redis_set    *redis;     /* Redis connections, the token it set    */
+    struct zk_slot      *zk;        /* the ZooKeeper locks it holds           */
 
     /* The request being served. */
     int64_t     deadline_ms;        /* monotonic; acquire gives up after it   */
@@ -88,7 +109,6 @@ struct lock_ctx {
                                      * -1 when it never was (stats)           */
     const struct lock_ops *ops;     /* the strategy it runs                   */
     struct lock_room *room;         /* the waiting room it is in (lock_poll)  */
-    struct purchase  *queued;       /* its place in a row queue (mysql_queue) */
 
     /* The last failure, hiredis style. */
     int         err;                /* an ll_status, 0 when none              */
@@ -100,6 +120,10 @@ struct lock_ctx {
  * `return lock_error(ctx, LL_UNAVAILABLE, "redis", "…%s", c->errstr);` */
 int lock_error(struct lock_ctx *ctx, int status, const char *backend,
                const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* The deadline passed before the lock was obtained: records "lock not
+ * obtained within <wait> ms" on ctx and returns LL_TIMEOUT. */
+int lock_timeout(struct lock_ctx *ctx);
 
 /* Milliseconds left before the request's deadline (<= 0: none left). */
 int64_t lock_time_left(const struct lock_ctx *ctx);
@@ -148,6 +172,13 @@ struct lock_ops {
     const char *summary;    /* one line for GET /locks and the README        */
     const char *flaw;       /* what it still gets wrong, or NULL             */
     unsigned    props;      /* LOCK_* bits                                   */
+    const char *ceiling;    /* the limit it is measured against: LOCK_CEIL_* */
+
+    /* The strategy's parameters for methods its family shares between
+     * several strategies, which read them from ctx->ops (SQLite builds a
+     * locking style from shared methods by name the same way): zk_queue.c's
+     * struct zk_queue, mysql_queue.c's struct mysql_queue_conf; or NULL. */
+    const void *conf;
 
     /* Guarding strategies: take and give back the lock named `key`
      * ("lock:1001"). acquire waits no later than ctx->deadline_ms. */
@@ -170,9 +201,64 @@ struct lock_ops {
     void (*ctx_free)(struct lock_ctx *ctx);
 };
 
-/* locks/registry.c */
+/* ---------------------------------------------------------------- calls */
+
+/* Callers run a strategy through these, never through its table, so each
+ * optional hook's absence is handled here only (as Redis's connection.h
+ * wraps a connection type's methods). They run ctx->ops, the strategy the
+ * caller chose for ctx: stock_sell() sets it, as does POST /stock/reset
+ * for each strategy it clears. */
+static inline int lock_acquire(struct lock_ctx *ctx, const char *key)
+{
+    return ctx->ops->acquire(ctx, key);
+}
+
+static inline int lock_release(struct lock_ctx *ctx, const char *key)
+{
+    return ctx->ops->release(ctx, key);
+}
+
+/* LL_OK when the strategy has no way to lose a lock it holds. */
+static inline int lock_check(struct lock_ctx *ctx, const char *key)
+{
+    return ctx->ops->check ? ctx->ops->check(ctx, key) : LL_OK;
+}
+
+/* Does the strategy replace the guarded sale (the sell hook)? */
+static inline int lock_sells(const struct lock_ops *ops)
+{
+    return ops->sell != NULL;
+}
+
+static inline int lock_sell(struct lock_ctx *ctx, const struct product *p,
+                            long long *remaining)
+{
+    return ctx->ops->sell(ctx, p, remaining);
+}
+
+/* Does the strategy leave state behind that POST /stock/reset clears? */
+static inline int lock_resets(const struct lock_ops *ops)
+{
+    return ops->reset != NULL;
+}
+
+static inline int lock_reset(struct lock_ctx *ctx, const char *key)
+{
+    return ctx->ops->reset ? ctx->ops->reset(ctx, key) : LL_OK;
+}
+
+/* locks/registry.c: the strategies of locks/locks.def, in its order. */
 const struct lock_ops *lock_find(const char *name);
 const struct lock_ops *const *lock_all(int *count);
 int lock_index(const struct lock_ops *ops);  /* position in lock_all() */
+
+/* Is table[0..n) a valid registry: every strategy named, with its family,
+ * summary and ceiling, either a sell hook or acquire and release, and no
+ * name twice? 0, or -1 with the reason in err. main() refuses to start on -1. */
+int lock_table_check(const struct lock_ops *const *table, int n, char *err, int len);
+
+/* Free what any strategy keeps in ctx: every ctx_free hook (worker
+ * shutdown). */
+void lock_ctx_free(struct lock_ctx *ctx);
 
 #endif /* LOCKLAB_LOCK_H */

@@ -113,11 +113,6 @@ static struct timespec at_us(int64_t us)
     return ts;
 }
 
-static int poll_timeout(struct lock_ctx *ctx)
-{
-    return lock_error(ctx, LL_TIMEOUT, NULL, "lock not obtained within %d ms", ctx->wait_ms);
-}
-
 int lock_poll(struct lock_ctx *ctx, const char *key)
 {
     int64_t deadline_us = ctx->deadline_ms * 1000, base_us, wake_us;
@@ -141,7 +136,7 @@ int lock_poll(struct lock_ctx *ctx, const char *key)
         if (pthread_cond_timedwait(&r->queue_cv, &rooms_mu, &ts) == ETIMEDOUT)
             break;
     if (r->poller != NULL && r->poller != ctx) {
-        rc = poll_timeout(ctx);
+        rc = lock_timeout(ctx);
     } else {
         r->poller = ctx;
         base_us = (int64_t)ctx->cfg->retry_ms * 1000;
@@ -153,7 +148,7 @@ int lock_poll(struct lock_ctx *ctx, const char *key)
         if (r->poked)
             ctx->wakeups++;
         else if (now_us() >= deadline_us)
-            rc = poll_timeout(ctx);
+            rc = lock_timeout(ctx);
         r->poked = 0;
     }
     pthread_mutex_unlock(&rooms_mu);

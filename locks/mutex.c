@@ -46,8 +46,7 @@ static int mutex_acquire(struct lock_ctx *ctx, const char *key)
     }
     rc = pthread_mutex_timedlock(&mutex, &ts);
     if (rc == ETIMEDOUT)
-        return lock_error(ctx, LL_TIMEOUT, NULL, "mutex not obtained within %d ms",
-                          ctx->wait_ms);
+        return lock_timeout(ctx);
     if (rc != 0)
         return lock_error(ctx, LL_ERROR, NULL, "pthread_mutex_timedlock: error %d", rc);
     return LL_OK;
@@ -66,6 +65,7 @@ const struct lock_ops lock_mutex = {
     .summary = "one process-wide recursive mutex: synchronized / ReentrantLock (seed 000 §1.4)",
     .flaw    = "excludes only within one instance: three instances lose updates again",
     .props   = LOCK_REENTRANT | LOCK_AUTO_RELEASE,
+    .ceiling = LOCK_CEIL_SERIAL_MYSQL,
     .acquire = mutex_acquire,
     .release = mutex_release,
 };

@@ -15,15 +15,15 @@
  */
 #include "mysql_private.h"
 
-static int batch_sell(struct lock_ctx *ctx, const struct product *p, long long *remaining)
-{
-    return mysql_queue_sell(ctx, p, remaining, MYSQL_QUEUE_MAX, mysql_sell_one);
-}
+static const struct mysql_queue_conf batch_queue = {
+    .batch = MYSQL_QUEUE_MAX, .sell = mysql_sell_one,
+};
 
 const struct lock_ops lock_mysql_batch = {
     .name    = "mysql-batch",
     .family  = "mysql",
     .summary = "the purchases of one row queued in an instance, sold together by one UPDATE ... count - n WHERE count >= n",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
-    .sell    = batch_sell,
+    .ceiling = LOCK_CEIL_UPDATE_PEAK,
+    MYSQL_QUEUE_METHODS(&batch_queue),
 };

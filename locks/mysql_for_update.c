@@ -82,15 +82,13 @@ static int for_update_once(struct lock_ctx *ctx, const struct product *p, long l
     return LL_OK;
 }
 
-static int for_update_sell(struct lock_ctx *ctx, const struct product *p, long long *remaining)
-{
-    return mysql_queue_sell(ctx, p, remaining, 1, for_update_once);
-}
+static const struct mysql_queue_conf for_update_queue = { .batch = 1, .sell = for_update_once };
 
 const struct lock_ops lock_mysql_for_update = {
     .name    = "mysql-for-update",
     .family  = "mysql",
     .summary = "SELECT ... FOR UPDATE in a transaction, then UPDATE and COMMIT in one round trip (seed 000 §1.6.2); one transaction per row per instance at a time",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
-    .sell    = for_update_sell,
+    .ceiling = LOCK_CEIL_FOR_UPDATE,
+    MYSQL_QUEUE_METHODS(&for_update_queue),
 };

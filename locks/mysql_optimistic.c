@@ -125,15 +125,13 @@ static int optimistic_retry(struct lock_ctx *ctx, const struct product *p, long 
                       ctx->wait_ms);
 }
 
-static int optimistic_sell(struct lock_ctx *ctx, const struct product *p, long long *remaining)
-{
-    return mysql_queue_sell(ctx, p, remaining, 1, optimistic_retry);
-}
+static const struct mysql_queue_conf optimistic_queue = { .batch = 1, .sell = optimistic_retry };
 
 const struct lock_ops lock_mysql_optimistic = {
     .name    = "mysql-optimistic",
     .family  = "mysql",
     .summary = "version column: UPDATE ... WHERE version = ?, retried with jittered backoff (seed 000 §1.6.3); one attempt per row per instance at a time",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
-    .sell    = optimistic_sell,
+    .ceiling = LOCK_CEIL_FOR_UPDATE,
+    MYSQL_QUEUE_METHODS(&optimistic_queue),
 };

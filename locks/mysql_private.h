@@ -14,14 +14,23 @@ int mysql_optimistic_attempt(struct lock_ctx *ctx, const struct product *p,
 typedef int (*mysql_sell_fn)(struct lock_ctx *ctx, const struct product *prod,
                              long long *remaining);
 
-/* Sell one unit of prod through the row's queue in this instance
- * (mysql_queue.c): first in line runs `sell` for its purchase alone, or,
- * when batch > 1, one conditional UPDATE for up to `batch` purchases of
- * the same row and sell. LL_OK, LL_SOLD_OUT, LL_TIMEOUT (the deadline
- * passed in line) or the sale's failure. */
+/* The sell hook of the strategies that sell through the row's queue in
+ * this instance (mysql_queue.c), by name in their table, with a struct
+ * mysql_queue_conf as the table's conf: the first in line runs `sell` for
+ * its purchase alone, or, when batch > 1, one conditional UPDATE for up to
+ * `batch` purchases of the same row and sell. LL_OK, LL_SOLD_OUT,
+ * LL_TIMEOUT (the deadline passed in line) or the sale's failure. */
 #define MYSQL_QUEUE_MAX 64
-int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long *remaining,
-                     int batch, mysql_sell_fn sell);
+struct mysql_queue_conf {
+    int           batch;        /* purchases one statement may sell, 1..MAX */
+    mysql_sell_fn sell;         /* one purchase alone                       */
+};
+int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long *remaining);
+void mysql_queue_ctx_free(struct lock_ctx *ctx);    /* frees ctx->mysql */
+
+/* The hooks of such a strategy's lock_ops, whose queue conf is *c. */
+#define MYSQL_QUEUE_METHODS(c) \
+    .conf = (c), .sell = mysql_queue_sell, .ctx_free = mysql_queue_ctx_free
 
 /* For a leader's sale, in the middle of it: claim the next purchase in
  * line for the same row and sale, so that its transaction can begin in the

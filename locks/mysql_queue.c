@@ -38,27 +38,41 @@
 #include "mysql_private.h"
 #include "../app/db.h"
 #include "../app/stock.h"
+#include "../app/util.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <time.h>
 
 #define QUEUES 64                   /* striped by row id */
 
 enum { PENDING = -1 };
 
+/* A worker slot's part in the queues (ctx->mysql), made at its first
+ * purchase and kept until the worker shuts down (mysql_queue_ctx_free()). */
+struct mysql_slot {
+    pthread_cond_t   wake;          /* its purchase waits here in line;
+                                     * CLOCK_MONOTONIC. It lives as long as
+                                     * the slot, so a waker may signal it
+                                     * after the queue's mutex is free, even
+                                     * when the purchase it woke has gone */
+    struct purchase *queued;        /* that purchase, while it is in line */
+};
+
 struct purchase {
-    struct purchase *next;
-    struct lock_ctx *ctx;
-    const struct product *prod;     /* the row */
-    mysql_sell_fn    sell;          /* one purchase alone */
-    long long        remaining;     /* what sell said is left */
-    int              status;        /* PENDING until a leader answers */
-    int              taken;         /* in a leader's batch, or claimed by
-                                     * it (mysql_queue_claim): wait      */
-    int              lead;          /* passed the row and a begun
-                                     * transaction: lead now             */
-    int              passed;        /* I passed the row to the next      */
+    struct purchase   *next;
+    struct lock_ctx   *ctx;
+    struct mysql_slot *slot;          /* ctx's: where it waits            */
+    const struct product *prod;       /* the row */
+    mysql_sell_fn      sell;          /* one purchase alone */
+    long long          remaining;     /* what sell said is left */
+    int                status;        /* PENDING until a leader answers */
+    int                taken;         /* in a leader's batch, or claimed by
+                                       * it (mysql_queue_claim): wait      */
+    int                lead;          /* passed the row and a begun
+                                       * transaction: lead now             */
+    int                passed;        /* I passed the row to the next      */
 };
 
 struct queue {
@@ -81,6 +95,30 @@ static void queues_init(void)
 
     for (i = 0; i < QUEUES; i++)
         pthread_mutex_init(&queues[i].lock, NULL);
+}
+
+static struct mysql_slot *slot_of(struct lock_ctx *ctx)
+{
+    pthread_condattr_t attr;
+    struct mysql_slot *s = ctx->mysql;
+
+    if (s == NULL) {
+        s = ctx->mysql = xcalloc(1, sizeof *s);
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&s->wake, &attr);
+        pthread_condattr_destroy(&attr);
+    }
+    return s;
+}
+
+void mysql_queue_ctx_free(struct lock_ctx *ctx)
+{
+    if (ctx->mysql == NULL)
+        return;
+    pthread_cond_destroy(&ctx->mysql->wake);
+    free(ctx->mysql);
+    ctx->mysql = NULL;
 }
 
 static void unlink_purchase(struct queue *q, struct purchase *p)
@@ -171,10 +209,10 @@ static void run_batch(struct purchase **batch, int n, int *status)
 
 /* Lead one batch, entered with q->lock held, left without it. The answers
  * and the next leader's turn are set under q->lock, the wake-ups sent once
- * it is free: each goes to a slot's condition (ctx->wake), which outlives
- * the request, so signalling a purchase that has already read its answer
- * and gone is harmless, and no woken thread blocks again on the leader's
- * mutex. */
+ * it is free: each goes to a slot's condition (struct mysql_slot), which
+ * outlives the request, so signalling a purchase that has already read its
+ * answer and gone is harmless, and no woken thread blocks again on the
+ * leader's mutex. */
 static void lead(struct queue *q, struct purchase *me, int max)
 {
     struct purchase *batch[MYSQL_QUEUE_MAX];
@@ -193,12 +231,12 @@ static void lead(struct queue *q, struct purchase *me, int max)
             continue;
         if (status[i] != LL_OK && status[i] != LL_SOLD_OUT)
             lock_error(batch[i]->ctx, status[i], me->ctx->backend, "%s", me->ctx->errstr);
-        wake[nwake++] = &batch[i]->ctx->wake;
+        wake[nwake++] = &batch[i]->slot->wake;
     }
     if (!me->passed) {                      /* else the row is the next's */
         q->busy = 0;
         if (q->head)                        /* the next in line leads */
-            wake[nwake++] = &q->head->ctx->wake;
+            wake[nwake++] = &q->head->slot->wake;
     }
     pthread_mutex_unlock(&q->lock);
     for (i = 0; i < nwake; i++)
@@ -207,7 +245,7 @@ static void lead(struct queue *q, struct purchase *me, int max)
 
 struct purchase *mysql_queue_claim(struct lock_ctx *ctx)
 {
-    struct purchase *me = ctx->queued, *p;
+    struct purchase *me = ctx->mysql ? ctx->mysql->queued : NULL, *p;
     struct queue *q;
 
     if (me == NULL)
@@ -227,7 +265,7 @@ struct purchase *mysql_queue_claim(struct lock_ctx *ctx)
 
 void mysql_queue_pass(struct lock_ctx *ctx, struct purchase *next, int began)
 {
-    struct purchase *me = ctx->queued;
+    struct purchase *me = ctx->mysql->queued;
     struct queue *q = queue_of(me->prod);
     struct db *db;
 
@@ -247,46 +285,46 @@ void mysql_queue_pass(struct lock_ctx *ctx, struct purchase *next, int began)
     }
     pthread_mutex_unlock(&q->lock);
     if (began)
-        pthread_cond_signal(&next->ctx->wake);
+        pthread_cond_signal(&next->slot->wake);
 }
 
-int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long *remaining,
-                     int max, mysql_sell_fn sell)
+int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long *remaining)
 {
+    const struct mysql_queue_conf *conf = ctx->ops->conf;
+    int max = conf->batch < MYSQL_QUEUE_MAX ? conf->batch : MYSQL_QUEUE_MAX;
     struct queue *q = queue_of(prod);
     struct timespec ts = { ctx->deadline_ms / 1000, (ctx->deadline_ms % 1000) * 1000000 };
-    struct purchase me = { .ctx = ctx, .prod = prod, .sell = sell, .remaining = -1,
-                           .status = PENDING };
+    struct mysql_slot *slot = slot_of(ctx);
+    struct purchase me = { .ctx = ctx, .slot = slot, .prod = prod, .sell = conf->sell,
+                           .remaining = -1, .status = PENDING };
 
     pthread_once(&queues_once, queues_init);
-    if (max > MYSQL_QUEUE_MAX)
-        max = MYSQL_QUEUE_MAX;
     pthread_mutex_lock(&q->lock);
     if (q->tail)
         q->tail->next = &me;
     else
         q->head = &me;
     q->tail = &me;
-    ctx->queued = &me;
+    slot->queued = &me;
     while (me.status == PENDING) {
         if (me.lead || (!me.taken && !q->busy && q->head == &me)) {
             lead(q, &me, max);              /* answers me, frees q->lock */
-            ctx->queued = NULL;
+            slot->queued = NULL;
             *remaining = me.remaining;
             return me.status;
         } else if (me.taken) {              /* answered soon, deadline or not */
-            pthread_cond_wait(&ctx->wake, &q->lock);
-        } else if (pthread_cond_timedwait(&ctx->wake, &q->lock, &ts) == ETIMEDOUT &&
+            pthread_cond_wait(&slot->wake, &q->lock);
+        } else if (pthread_cond_timedwait(&slot->wake, &q->lock, &ts) == ETIMEDOUT &&
                  me.status == PENDING && !me.taken) {
             unlink_purchase(q, &me);        /* still in line: give up */
             me.status = lock_error(ctx, LL_TIMEOUT, NULL,
                                    "not at the row within %d ms", ctx->wait_ms);
             if (!q->busy && q->head)
-                pthread_cond_signal(&q->head->ctx->wake);
+                pthread_cond_signal(&q->head->slot->wake);
         }
     }
     pthread_mutex_unlock(&q->lock);
-    ctx->queued = NULL;
+    slot->queued = NULL;
     *remaining = me.remaining;
     return me.status;
 }

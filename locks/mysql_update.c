@@ -18,15 +18,13 @@
  */
 #include "mysql_private.h"
 
-static int update_sell(struct lock_ctx *ctx, const struct product *p, long long *remaining)
-{
-    return mysql_queue_sell(ctx, p, remaining, 1, mysql_sell_one);
-}
+static const struct mysql_queue_conf update_queue = { .batch = 1, .sell = mysql_sell_one };
 
 const struct lock_ops lock_mysql_update = {
     .name    = "mysql-update",
     .family  = "mysql",
     .summary = "one conditional UPDATE ... WHERE count >= 1: the row lock is the lock (seed 001); one statement per row per instance at a time",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
-    .sell    = update_sell,
+    .ceiling = LOCK_CEIL_UPDATE_PEAK,
+    MYSQL_QUEUE_METHODS(&update_queue),
 };

@@ -26,6 +26,7 @@ const struct lock_ops lock_none = {
     .summary = "no lock: read count, write count-1 (seed 000 §1.3)",
     .flaw    = "concurrent sales overwrite each other: lost updates, oversold stock",
     .props   = LOCK_REENTRANT,
+    .ceiling = LOCK_CEIL_SERIAL_MYSQL,
     .acquire = none_acquire,
     .release = none_release,
 };

@@ -346,26 +346,36 @@ int64_t redis_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int redis_set_token_spin(struct lock_ctx *ctx, const char *key, const char *unit, int ttl)
+/* SETNX answers 1 or 0; SET … NX answers OK or nil. */
+int redis_set_spin(struct lock_ctx *ctx, const char *key, const char *value,
+                   const char *unit, int ttl)
 {
-    struct redis_set *rs = redis_set_of(ctx);
-    char token[REDIS_TOKEN_MAX];
     redisReply *r;
     int got;
 
-    redis_new_token(ctx, token, sizeof token);
     for (;;) {
-        if ((r = redis_cmd(ctx, 0, "SET %s %s NX %s %d", key, token, unit, ttl)) == NULL)
+        r = unit ? redis_cmd(ctx, 0, "SET %s %s NX %s %d", key, value, unit, ttl)
+                 : redis_cmd(ctx, 0, "SETNX %s %s", key, value);
+        if (r == NULL)
             return ctx->err;
-        if (r->type == REDIS_REPLY_ERROR)
+        if (r->type == REDIS_REPLY_ERROR || (!unit && r->type != REDIS_REPLY_INTEGER))
             return redis_reply_error(ctx, 0, r, key);
-        got = r->type == REDIS_REPLY_STATUS;
+        got = unit ? r->type == REDIS_REPLY_STATUS : r->integer == 1;
         freeReplyObject(r);
-        if (got) {
-            memcpy(rs->token, token, sizeof token);
+        if (got)
             return LL_OK;
-        }
         if (lock_poll(ctx, key) != LL_OK)
             return redis_timeout(ctx, 0, key, "string");
     }
+}
+
+int redis_set_token_spin(struct lock_ctx *ctx, const char *key, const char *unit, int ttl)
+{
+    char token[REDIS_TOKEN_MAX];
+    int rc;
+
+    redis_new_token(ctx, token, sizeof token);
+    if ((rc = redis_set_spin(ctx, key, token, unit, ttl)) == LL_OK)
+        memcpy(redis_set_of(ctx)->token, token, sizeof token);
+    return rc;
 }

@@ -48,6 +48,7 @@ const struct lock_ops lock_redis_lua = {
     .summary  = "SET lock:P <token> PX <lease> NX; release by an atomic compare-and-delete Lua script (seed 000 §3.5)",
     .flaw     = "no renewal: a holder slower than the lease is overtaken and two sales overlap; not reentrant",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = lua_acquire,
     .release  = lua_release,
     .reset    = redis_del_key,

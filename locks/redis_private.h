@@ -115,9 +115,15 @@ int redis_del_key(struct lock_ctx *ctx, const char *key);
 /* A value no other acquisition anywhere will use: "<owner>:<seq>". */
 void redis_new_token(struct lock_ctx *ctx, char *buf, int len);
 
-/* The token lock of redis-uuid and redis-lua: SET key <new token> NX with
- * `unit` ("EX" or "PX") `ttl`, spinning with lock_backoff() while taken.
- * On LL_OK the token is in the slot's redis_set. */
+/* Take `key` on server 0 with one command, tried again at each of
+ * lock_poll()'s turns while someone else holds it: SETNX key value when
+ * unit is NULL (the seeds' first locks), else SET key value NX `unit`
+ * ("EX" or "PX") `ttl`. At the deadline redis_timeout()'s answer. */
+int redis_set_spin(struct lock_ctx *ctx, const char *key, const char *value,
+                   const char *unit, int ttl);
+
+/* The token lock of redis-uuid and redis-lua: redis_set_spin() with a new
+ * token as the value. On LL_OK the token is in the slot's redis_set. */
 int redis_set_token_spin(struct lock_ctx *ctx, const char *key, const char *unit, int ttl);
 
 /* Wall clock in milliseconds (CLOCK_REALTIME): for values other clients

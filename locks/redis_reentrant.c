@@ -90,6 +90,7 @@ const struct lock_ops lock_redis_reentrant = {
     .summary  = "hash lock:P {owner: count} by HINCRBY Lua scripts, renewed at lease/3 by a watchdog (seed 000 §3.6–3.7)",
     .flaw     = "waiters poll on a timer (a release elsewhere is seen at the next poll; no order); one Redis: a failover can lose the lock",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = reentrant_acquire,
     .release  = reentrant_release,
     .check    = redis_watch_check,

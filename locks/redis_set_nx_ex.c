@@ -17,21 +17,7 @@
 
 static int set_nx_ex_acquire(struct lock_ctx *ctx, const char *key)
 {
-    redisReply *r;
-    int got;
-
-    for (;;) {
-        if ((r = redis_cmd(ctx, 0, "SET %s locked NX EX %d", key, SET_NX_EX_S)) == NULL)
-            return ctx->err;
-        if (r->type == REDIS_REPLY_ERROR)
-            return redis_reply_error(ctx, 0, r, key);
-        got = r->type == REDIS_REPLY_STATUS;
-        freeReplyObject(r);
-        if (got)
-            return LL_OK;
-        if (lock_poll(ctx, key) != LL_OK)
-            return redis_timeout(ctx, 0, key, "string");
-    }
+    return redis_set_spin(ctx, key, "locked", "EX", SET_NX_EX_S);
 }
 
 const struct lock_ops lock_redis_set_nx_ex = {
@@ -40,6 +26,7 @@ const struct lock_ops lock_redis_set_nx_ex = {
     .summary  = "SET lock:P locked NX EX 3 in one command, DEL to unlock (seed 000 §3.2)",
     .flaw     = "no owner: a holder slower than the 3 s expiry is overtaken (lost updates) and its DEL frees the next holder's lock",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = set_nx_ex_acquire,
     .release  = redis_del_key,
     .reset    = redis_del_key,

@@ -16,22 +16,9 @@
 static int setnx_acquire(struct lock_ctx *ctx, const char *key)
 {
     char owner[80];
-    redisReply *r;
-    int got, rc;
 
     lock_owner(ctx, owner, sizeof owner);
-    for (;;) {
-        if ((r = redis_cmd(ctx, 0, "SETNX %s %s", key, owner)) == NULL)
-            return ctx->err;
-        if (r->type != REDIS_REPLY_INTEGER)
-            return redis_reply_error(ctx, 0, r, key);
-        got = r->integer == 1;
-        freeReplyObject(r);
-        if (got)
-            return LL_OK;
-        if ((rc = lock_poll(ctx, key)) != LL_OK)
-            return redis_timeout(ctx, 0, key, "string");
-    }
+    return redis_set_spin(ctx, key, owner, NULL, 0);
 }
 
 const struct lock_ops lock_redis_setnx = {
@@ -40,6 +27,7 @@ const struct lock_ops lock_redis_setnx = {
     .summary  = "SETNX lock:P to lock, DEL to unlock, spin while taken (seed 000 §3.1)",
     .flaw     = "no expiry: a holder that dies leaves the lock for ever (deadlock); not reentrant",
     .props    = LOCK_DISTRIBUTED | LOCK_EXACT,
+    .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = setnx_acquire,
     .release  = redis_del_key,
     .reset    = redis_del_key,

@@ -22,21 +22,11 @@ static int setnx_expire_acquire(struct lock_ctx *ctx, const char *key)
 {
     char owner[80];
     redisReply *r;
-    int got;
+    int rc;
 
     lock_owner(ctx, owner, sizeof owner);
-    for (;;) {
-        if ((r = redis_cmd(ctx, 0, "SETNX %s %s", key, owner)) == NULL)
-            return ctx->err;
-        if (r->type != REDIS_REPLY_INTEGER)
-            return redis_reply_error(ctx, 0, r, key);
-        got = r->integer == 1;
-        freeReplyObject(r);
-        if (got)
-            break;
-        if (lock_poll(ctx, key) != LL_OK)
-            return redis_timeout(ctx, 0, key, "string");
-    }
+    if ((rc = redis_set_spin(ctx, key, owner, NULL, 0)) != LL_OK)
+        return rc;
     if (ctx->crash) {   /* fault: die in the window the seed warns about */
         fprintf(stderr, "locklab: crash requested between SETNX and EXPIRE of %s\n", key);
         _exit(3);
@@ -55,6 +45,7 @@ const struct lock_ops lock_redis_setnx_expire = {
     .summary  = "SETNX lock:P then EXPIRE lock:P 3 as two commands, DEL to unlock (seed 004 scheme 1)",
     .flaw     = "not atomic: a death between SETNX and EXPIRE leaves the lock for ever; a holder slower than 3 s is overtaken and deletes the next holder's lock",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = setnx_expire_acquire,
     .release  = redis_del_key,
     .reset    = redis_del_key,

@@ -114,8 +114,7 @@ static int redisson_acquire(struct lock_ctx *ctx, const char *key)
             if ((rc = redisson_try(ctx, key, field, &ttl)) != LL_OK || ttl == -2)
                 break;
             if ((left = lock_time_left(ctx)) <= 0) {
-                lock_error(ctx, LL_TIMEOUT, NULL, "lock not obtained within %d ms",
-                           ctx->wait_ms);
+                lock_timeout(ctx);
                 rc = redis_timeout(ctx, 0, key, "hash");
                 break;
             }
@@ -163,6 +162,7 @@ const struct lock_ops lock_redisson = {
     .summary  = "Redisson RLock: hash lock:P {uuid:thread: count}, PTTL to waiters, pub/sub wake-up on unlock, watchdog at lease/3",
     .flaw     = "one Redis server: a failover to a replica that missed the lock admits a second holder; not fair",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = redisson_acquire,
     .release  = redisson_release,
     .check    = redis_watch_check,

@@ -194,8 +194,7 @@ static int fair_acquire(struct lock_ctx *ctx, const char *key)
             if ((rc = fair_try(ctx, key, &n, wait, &ttl)) != LL_OK || ttl == -2)
                 break;
             if ((left = lock_time_left(ctx)) <= 0) {
-                lock_error(ctx, LL_TIMEOUT, NULL, "lock not obtained within %d ms",
-                           ctx->wait_ms);
+                lock_timeout(ctx);
                 rc = redis_timeout(ctx, 0, key, "hash");
                 break;
             }
@@ -262,6 +261,7 @@ const struct lock_ops lock_redisson_fair = {
     .summary  = "Redisson RFairLock: FIFO queue list + timeout zset, hand-off published to the next waiter only, watchdog",
     .flaw     = "stale-waiter timeouts trust client wall clocks; a dead waiter stalls the queue until its timeout; O(waiters) per acquisition; one Redis",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_FAIR | LOCK_EXACT,
+    .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = fair_acquire,
     .release  = fair_release,
     .check    = redis_watch_check,

@@ -1,49 +1,31 @@
-/* registry.c — every strategy, in the order the seeds teach them.
+/* registry.c — every strategy, found by name.
  *
- * Adding a strategy is a new file under locks/ plus one line here. The
- * order is the order of GET /locks, the README table and the comparison.
+ * The table is built from locks/locks.def, the list the build reads too:
+ * adding a strategy is its file under locks/ plus one LOCK line there,
+ * and nothing here changes. The order of the .def is the order of
+ * GET /locks, the README table and the comparison.
+ *
+ * Two strategies of one name would make lock_find() answer for one of them
+ * only. lock_table_check() refuses such a table (Redis's connTypeRegister()
+ * refuses a second connection type of a name the same way), and main()
+ * runs it over this table before anything starts.
  */
 #include "lock.h"
 
+#include <stdio.h>
 #include <string.h>
 
-extern const struct lock_ops lock_none, lock_mutex;
-extern const struct lock_ops lock_mysql_update, lock_mysql_batch, lock_mysql_for_update,
-       lock_mysql_optimistic, lock_mysql_optimistic_recursive, lock_mysql_lock_table;
-extern const struct lock_ops lock_redis_setnx, lock_redis_setnx_expire, lock_redis_getset,
-       lock_redis_set_nx_ex, lock_redis_uuid, lock_redis_lua, lock_redis_reentrant,
-       lock_redisson, lock_redisson_fair, lock_redlock;
-extern const struct lock_ops lock_zk_ephemeral, lock_zk_sequential_poll,
-       lock_zk_sequential, lock_curator;
+#define LOCK(file, symbol) extern const struct lock_ops symbol;
+#define LOCK_SHARED(file)
+#include "locks.def"
+#undef LOCK
 
 static const struct lock_ops *const registry[] = {
-    &lock_none,
-    &lock_mutex,
-    &lock_mysql_update,
-    &lock_mysql_batch,
-    &lock_mysql_for_update,
-    &lock_mysql_optimistic,
-    &lock_mysql_optimistic_recursive,
-    &lock_mysql_lock_table,
-
-    /* Redis (seed 000 §3, seeds 003, 004) */
-    &lock_redis_setnx,
-    &lock_redis_setnx_expire,
-    &lock_redis_getset,
-    &lock_redis_set_nx_ex,
-    &lock_redis_uuid,
-    &lock_redis_lua,
-    &lock_redis_reentrant,
-    &lock_redisson,
-    &lock_redisson_fair,
-    &lock_redlock,
-
-    /* ZooKeeper (seed 000 §4) */
-    &lock_zk_ephemeral,
-    &lock_zk_sequential_poll,
-    &lock_zk_sequential,
-    &lock_curator,
+#define LOCK(file, symbol) &symbol,
+#include "locks.def"
+#undef LOCK
 };
+#undef LOCK_SHARED
 
 #define NLOCKS (int)(sizeof registry / sizeof registry[0])
 
@@ -69,4 +51,44 @@ int lock_index(const struct lock_ops *ops)
         if (registry[i] == ops)
             return i;
     return -1;
+}
+
+int lock_table_check(const struct lock_ops *const *table, int n, char *err, int len)
+{
+    const struct lock_ops *o;
+    int i, k;
+
+    for (i = 0; i < n; i++) {
+        o = table[i];
+        if (o->name == NULL || o->name[0] == '\0') {
+            snprintf(err, (size_t)len, "strategy %d of the registry has no name", i);
+            return -1;
+        }
+        if (o->family == NULL || o->summary == NULL || o->ceiling == NULL) {
+            snprintf(err, (size_t)len, "strategy %s lacks its family, summary or ceiling",
+                     o->name);
+            return -1;
+        }
+        if (o->sell == NULL && (o->acquire == NULL || o->release == NULL)) {
+            snprintf(err, (size_t)len, "strategy %s has neither sell nor acquire and release",
+                     o->name);
+            return -1;
+        }
+        for (k = 0; k < i; k++)
+            if (strcmp(table[k]->name, o->name) == 0) {
+                snprintf(err, (size_t)len, "two strategies are named %s (entries %d and %d "
+                         "of the registry): rename one", o->name, k, i);
+                return -1;
+            }
+    }
+    return 0;
+}
+
+void lock_ctx_free(struct lock_ctx *ctx)
+{
+    int i;
+
+    for (i = 0; i < NLOCKS; i++)
+        if (registry[i]->ctx_free)
+            registry[i]->ctx_free(ctx);
 }

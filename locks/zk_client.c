@@ -606,10 +606,10 @@ int zk_delete_ours(struct lock_ctx *ctx, struct zk_conn *c, const char *node,
 
 static struct zk_slot *slot_of(struct lock_ctx *ctx)
 {
-    struct zk_slot *s = ctx->family[ZK_FAMILY];
+    struct zk_slot *s = ctx->zk;
 
     if (s == NULL) {
-        s = ctx->family[ZK_FAMILY] = xcalloc(1, sizeof *s);
+        s = ctx->zk = xcalloc(1, sizeof *s);
         pthread_mutex_lock(&zk_mu);
         zk_slots_live++;
         pthread_mutex_unlock(&zk_mu);
@@ -670,15 +670,14 @@ int zk_hold_add(struct lock_ctx *ctx, const struct lock_ops *ops, const char *ke
                       ctx->slot);
 }
 
-int zk_release(struct lock_ctx *ctx, const struct lock_ops *ops, const char *key,
-               int fixed_path)
+int zk_release(struct lock_ctx *ctx, const char *key, int fixed_path)
 {
-    struct zk_hold *h = zk_hold_find(ctx, ops, key);
+    struct zk_hold *h = zk_hold_find(ctx, ctx->ops, key);
     int rc;
 
     if (h == NULL)
         return lock_error(ctx, LL_ERROR, zk_backend_name, "%s: release of %s not held",
-                          ops->name, key);
+                          ctx->ops->name, key);
     if (--h->depth > 0)
         return LL_OK;
     if (ctx->err) {             /* the sale failed already: keep its reason */
@@ -699,16 +698,16 @@ int zk_release(struct lock_ctx *ctx, const struct lock_ops *ops, const char *key
     return rc;
 }
 
-int zk_check(struct lock_ctx *ctx, const struct lock_ops *ops, const char *key)
+int zk_check(struct lock_ctx *ctx, const char *key)
 {
-    struct zk_hold *h = zk_hold_find(ctx, ops, key);
+    struct zk_hold *h = zk_hold_find(ctx, ctx->ops, key);
     int64_t until = now_ms() + zk_session_ms(ctx);
     const char *why = NULL;
     struct Stat st;
     int zrc, tries;
 
     if (h == NULL)
-        return lock_error(ctx, LL_ERROR, zk_backend_name, "%s: %s not held", ops->name, key);
+        return lock_error(ctx, LL_ERROR, zk_backend_name, "%s: %s not held", ctx->ops->name, key);
     for (tries = 0; tries < 10 && why == NULL; tries++) {
         zrc = zk_exists(ctx, h->conn, h->node, 0, &st);
         if (zrc == ZOK && st.ephemeralOwner == zk_session_id(h->conn))
@@ -728,7 +727,7 @@ int zk_check(struct lock_ctx *ctx, const struct lock_ops *ops, const char *key)
 
 void zk_ctx_free(struct lock_ctx *ctx)
 {
-    struct zk_slot *s = ctx->family[ZK_FAMILY];
+    struct zk_slot *s = ctx->zk;
     struct zk_conn *last = NULL;
     struct zk_pending *p;
     int i;
@@ -739,7 +738,7 @@ void zk_ctx_free(struct lock_ctx *ctx)
         if (s->holds[i].conn)
             zk_put(s->holds[i].conn);
     free(s);
-    ctx->family[ZK_FAMILY] = NULL;
+    ctx->zk = NULL;
 
     /* The last slot to go closes the session: our ephemeral nodes vanish now
      * rather than a session timeout later. */

@@ -32,34 +32,9 @@
  */
 #include "zk_private.h"
 
-extern const struct lock_ops lock_curator;
-
 static const struct zk_queue curator_queue = {
     .root = "/locklab/locks", .wait = ZK_WATCH_DATA, .curator = 1, .reentrant = 1,
 };
-
-static int curator_acquire(struct lock_ctx *ctx, const char *key)
-{
-    return zk_queue_acquire(ctx, &lock_curator, &curator_queue, key);
-}
-
-static int curator_release(struct lock_ctx *ctx, const char *key)
-{
-    return zk_release(ctx, &lock_curator, key, 0);
-}
-
-static int curator_check(struct lock_ctx *ctx, const char *key)
-{
-    return zk_check(ctx, &lock_curator, key);
-}
-
-static int curator_reset(struct lock_ctx *ctx, const char *key)
-{
-    char path[ZK_PATH_MAX];
-
-    zk_product_path(path, sizeof path, curator_queue.root, key);
-    return zk_reset_tree(ctx, path, 0);
-}
 
 const struct lock_ops lock_curator = {
     .name     = "curator",
@@ -67,9 +42,6 @@ const struct lock_ops lock_curator = {
     .summary  = "Curator InterProcessMutex's protocol on /locklab/locks/<product>: protected _c_<uuid>-lock- nodes, getData watch on the predecessor, reentrant",
     .flaw     = "held only as long as the session: a holder paused past the session timeout loses it unknowingly; no fencing token",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_FAIR | LOCK_EXACT,
-    .acquire  = curator_acquire,
-    .release  = curator_release,
-    .check    = curator_check,
-    .reset    = curator_reset,
-    .ctx_free = zk_ctx_free,
+    .ceiling  = LOCK_CEIL_SERIAL_ZK,
+    ZK_QUEUE_METHODS(&curator_queue),
 };

@@ -25,8 +25,6 @@
 
 #define EPH_ROOT "/locklab/ephemeral"
 
-extern const struct lock_ops lock_zk_ephemeral;
-
 /* After a connection loss: did our create happen? */
 static int eph_is_ours(struct lock_ctx *ctx, struct zk_conn *c, const char *path,
                        const char *token, int *ours)
@@ -72,7 +70,7 @@ static int eph_acquire(struct lock_ctx *ctx, const char *key)
             return rc;
         zrc = zk_create(ctx, c, path, token, ZOO_EPHEMERAL, NULL, 0);
         if (zrc == ZOK)
-            return zk_hold_add(ctx, &lock_zk_ephemeral, key, c, path, token);
+            return zk_hold_add(ctx, ctx->ops, key, c, path, token);
         if (zrc == ZNONODE) {                   /* first use: make the parent */
             rc = zk_ensure_path(ctx, c, EPH_ROOT, ZOO_PERSISTENT);
             zk_put(c);
@@ -83,7 +81,7 @@ static int eph_acquire(struct lock_ctx *ctx, const char *key)
         if (zk_retryable(zrc)) {
             rc = eph_after_loss(ctx, c, path, token, &ours);
             if (rc == LL_OK && ours)
-                return zk_hold_add(ctx, &lock_zk_ephemeral, key, c, path, token);
+                return zk_hold_add(ctx, ctx->ops, key, c, path, token);
             zk_put(c);
             if (rc != LL_OK)
                 return rc;
@@ -99,12 +97,7 @@ static int eph_acquire(struct lock_ctx *ctx, const char *key)
 
 static int eph_release(struct lock_ctx *ctx, const char *key)
 {
-    return zk_release(ctx, &lock_zk_ephemeral, key, 1);
-}
-
-static int eph_check(struct lock_ctx *ctx, const char *key)
-{
-    return zk_check(ctx, &lock_zk_ephemeral, key);
+    return zk_release(ctx, key, 1);
 }
 
 static int eph_reset(struct lock_ctx *ctx, const char *key)
@@ -121,9 +114,10 @@ const struct lock_ops lock_zk_ephemeral = {
     .summary  = "one EPHEMERAL znode per product: create to lock, NODEEXISTS → sleep and retry, delete to unlock (seed 000 §4.3)",
     .flaw     = "every waiter spins on create (a ZooKeeper write per retry); no order, not reentrant",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .ceiling  = LOCK_CEIL_SERIAL_ZK,
     .acquire  = eph_acquire,
     .release  = eph_release,
-    .check    = eph_check,
+    .check    = zk_check,
     .reset    = eph_reset,
     .ctx_free = zk_ctx_free,
 };

@@ -15,7 +15,6 @@
 
 #define ZK_PATH_MAX  256    /* any znode path we build or are given back */
 #define ZK_TOKEN_MAX 96     /* a holder token: "<instance uuid>:<slot>:<n>" */
-#define ZK_FAMILY    3      /* our index in ctx->family[]: struct zk_slot */
 
 /* ---------------------------------------------------------------- session */
 
@@ -92,7 +91,8 @@ int zk_reset_tree(struct lock_ctx *ctx, const char *path, int self);
 
 /* A lock this slot holds: which strategy and key, our znode, the token
  * written into it, how deep we re-entered and the session that created it
- * (a reference, released with the hold). Kept in ctx->family[ZK_FAMILY]. */
+ * (a reference, released with the hold). Kept in the slot's struct zk_slot
+ * (ctx->zk, zk_client.c). */
 struct zk_hold {
     const struct lock_ops *ops;
     char            key[48];
@@ -115,11 +115,15 @@ struct zk_hold *zk_hold_find(struct lock_ctx *ctx, const struct lock_ops *ops,
 int zk_hold_add(struct lock_ctx *ctx, const struct lock_ops *ops, const char *key,
                 struct zk_conn *c, const char *node, const char *token);
 
-/* The shared hooks. fixed_path: the node's name is not unique to us (zk-
- * ephemeral), so a retried delete first checks the token in it. */
-int  zk_release(struct lock_ctx *ctx, const struct lock_ops *ops, const char *key,
-                int fixed_path);
-int  zk_check(struct lock_ctx *ctx, const struct lock_ops *ops, const char *key);
+/* Give back the hold of (ctx->ops, key). fixed_path: the node's name is
+ * not unique to us (zk-ephemeral), so a retried delete first checks the
+ * token in it. */
+int  zk_release(struct lock_ctx *ctx, const char *key, int fixed_path);
+
+/* Hooks every ZooKeeper strategy shares, by name in its table: the check
+ * that the hold's node is still there and still of our session, and the
+ * ctx_free that gives back the slot's holds. */
+int  zk_check(struct lock_ctx *ctx, const char *key);
 void zk_ctx_free(struct lock_ctx *ctx);
 
 /* Delete our node: retried over connection losses for up to a session
@@ -142,6 +146,9 @@ enum zk_wait_kind {
     ZK_WATCH_DATA       /* getData() watch on the predecessor (Curator) */
 };
 
+/* A queue strategy is its parameters, the conf of its lock_ops, and the
+ * methods below by name: zk-sequential-poll, zk-sequential and curator
+ * differ in nothing else. */
 struct zk_queue {
     const char       *root;      /* lock nodes live in <root>/<product>/ */
     enum zk_wait_kind wait;
@@ -149,7 +156,14 @@ struct zk_queue {
     int               reentrant;
 };
 
-int zk_queue_acquire(struct lock_ctx *ctx, const struct lock_ops *ops,
-                     const struct zk_queue *q, const char *key);
+int zk_queue_acquire(struct lock_ctx *ctx, const char *key);
+int zk_queue_release(struct lock_ctx *ctx, const char *key);
+int zk_queue_reset(struct lock_ctx *ctx, const char *key);   /* <root>/<product>'s nodes */
+
+/* The hooks of a queue strategy's lock_ops, whose queue is *q (SQLite's
+ * IOMETHODS builds its locking styles from shared methods the same way). */
+#define ZK_QUEUE_METHODS(q)                                                   \
+    .conf = (q), .acquire = zk_queue_acquire, .release = zk_queue_release,    \
+    .check = zk_check, .reset = zk_queue_reset, .ctx_free = zk_ctx_free
 
 #endif /* LOCKLAB_ZK_PRIVATE_H */

@@ -1,5 +1,7 @@
 /* zk_queue.c — the fair queue of EPHEMERAL_SEQUENTIAL nodes behind
- * zk-sequential-poll, zk-sequential and curator.
+ * zk-sequential-poll, zk-sequential and curator. Each of them is a table of
+ * the methods here, by name, with its own struct zk_queue as the table's
+ * conf: the root, how to wait and how to name the nodes.
  *
  * Every contender creates an ephemeral sequential child of
  * <root>/<product>; ZooKeeper appends a ten-digit sequence number, so the
@@ -147,8 +149,7 @@ static int wait_turn(struct lock_ctx *ctx, struct zk_conn *c, const struct zk_qu
 
     for (;;) {
         if (lock_time_left(ctx) <= 0)
-            return lock_error(ctx, LL_TIMEOUT, NULL, "lock not obtained within %d ms",
-                              ctx->wait_ms);
+            return lock_timeout(ctx);
         zrc = zk_children(ctx, c, pos->parent, &kids);
         if (zk_retryable(zrc)) {
             if ((rc = zk_await(ctx, c, ctx->deadline_ms)) != LL_OK)
@@ -182,10 +183,10 @@ static int wait_turn(struct lock_ctx *ctx, struct zk_conn *c, const struct zk_qu
 
 /* ---------------------------------------------------------------- acquire */
 
-int zk_queue_acquire(struct lock_ctx *ctx, const struct lock_ops *ops,
-                     const struct zk_queue *q, const char *key)
+int zk_queue_acquire(struct lock_ctx *ctx, const char *key)
 {
-    struct zk_hold *h = zk_hold_find(ctx, ops, key);
+    const struct zk_queue *q = ctx->ops->conf;
+    struct zk_hold *h = zk_hold_find(ctx, ctx->ops, key);
     struct queue_pos pos;
     struct zk_conn *c;
     unsigned attempt;
@@ -204,7 +205,7 @@ int zk_queue_acquire(struct lock_ctx *ctx, const struct lock_ops *ops,
     if (rc == LL_OK)
         rc = wait_turn(ctx, c, q, &pos);
     if (rc == LL_OK)
-        return zk_hold_add(ctx, ops, key, c, pos.node, pos.token);
+        return zk_hold_add(ctx, ctx->ops, key, c, pos.node, pos.token);
     if (pos.node[0]) {              /* leave the queue; keep the first error */
         struct lock_ctx saved = *ctx;
         zk_delete_ours(ctx, c, pos.node, NULL);
@@ -214,4 +215,18 @@ int zk_queue_acquire(struct lock_ctx *ctx, const struct lock_ops *ops,
     }
     zk_put(c);
     return rc;
+}
+
+int zk_queue_release(struct lock_ctx *ctx, const char *key)
+{
+    return zk_release(ctx, key, 0);
+}
+
+int zk_queue_reset(struct lock_ctx *ctx, const char *key)
+{
+    const struct zk_queue *q = ctx->ops->conf;
+    char path[ZK_PATH_MAX];
+
+    zk_product_path(path, sizeof path, q->root, key);
+    return zk_reset_tree(ctx, path, 0);
 }

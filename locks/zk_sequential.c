@@ -25,34 +25,9 @@
  */
 #include "zk_private.h"
 
-extern const struct lock_ops lock_zk_sequential;
-
 static const struct zk_queue seq_queue = {
     .root = "/locklab/seq", .wait = ZK_WATCH_EXISTS, .curator = 0, .reentrant = 1,
 };
-
-static int seq_acquire(struct lock_ctx *ctx, const char *key)
-{
-    return zk_queue_acquire(ctx, &lock_zk_sequential, &seq_queue, key);
-}
-
-static int seq_release(struct lock_ctx *ctx, const char *key)
-{
-    return zk_release(ctx, &lock_zk_sequential, key, 0);
-}
-
-static int seq_check(struct lock_ctx *ctx, const char *key)
-{
-    return zk_check(ctx, &lock_zk_sequential, key);
-}
-
-static int seq_reset(struct lock_ctx *ctx, const char *key)
-{
-    char path[ZK_PATH_MAX];
-
-    zk_product_path(path, sizeof path, seq_queue.root, key);
-    return zk_reset_tree(ctx, path, 0);
-}
 
 const struct lock_ops lock_zk_sequential = {
     .name     = "zk-sequential",
@@ -60,9 +35,6 @@ const struct lock_ops lock_zk_sequential = {
     .summary  = "EPHEMERAL_SEQUENTIAL queue, each waiter watches only its predecessor, reentrant per slot (seed 000 §4.4.2, §4.5, seed 003)",
     .flaw     = "not Curator-compatible; exists() on a vanished predecessor leaks a creation watch until the session ends; no fencing token",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_FAIR | LOCK_EXACT,
-    .acquire  = seq_acquire,
-    .release  = seq_release,
-    .check    = seq_check,
-    .reset    = seq_reset,
-    .ctx_free = zk_ctx_free,
+    .ceiling  = LOCK_CEIL_SERIAL_ZK,
+    ZK_QUEUE_METHODS(&seq_queue),
 };

@@ -17,34 +17,9 @@
  */
 #include "zk_private.h"
 
-extern const struct lock_ops lock_zk_sequential_poll;
-
 static const struct zk_queue poll_queue = {
     .root = "/locklab/seq-poll", .wait = ZK_POLL, .curator = 0, .reentrant = 0,
 };
-
-static int poll_acquire(struct lock_ctx *ctx, const char *key)
-{
-    return zk_queue_acquire(ctx, &lock_zk_sequential_poll, &poll_queue, key);
-}
-
-static int poll_release(struct lock_ctx *ctx, const char *key)
-{
-    return zk_release(ctx, &lock_zk_sequential_poll, key, 0);
-}
-
-static int poll_check(struct lock_ctx *ctx, const char *key)
-{
-    return zk_check(ctx, &lock_zk_sequential_poll, key);
-}
-
-static int poll_reset(struct lock_ctx *ctx, const char *key)
-{
-    char path[ZK_PATH_MAX];
-
-    zk_product_path(path, sizeof path, poll_queue.root, key);
-    return zk_reset_tree(ctx, path, 0);
-}
 
 const struct lock_ops lock_zk_sequential_poll = {
     .name     = "zk-sequential-poll",
@@ -52,9 +27,6 @@ const struct lock_ops lock_zk_sequential_poll = {
     .summary  = "EPHEMERAL_SEQUENTIAL node per request; poll the children until ours is the smallest (seed 000 §4.4.1)",
     .flaw     = "every waiter re-lists the whole queue every --retry-ms: reads per sale grow with queue length; not reentrant",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_FAIR | LOCK_EXACT,
-    .acquire  = poll_acquire,
-    .release  = poll_release,
-    .check    = poll_check,
-    .reset    = poll_reset,
-    .ctx_free = zk_ctx_free,
+    .ceiling  = LOCK_CEIL_SERIAL_ZK,
+    ZK_QUEUE_METHODS(&poll_queue),
 };

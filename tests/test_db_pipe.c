@@ -10,19 +10,13 @@
  *     set -a; . .run/stack.env; set +a; build/test_db_pipe
  */
 #include "../app/db_pipe.h"
+#include "check.h"
 
 #include <errmsg.h>
 #include <mysql.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int passed, failed;
-
-#define CHECK(cond) do {                                              \
-        if (cond) passed++;                                           \
-        else { failed++; printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); } \
-    } while (0)
 
 static const char *env(const char *name)
 {

@@ -1,24 +1,19 @@
 /* test_unit.c — the pieces that need no server: flag parsing, integer
- * parsing, the latency histogram, product codes, the registry and the
- * polling locks' waiting room. */
+ * parsing, the latency histogram, product codes, the registry and its
+ * ceilings, and the polling locks' waiting room. */
 #include "../app/config.h"
 #include "../app/stats.h"
 #include "../app/stock.h"
 #include "../app/util.h"
+#include "../bench/harness.h"
 #include "../locks/lock.h"
+#include "check.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int passed, failed;
-
-#define CHECK(cond) do {                                              \
-        if (cond) passed++;                                           \
-        else { failed++; printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); } \
-    } while (0)
 
 static int parse(struct config *cfg, char *err, int n, char **argv)
 {
@@ -96,10 +91,58 @@ static void test_hist(void)
     CHECK(hist_percentile(&h, 1.0) == 100000);
 }
 
+/* A registry with a name twice, or a strategy that cannot sell, is refused
+ * (main() then stops before anything starts). */
+static void test_table_check(const struct lock_ops *const *all)
+{
+    struct lock_ops twin = *all[1], mute = *all[0];
+    const struct lock_ops *dup[3] = { all[0], all[1], &twin };
+    const struct lock_ops *bad[2] = { all[0], &mute };
+    char err[160];
+
+    twin.summary = "another strategy that took the same name";
+    CHECK(lock_table_check(dup, 2, err, sizeof err) == 0);
+    CHECK(lock_table_check(dup, 3, err, sizeof err) == -1);
+    CHECK(strstr(err, all[1]->name) != NULL && strstr(err, "entries 1 and 2") != NULL);
+    mute.name = "mute";
+    mute.release = NULL;
+    CHECK(lock_table_check(bad, 2, err, sizeof err) == -1 && strstr(err, "mute") != NULL);
+}
+
+/* Each strategy names the ceiling it is measured against, a key ll-limits
+ * writes (bench/harness.h), and the ones the README states: InnoDB orders
+ * the sales of mysql-update/batch (the hot row's UPDATE peak) and of the
+ * FOR UPDATE and optimistic ones (FOR UPDATE transactions); the rest
+ * serialise every sale behind their family's lock. */
+static void test_ceilings(const struct lock_ops *const *all, int n)
+{
+    static const char *const want[][2] = {
+        { "none", LOCK_CEIL_SERIAL_MYSQL }, { "mutex", LOCK_CEIL_SERIAL_MYSQL },
+        { "mysql-update", LOCK_CEIL_UPDATE_PEAK }, { "mysql-batch", LOCK_CEIL_UPDATE_PEAK },
+        { "mysql-for-update", LOCK_CEIL_FOR_UPDATE },
+        { "mysql-optimistic", LOCK_CEIL_FOR_UPDATE },
+        { "mysql-optimistic-recursive", LOCK_CEIL_FOR_UPDATE },
+        { "mysql-lock-table", LOCK_CEIL_SERIAL_MYSQL },
+    };
+    size_t k;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        CHECK(strlen(harness_ceiling_text(all[i]->ceiling)) > 0);
+        if (!strcmp(all[i]->family, "redis"))
+            CHECK(!strcmp(all[i]->ceiling, CEIL_SERIAL_REDIS));
+        if (!strcmp(all[i]->family, "zookeeper"))
+            CHECK(!strcmp(all[i]->ceiling, CEIL_SERIAL_ZK));
+    }
+    for (k = 0; k < sizeof want / sizeof want[0]; k++)
+        CHECK(lock_find(want[k][0]) && !strcmp(lock_find(want[k][0])->ceiling, want[k][1]));
+}
+
 static void test_codes_and_registry(void)
 {
     const struct lock_ops *const *all;
-    int i, k, n;
+    char err[160];
+    int i, n;
 
     CHECK(stock_code_valid("1001"));
     CHECK(stock_code_valid("A-b_9"));
@@ -110,14 +153,13 @@ static void test_codes_and_registry(void)
 
     all = lock_all(&n);
     CHECK(n >= 6);
-    for (i = 0; i < n; i++) {
-        CHECK(all[i]->name && all[i]->family && all[i]->summary);
-        CHECK(all[i]->sell || (all[i]->acquire && all[i]->release));
+    CHECK(lock_table_check(all, n, err, sizeof err) == 0);
+    for (i = 0; i < n; i++)
         CHECK(lock_find(all[i]->name) == all[i] && lock_index(all[i]) == i);
-        for (k = 0; k < i; k++)
-            CHECK(strcmp(all[i]->name, all[k]->name) != 0);
-    }
     CHECK(lock_find("nope") == NULL);
+    CHECK(!strcmp(all[0]->name, "none") && !strcmp(all[n - 1]->name, "curator"));
+    test_table_check(all);
+    test_ceilings(all, n);
     CHECK(!strcmp(ll_status_name(LL_OK), "sold") && !strcmp(ll_status_name(LL_TIMEOUT), "lock_timeout"));
 }
 

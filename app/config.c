@@ -47,6 +47,7 @@ static const struct opt opts[] = {
     { "--retry-ms",       "LOCKLAB_RETRY_MS",       OPT_INT,  F(retry_ms),       "2", 0, 10000 },
     { "--lease-ms",       "LOCKLAB_LEASE_MS",       OPT_INT,  F(lease_ms),       "30000", 100, 3600000 },
     { "--allow-faults",   "LOCKLAB_ALLOW_FAULTS",   OPT_FLAG, F(allow_faults),   "0", 0, 1 },
+    { "--ledger",         "LOCKLAB_LEDGER",         OPT_FLAG, F(ledger),         "0", 0, 1 },
     { "--admin-token",    "LOCKLAB_ADMIN_TOKEN",    OPT_STR,  F(admin_token),    NULL, 0, 0 },
 };
 #undef F
@@ -77,8 +78,12 @@ const char config_usage[] =
 "                         the proxy's read timeout (the stack's nginx: 60 s)\n"
 "  --retry-ms MS          spin interval of the spinning strategies, jittered (2)\n"
 "  --lease-ms MS          lease of expiring locks; watchdogs renew at 1/3 (30000)\n"
-"  --allow-faults         accept the fault switches ?hold_ms=N, ?crash=1 and\n"
-"                         ?lose_answer=1 (demonstrations, tests; off by default)\n"
+"  --allow-faults         accept the fault switches ?hold_ms=N, ?late_ms=N,\n"
+"                         ?crash=1 and ?lose_answer=1 (demonstrations, tests;\n"
+"                         off by default)\n"
+"  --ledger               every sale also writes its row of db_ledger in the\n"
+"                         transaction of its stock write, for ll-check (off by\n"
+"                         default: it costs a transaction a sale)\n"
 "  --admin-token TOKEN    POST /stock/reset and POST /stats/reset then need\n"
 "                         'Authorization: Bearer TOKEN' (pass it as\n"
 "                         LOCKLAB_ADMIN_TOKEN; without one, they are open)\n";

@@ -37,6 +37,7 @@ struct config {
     int retry_ms;                /* spin interval of spinning strategies */
     int lease_ms;                /* lease of expiring locks (watchdog)   */
     int allow_faults;            /* the fault switches are accepted      */
+    int ledger;                  /* every sale writes its db_ledger row  */
     const char *admin_token;     /* admin routes need it, unless NULL    */
 
     char instance_id[37];        /* random UUID, fresh at every start    */

@@ -38,7 +38,7 @@
 #include <sys/socket.h>
 
 #define DB_MAX_STMTS  32
-#define DB_MAX_PARAMS 8
+#define DB_MAX_PARAMS 12
 #define DB_RETRY_MS   200
 
 struct db_stmt {
@@ -315,6 +315,7 @@ int db_exec(struct lock_ctx *ctx, const char *sql, long long *rows, const char *
     va_list ap;
 
     fmt += sells;
+    sells = sells && (!ctx->db->txn || sql == sql_commit);  /* see db.h */
     if (sql != sql_autocommit_on && (status = db_autocommit(ctx)) != LL_OK)
         return status;
     stmt = db_prepare(ctx, sql, &status);
@@ -392,14 +393,24 @@ int db_begin(struct lock_ctx *ctx)
 }
 
 /* Ends the transaction whatever happens: a failed COMMIT is rolled back. */
-int db_commit(struct lock_ctx *ctx)
+static int commit(struct lock_ctx *ctx, const char *fmt)
 {
-    int rc = db_exec(ctx, sql_commit, NULL, "");
+    int rc = db_exec(ctx, sql_commit, NULL, fmt);
 
     if (rc != LL_OK)
         db_rollback(ctx);
     ctx->db->txn = 0;
     return rc;
+}
+
+int db_commit(struct lock_ctx *ctx)
+{
+    return commit(ctx, "");
+}
+
+int db_commit_sale(struct lock_ctx *ctx)
+{
+    return commit(ctx, "!");
 }
 
 void db_rollback(struct lock_ctx *ctx)

@@ -33,7 +33,9 @@ void       db_free(struct db *db);
  * number of rows fetched (0 or 1) of a query. A leading '!' marks the
  * statement that sells (an UPDATE of db_stock in autocommit): once it was
  * sent, a connection lost before its answer is LL_UNKNOWN, not
- * LL_UNAVAILABLE, since the server may have committed it. The pipelined
+ * LL_UNAVAILABLE, since the server may have committed it. Inside a
+ * transaction the mark does nothing (a lost connection rolls the
+ * statement back with the rest): there the COMMIT sells. The pipelined
  * calls below that commit (db_exec_commit, db_exec_commit_next) or run in
  * autocommit (db_exec_query) always sell in that sense. */
 int db_exec(struct lock_ctx *ctx, const char *sql, long long *rows,
@@ -46,6 +48,9 @@ int db_exec(struct lock_ctx *ctx, const char *sql, long long *rows,
  * LL_UNAVAILABLE. */
 int db_begin(struct lock_ctx *ctx);
 int db_commit(struct lock_ctx *ctx);
+/* db_commit() of a transaction whose commit sells: its answer lost on the
+ * way back is LL_UNKNOWN (see db_exec's '!'). */
+int db_commit_sale(struct lock_ctx *ctx);
 void db_rollback(struct lock_ctx *ctx);   /* best effort, on error paths */
 
 /* The transaction's last statement (fmt: 'l' parameters only, no result)

@@ -122,6 +122,8 @@ static unsigned status_code(int status)
     switch (status) {
     case LL_OK:          return MHD_HTTP_OK;
     case LL_SOLD_OUT:    return MHD_HTTP_CONFLICT;
+    case LL_FENCED:      return MHD_HTTP_CONFLICT;
+    case LL_LOST:        return MHD_HTTP_SERVICE_UNAVAILABLE;
     case LL_TIMEOUT:     return MHD_HTTP_SERVICE_UNAVAILABLE;
     case LL_UNAVAILABLE: return MHD_HTTP_SERVICE_UNAVAILABLE;
     case LL_BADREQ:      return MHD_HTTP_BAD_REQUEST;
@@ -192,7 +194,10 @@ static struct lock_ctx *borrow(int wait_ms)
     if (ctx) {
         ctx->deadline_ms = deadline_ms;
         ctx->wait_ms = wait_ms;
-        ctx->hold_ms = ctx->crash = ctx->lose_answer = 0;
+        ctx->hold_ms = ctx->late_ms = ctx->crash = ctx->lose_answer = ctx->fence = 0;
+        ctx->lease_until_us = ctx->held_since_us = 0;
+        ctx->token = 0;
+        ctx->token_src = NULL;
         ctx->retries = ctx->backend_ops = ctx->wakeups = 0;
         ctx->held_us = -1;
         ctx->err = 0;
@@ -226,8 +231,10 @@ static enum MHD_Result sale(struct MHD_Connection *conn, struct request *r)
     if (ctx == NULL)
         return no_slot(conn);
     ctx->hold_ms = a.hold_ms;
+    ctx->late_ms = a.late_ms;
     ctx->crash = a.crash;
     ctx->lose_answer = a.lose_answer;
+    ctx->fence = a.fence;
     rc = stock_find(ctx, a.product, &prod);
     if (rc == LL_OK || rc == LL_SOLD_OUT)
         rc = stock_sell(ctx, a.ops, &prod, a.reentry, &remaining);
@@ -330,14 +337,17 @@ static enum MHD_Result route_locks(struct MHD_Connection *conn, struct request *
     all = lock_all(&n);
     for (i = 0; i < n; i++) {
         const struct lock_ops *o = all[i];
-        json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:s?,s:s,s:b,s:b,s:b,s:b,s:b}",
+        json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:s?,s:s,s:b,s:b,s:b,s:b,s:b,s:b,"
+                                              "s:s?,s:s?}",
             "name", o->name, "family", o->family, "summary", o->summary, "flaw", o->flaw,
             "ceiling", o->ceiling,
             "distributed", !!(o->props & LOCK_DISTRIBUTED),
             "reentrant", !!(o->props & LOCK_REENTRANT),
             "auto_release", !!(o->props & LOCK_AUTO_RELEASE),
             "fair", !!(o->props & LOCK_FAIR),
-            "exact", !!(o->props & LOCK_EXACT)));
+            "exact", !!(o->props & LOCK_EXACT),
+            "fenced", !!(o->props & LOCK_FENCED),
+            "fence", o->fence, "nofence", o->fence ? NULL : o->nofence));
     }
     return reply(conn, MHD_HTTP_OK, json_pack("{s:s,s:o}", "default", cfg->lock,
                                               "strategies", list));

@@ -138,16 +138,17 @@ size_t request_unescape(char *s)
 
 static const char *const param_names[P_MAX] = {
     [P_LOCK] = "lock", [P_PRODUCT] = "product", [P_COUNT] = "count",
-    [P_REENTRY] = "reentry", [P_WAIT_MS] = "wait_ms", [P_HOLD_MS] = "hold_ms",
+    [P_REENTRY] = "reentry", [P_WAIT_MS] = "wait_ms", [P_FENCE] = "fence",
+    [P_HOLD_MS] = "hold_ms", [P_LATE_MS] = "late_ms",
     [P_CRASH] = "crash", [P_LOSE_ANSWER] = "lose_answer",
 };
 
 #define BIT(p)  (1u << (p))
-#define FAULTS  (BIT(P_HOLD_MS) | BIT(P_CRASH) | BIT(P_LOSE_ANSWER))
+#define FAULTS  (BIT(P_HOLD_MS) | BIT(P_LATE_MS) | BIT(P_CRASH) | BIT(P_LOSE_ANSWER))
 
 static const struct route routes[] = {
     { ROUTE_SALE,        "GET",  "/check/lock",  0,
-      BIT(P_LOCK) | BIT(P_PRODUCT) | BIT(P_REENTRY) | BIT(P_WAIT_MS) | FAULTS },
+      BIT(P_LOCK) | BIT(P_PRODUCT) | BIT(P_REENTRY) | BIT(P_WAIT_MS) | BIT(P_FENCE) | FAULTS },
     { ROUTE_STOCK,       "GET",  "/stock",       0, BIT(P_PRODUCT) },
     { ROUTE_STOCK_RESET, "POST", "/stock/reset", 1, BIT(P_COUNT) | BIT(P_PRODUCT) },
     { ROUTE_LOCKS,       "GET",  "/locks",       0, 0 },
@@ -305,7 +306,8 @@ int request_int(struct request *r, enum param_id id, long long min, long long ma
         return 0;
     return request_fail(r, 400, "bad_request", id, "%s must be a whole number from %lld to "
                         "%lld%s", param_names[id], min, max,
-                        id == P_WAIT_MS || id == P_HOLD_MS ? " (--max-wait-ms)" : "");
+                        id == P_WAIT_MS || id == P_HOLD_MS || id == P_LATE_MS ?
+                        " (--max-wait-ms)" : "");
 }
 
 int request_product(struct request *r, const char **code)
@@ -322,7 +324,7 @@ int request_product(struct request *r, const char **code)
 int request_sale(struct request *r, const struct config *cfg, struct sale_args *out)
 {
     const char *name = r->param[P_LOCK] ? r->param[P_LOCK] : cfg->lock;
-    long long reentry, wait_ms, hold_ms, crash, lose;
+    long long reentry, wait_ms, hold_ms, late_ms, crash, lose, fence;
     char shown[48];
     int i;
 
@@ -341,9 +343,15 @@ int request_sale(struct request *r, const struct config *cfg, struct sale_args *
         request_int(r, P_REENTRY, 1, LOCK_MAX_DEPTH, 1, &reentry) ||
         request_int(r, P_WAIT_MS, 0, cfg->max_wait_ms, cfg->lock_wait_ms, &wait_ms) ||
         request_int(r, P_HOLD_MS, 0, cfg->max_wait_ms, 0, &hold_ms) ||
+        request_int(r, P_LATE_MS, 0, cfg->max_wait_ms, 0, &late_ms) ||
         request_int(r, P_CRASH, 0, 1, 0, &crash) ||
-        request_int(r, P_LOSE_ANSWER, 0, 1, 0, &lose))
+        request_int(r, P_LOSE_ANSWER, 0, 1, 0, &lose) ||
+        request_int(r, P_FENCE, 0, 1, 0, &fence))
         return r->status;
+    if (fence && out->ops->fence == NULL)
+        return request_fail(r, 400, "bad_request", P_FENCE, "%s cannot issue a fencing "
+                            "token: %s", out->ops->name,
+                            out->ops->nofence ? out->ops->nofence : "it has no lock service");
     if (reentry > 1 && !(out->ops->props & LOCK_REENTRANT))
         return request_fail(r, 400, "bad_request", P_REENTRY, "%s is not reentrant: with "
                             "reentry=%lld a purchase would wait for the lock it holds",
@@ -351,8 +359,10 @@ int request_sale(struct request *r, const struct config *cfg, struct sale_args *
     out->reentry = (int)reentry;
     out->wait_ms = (int)wait_ms;
     out->hold_ms = (int)hold_ms;
+    out->late_ms = (int)late_ms;
     out->crash = (int)crash;
     out->lose_answer = (int)lose;
+    out->fence = (int)fence;
     return 0;
 }
 

@@ -58,8 +58,8 @@ enum route_id {
 };
 
 enum param_id {
-    P_LOCK, P_PRODUCT, P_COUNT, P_REENTRY, P_WAIT_MS,
-    P_HOLD_MS, P_CRASH, P_LOSE_ANSWER,          /* the fault switches */
+    P_LOCK, P_PRODUCT, P_COUNT, P_REENTRY, P_WAIT_MS, P_FENCE,
+    P_HOLD_MS, P_LATE_MS, P_CRASH, P_LOSE_ANSWER,   /* the fault switches */
     P_MAX
 };
 
@@ -117,13 +117,14 @@ int request_product(struct request *r, const char **code);
 struct sale_args {
     const struct lock_ops *ops;
     const char *product;
-    int         reentry, wait_ms, hold_ms, crash, lose_answer;
+    int         reentry, wait_ms, hold_ms, late_ms, crash, lose_answer, fence;
 };
 
 /* GET /check/lock's parameters, checked against cfg: a known strategy, a
  * product code, reentry 1..LOCK_MAX_DEPTH and above 1 only on a reentrant
- * strategy, wait_ms and hold_ms within --max-wait-ms, and the fault
- * switches only on a server started with --allow-faults. 0, or the status. */
+ * strategy, fence=1 only on a strategy that can issue a fencing token,
+ * wait_ms and hold_ms within --max-wait-ms, and the fault switches only on
+ * a server started with --allow-faults. 0, or the status. */
 int request_sale(struct request *r, const struct config *cfg, struct sale_args *out);
 
 /* ---------------------------------------------------------------- answers */

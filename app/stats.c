@@ -149,7 +149,7 @@ static json_t *one_json(struct lock_stats *s)
     h.max_us = atomic_load(&s->max_us);
     n = h.count;
     acquisitions = atomic_load(&s->status[LL_OK]) + atomic_load(&s->status[LL_SOLD_OUT]);
-    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,"
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,"
                      "s:{s:f,s:f,s:f,s:f,s:f,s:f}}",
         "requests", (json_int_t)n,
         "sold", (json_int_t)atomic_load(&s->status[LL_OK]),
@@ -158,6 +158,8 @@ static json_t *one_json(struct lock_stats *s)
         "unavailable", (json_int_t)atomic_load(&s->status[LL_UNAVAILABLE]),
         "errors", (json_int_t)atomic_load(&s->status[LL_ERROR]),
         "unknown", (json_int_t)atomic_load(&s->status[LL_UNKNOWN]),
+        "fenced", (json_int_t)atomic_load(&s->status[LL_FENCED]),
+        "lock_lost", (json_int_t)atomic_load(&s->status[LL_LOST]),
         "release_errors", (json_int_t)atomic_load(&s->release_errors),
         "retries", (json_int_t)atomic_load(&s->retries),
         "backend_ops", (json_int_t)atomic_load(&s->backend_ops),

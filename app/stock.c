@@ -11,10 +11,28 @@
  * updates and oversell — the lesson of the seeds. Strategies with a `sell`
  * hook replace this whole function (mysql-update's single statement …).
  *
+ * Just before the write, the holder makes sure of what it holds: the
+ * strategy's check hook (still ours?), then the lease (ctx->lease_until_us:
+ * the last moment its lease is sure to run, from the acquire or the last
+ * renewal confirmed; a lock whose lease may have ended is not written
+ * under, LL_LOST). A check cannot close the window between itself and the
+ * write — a holder paused right there writes late all the same — so with
+ * ?fence=1 the write carries the hold's fencing token and the database
+ * refuses a token older than one it has seen (LL_FENCED):
+ *
+ *     UPDATE db_stock SET count = ?, fence = ?, fence_by = ?
+ *      WHERE id = ? AND (fence_by <> ? OR fence < ?)
+ *
+ * Tokens of different lock services do not compare, so a write fenced by
+ * another service than the last one's is let through (fence_by). With
+ * --ledger the write and its db_ledger row (bench/ledger.h) commit in one
+ * transaction.
+ *
  * Product codes are cached once found: rows are created by sql/seed.sql and
  * never deleted while the server runs.
  */
 #include "stock.h"
+#include "config.h"
 #include "db.h"
 #include "util.h"
 #include "../locks/lock.h"
@@ -116,10 +134,67 @@ int stock_read(struct lock_ctx *ctx, const struct product *p, long long *count)
 }
 
 static const char sql_write[] = "UPDATE db_stock SET count = ? WHERE id = ?";
+static const char sql_write_fenced[] =
+    "UPDATE db_stock SET count = ?, fence = ?, fence_by = ? "
+    "WHERE id = ? AND (fence_by <> ? OR fence < ?)";
 
 int stock_write(struct lock_ctx *ctx, const struct product *p, long long count)
 {
-    return db_exec(ctx, sql_write, NULL, "!ll", count, p->id);
+    long long rows = 0;
+    int rc;
+
+    if (!ctx->fence)
+        return db_exec(ctx, sql_write, NULL, "!ll", count, p->id);
+    rc = db_exec(ctx, sql_write_fenced, &rows, "!llslsl", count, ctx->token, ctx->token_src,
+                 p->id, ctx->token_src, ctx->token);
+    if (rc == LL_OK && rows == 0)
+        return lock_error(ctx, LL_FENCED, NULL, "%s token %lld is older than one the stock "
+                          "row has seen: a stale holder, nothing written", ctx->token_src,
+                          ctx->token);
+    return rc;
+}
+
+int stock_ledger(struct lock_ctx *ctx, const struct product *p, long long read,
+                 long long written, int64_t cs_start_us, int64_t cs_end_us)
+{
+    static const char sql[] =
+        "INSERT INTO db_ledger (stock_id, instance, slot, strategy, token_src, token, "
+        "count_read, count_written, cs_start_us, cs_end_us) VALUES (?,?,?,?,?,?,?,?,?,?)";
+
+    return db_exec(ctx, sql, NULL, "lslsslllll", p->id, ctx->cfg->name, (long long)ctx->slot,
+                   ctx->ops ? ctx->ops->name : "?", ctx->fence ? ctx->token_src : "",
+                   ctx->fence ? ctx->token : 0LL, read, written, (long long)cs_start_us,
+                   (long long)cs_end_us);
+}
+
+int stock_ledger_commit(struct lock_ctx *ctx, const struct product *p, long long read,
+                        long long written, int64_t cs_start_us, int64_t cs_end_us)
+{
+    int rc = stock_ledger(ctx, p, read, written, cs_start_us, cs_end_us);
+
+    if (rc != LL_OK) {
+        db_rollback(ctx);
+        return rc;
+    }
+    return db_commit_sale(ctx);
+}
+
+/* The guarded sale's write: alone (autocommit), or with --ledger in one
+ * transaction with its ledger row. */
+static int write_sale(struct lock_ctx *ctx, const struct product *p, long long read)
+{
+    int64_t cs_end = now_us();
+    int rc;
+
+    if (!ctx->cfg->ledger)
+        return stock_write(ctx, p, read - 1);
+    if ((rc = db_begin(ctx)) != LL_OK)
+        return rc;
+    if ((rc = stock_write(ctx, p, read - 1)) != LL_OK) {
+        db_rollback(ctx);
+        return rc;
+    }
+    return stock_ledger_commit(ctx, p, read, read - 1, ctx->held_since_us, cs_end);
 }
 
 int stock_write_commit(struct lock_ctx *ctx, const struct product *p, long long count)
@@ -136,10 +211,32 @@ int stock_write_commit_next(struct lock_ctx *ctx, const struct product *p, long 
                                next_sent);
 }
 
+/* The new count, the version and the fence start afresh; with --ledger the
+ * product's ledger starts afresh too, with a "reset" row (bench/ledger.h),
+ * in the same transaction. */
 int stock_set(struct lock_ctx *ctx, const struct product *p, long long count)
 {
-    static const char sql[] = "UPDATE db_stock SET count = ?, version = 0 WHERE id = ?";
-    return db_exec(ctx, sql, NULL, "ll", count, p->id);
+    static const char sql[] =
+        "UPDATE db_stock SET count = ?, version = 0, fence = 0, fence_by = '' WHERE id = ?";
+    static const char sql_clear[] = "DELETE FROM db_ledger WHERE stock_id = ?";
+    static const char sql_reset[] =
+        "INSERT INTO db_ledger (stock_id, instance, slot, strategy, count_read, count_written) "
+        "VALUES (?, ?, ?, 'reset', 0, ?)";
+    int rc;
+
+    if (!ctx->cfg->ledger)
+        return db_exec(ctx, sql, NULL, "ll", count, p->id);
+    if ((rc = db_begin(ctx)) != LL_OK)
+        return rc;
+    if ((rc = db_exec(ctx, sql, NULL, "ll", count, p->id)) == LL_OK &&
+        (rc = db_exec(ctx, sql_clear, NULL, "l", p->id)) == LL_OK)
+        rc = db_exec(ctx, sql_reset, NULL, "lsll", p->id, ctx->cfg->name,
+                     (long long)ctx->slot, count);
+    if (rc != LL_OK) {
+        db_rollback(ctx);
+        return rc;
+    }
+    return db_commit(ctx);
 }
 
 void stock_hold(struct lock_ctx *ctx)
@@ -163,7 +260,13 @@ static int sell_guarded(struct lock_ctx *ctx, const struct product *p, long long
     stock_hold(ctx);    /* the window between read and write, stretched */
     if ((rc = lock_check(ctx, p->key)) != LL_OK)
         return rc;
-    rc = stock_write(ctx, p, count - 1);
+    if (ctx->lease_until_us && now_us() >= ctx->lease_until_us)
+        return lock_error(ctx, LL_LOST, NULL, "the lease on %s may have run out %lld ms "
+                          "ago: sale not written", p->key,
+                          (long long)(now_us() - ctx->lease_until_us) / 1000);
+    if (ctx->late_ms > 0)   /* fault: a pause no check can see, then the write */
+        sleep_us((int64_t)ctx->late_ms * 1000);
+    rc = write_sale(ctx, p, count);
     if (rc == LL_OK)
         *remaining = count - 1;
     return rc;
@@ -172,7 +275,8 @@ static int sell_guarded(struct lock_ctx *ctx, const struct product *p, long long
 int stock_sell(struct lock_ctx *ctx, const struct lock_ops *ops,
                const struct product *p, int reentry, long long *remaining)
 {
-    int held = 0, rc = LL_OK, rrc;
+    int held = 0, rc = LL_OK, rrc, why_saved = 0;
+    struct { int err; const char *backend; char errstr[sizeof ctx->errstr]; } why;
     int64_t got = 0;
 
     ctx->ops = ops;
@@ -182,7 +286,7 @@ int stock_sell(struct lock_ctx *ctx, const struct lock_ops *ops,
         rc = lock_acquire(ctx, p->key);
         lock_poll_done(ctx);
         if (rc == LL_OK && held++ == 0)
-            got = now_us();
+            ctx->held_since_us = got = now_us();
     }
     if (rc == LL_OK) {
         if (ctx->crash) {       /* fault: the holder dies holding the lock */
@@ -194,9 +298,13 @@ int stock_sell(struct lock_ctx *ctx, const struct lock_ops *ops,
     }
     /* Release on every path, innermost first. A failed release after a
      * sale does not undo the sale: it stays on ctx->err, which the HTTP
-     * layer reports as a warning on the 200 answer. */
+     * layer reports as a warning on the 200 answer. After a failure, the
+     * failure is the answer, whatever the release says. */
     if (rc == LL_OK || rc == LL_SOLD_OUT)
         ctx->err = 0;
+    else
+        why.err = ctx->err, why.backend = ctx->backend, why_saved = 1,
+        memcpy(why.errstr, ctx->errstr, sizeof why.errstr);
     if (held > 0) {
         while (held > 0) {
             rrc = lock_release(ctx, p->key);
@@ -207,5 +315,7 @@ int stock_sell(struct lock_ctx *ctx, const struct lock_ops *ops,
         ctx->held_us = now_us() - got;
         lock_poll_released(ctx, p->key); /* wake this instance's poller */
     }
+    if (why_saved)
+        lock_error(ctx, why.err, why.backend, "%s", why.errstr);
     return rc;
 }

@@ -7,6 +7,8 @@
 #ifndef LOCKLAB_STOCK_H
 #define LOCKLAB_STOCK_H
 
+#include <stdint.h>
+
 struct lock_ctx;
 struct lock_ops;
 
@@ -34,7 +36,18 @@ int stock_sell(struct lock_ctx *ctx, const struct lock_ops *ops,
 /* The guarded strategies' two statements, exported for the strategies that
  * replace the sale but keep its shape; stock_read() also answers GET /stock. */
 int stock_read(struct lock_ctx *ctx, const struct product *p, long long *count);
+/* The absolute write; with ctx->fence, conditional on the hold's token
+ * (LL_FENCED when a newer one was seen). A statement that sells ('!'). */
 int stock_write(struct lock_ctx *ctx, const struct product *p, long long count);
+/* The sale's db_ledger row (--ledger; inside the transaction of its write):
+ * the count read and written, the critical section [cs_start, cs_end] on
+ * CLOCK_MONOTONIC (0, 0: none of its own), the token when fenced. */
+int stock_ledger(struct lock_ctx *ctx, const struct product *p, long long read,
+                 long long written, int64_t cs_start_us, int64_t cs_end_us);
+/* stock_ledger(), then the COMMIT that sells, in the transaction the caller
+ * began and wrote in; a failure rolls it back. */
+int stock_ledger_commit(struct lock_ctx *ctx, const struct product *p, long long read,
+                        long long written, int64_t cs_start_us, int64_t cs_end_us);
 /* stock_write() and COMMIT in one round trip, ending the transaction. */
 int stock_write_commit(struct lock_ctx *ctx, const struct product *p, long long count);
 /* stock_write_commit(), and behind it, in the same round trip, `next_sql`

@@ -16,7 +16,7 @@ const char *ll_status_name(int status)
     static const char *const names[LL_STATUS_MAX] = {
         [LL_OK] = "sold", [LL_SOLD_OUT] = "sold_out", [LL_TIMEOUT] = "lock_timeout",
         [LL_UNAVAILABLE] = "unavailable", [LL_ERROR] = "error", [LL_BADREQ] = "bad_request",
-        [LL_UNKNOWN] = "unknown",
+        [LL_UNKNOWN] = "unknown", [LL_FENCED] = "fenced", [LL_LOST] = "lock_lost",
     };
     return status >= 0 && status < LL_STATUS_MAX ? names[status] : "error";
 }
@@ -60,4 +60,14 @@ int lock_backoff(struct lock_ctx *ctx)
 void lock_owner(const struct lock_ctx *ctx, char *buf, int len)
 {
     snprintf(buf, (size_t)len, "%s:%d", ctx->cfg->instance_id, ctx->slot);
+}
+
+int64_t lock_drift_us(int64_t lease_ms)
+{
+    return lease_ms * 10 + 2000;        /* 1 % of the lease, and 2 ms */
+}
+
+void lock_lease(struct lock_ctx *ctx, int64_t sent_us, int64_t lease_ms)
+{
+    ctx->lease_until_us = sent_us + lease_ms * 1000 - lock_drift_us(lease_ms);
 }

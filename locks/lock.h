@@ -47,6 +47,10 @@ enum ll_status {
     LL_BADREQ,          /* the request itself is wrong (unknown product …)   */
     LL_UNKNOWN,         /* the statement that sells was sent and its answer
                          * lost: the unit may or may not be sold             */
+    LL_FENCED,          /* the write carried a fencing token older than one
+                         * the row has seen: a stale holder, nothing sold    */
+    LL_LOST,            /* the lock was lost, or its lease may have run out,
+                         * before the write: nothing written                 */
     LL_STATUS_MAX
 };
 
@@ -57,7 +61,11 @@ const char *ll_status_name(int status);
 #define LOCK_REENTRANT    (1u << 1) /* the same holder may acquire again   */
 #define LOCK_AUTO_RELEASE (1u << 2) /* freed when its holder dies          */
 #define LOCK_FAIR         (1u << 3) /* granted in arrival order            */
-#define LOCK_EXACT        (1u << 4) /* claims exact counts (no oversell)   */
+#define LOCK_EXACT        (1u << 4) /* exact counts in an ordinary run     */
+#define LOCK_FENCED       (1u << 5) /* still exact when a holder is paused or
+                                     * cut off past its lease: by fencing
+                                     * tokens (?fence=1), or because the
+                                     * database itself orders the writes  */
 
 /* The physical limit bench/compare measures a strategy against: one of the
  * ceilings ll-limits measures, by the key it writes it under (bench/
@@ -99,6 +107,8 @@ struct lock_ctx {
     int64_t     deadline_ms;        /* monotonic; acquire gives up after it   */
     int         wait_ms;            /* the wait that deadline came from       */
     int         hold_ms;            /* fault: stretch the critical section    */
+    int         late_ms;            /* fault: a pause after the checks, just
+                                     * before the write (app/stock.c)         */
     int         crash;              /* fault: _exit() while holding the lock  */
     int         lose_answer;        /* fault: the sale's answer from MariaDB
                                      * never arrives (app/db.c)               */
@@ -109,6 +119,16 @@ struct lock_ctx {
                                      * -1 when it never was (stats)           */
     const struct lock_ops *ops;     /* the strategy it runs                   */
     struct lock_room *room;         /* the waiting room it is in (lock_poll)  */
+
+    /* What the holder knows of the lock it holds, for the write (stock.c):
+     * the last moment its lease is sure to run (the acquire or the last
+     * renewal confirmed, plus the lease, less lock_drift_us()), its fencing
+     * token when the request asked for one, and when it got the lock. */
+    int         fence;              /* ?fence=1: write only with a token      */
+    int64_t     lease_until_us;     /* monotonic; 0: no lease that can end    */
+    long long   token;              /* the fencing token of this hold         */
+    const char *token_src;          /* the service that issued it, or NULL    */
+    int64_t     held_since_us;      /* monotonic: the lock held from (ledger) */
 
     /* The last failure, hiredis style. */
     int         err;                /* an ll_status, 0 when none              */
@@ -124,6 +144,14 @@ int lock_error(struct lock_ctx *ctx, int status, const char *backend,
 /* The deadline passed before the lock was obtained: records "lock not
  * obtained within <wait> ms" on ctx and returns LL_TIMEOUT. */
 int lock_timeout(struct lock_ctx *ctx);
+
+/* Lease honesty. A lease of lease_ms granted by a request sent at sent_us
+ * (monotonic) is sure to run until sent_us + lease − drift, the drift
+ * allowing for the two clocks' rates (Redlock's rule: 1 % of the lease and
+ * 2 ms). lock_lease() records that end on ctx for the write to check; a
+ * renewal records it again, a failed one does not. */
+int64_t lock_drift_us(int64_t lease_ms);
+void    lock_lease(struct lock_ctx *ctx, int64_t sent_us, int64_t lease_ms);
 
 /* Milliseconds left before the request's deadline (<= 0: none left). */
 int64_t lock_time_left(const struct lock_ctx *ctx);
@@ -199,6 +227,14 @@ struct lock_ops {
 
     /* Optional: free what this strategy keeps in ctx (worker shutdown). */
     void (*ctx_free)(struct lock_ctx *ctx);
+
+    /* Fencing (?fence=1): the service whose tokens the strategy's acquire
+     * leaves in ctx->token when ctx->fence asks for one ("redis",
+     * "redisson", "zookeeper", "mysql": tokens of one service compare, of
+     * two do not); NULL when it cannot issue one, and then `nofence` says
+     * why, for the 400 answer. */
+    const char *fence;
+    const char *nofence;
 };
 
 /* ---------------------------------------------------------------- calls */

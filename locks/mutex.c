@@ -68,4 +68,5 @@ const struct lock_ops lock_mutex = {
     .ceiling = LOCK_CEIL_SERIAL_MYSQL,
     .acquire = mutex_acquire,
     .release = mutex_release,
+    .nofence  = "a mutex lives in one process: there is no service to number its holders across instances",
 };

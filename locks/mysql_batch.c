@@ -23,7 +23,7 @@ const struct lock_ops lock_mysql_batch = {
     .name    = "mysql-batch",
     .family  = "mysql",
     .summary = "the purchases of one row queued in an instance, sold together by one UPDATE ... count - n WHERE count >= n",
-    .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling = LOCK_CEIL_UPDATE_PEAK,
     MYSQL_QUEUE_METHODS(&batch_queue),
 };

@@ -44,6 +44,8 @@
  * MariaDB's context switches a sale 3.5 -> 2.4.
  */
 #include "mysql_private.h"
+#include "../app/config.h"
+#include "../app/util.h"
 #include "../app/db.h"
 #include "../app/stock.h"
 
@@ -65,7 +67,12 @@ static int for_update_once(struct lock_ctx *ctx, const struct product *p, long l
         rc = db_commit(ctx);
         return rc == LL_OK ? LL_SOLD_OUT : rc;
     }
-    if (rc == LL_OK) {
+    if (rc == LL_OK && ctx->cfg->ledger) {  /* the row is ours from here */
+        int64_t since = now_us();
+        stock_hold(ctx);
+        if ((rc = stock_write(ctx, p, count - 1)) == LL_OK)
+            rc = stock_ledger_commit(ctx, p, count, count - 1, since, now_us());
+    } else if (rc == LL_OK) {
         stock_hold(ctx);
         if ((next = mysql_queue_claim(ctx)) != NULL) {
             rc = stock_write_commit_next(ctx, p, count - 1, sql_select, &began);
@@ -88,7 +95,7 @@ const struct lock_ops lock_mysql_for_update = {
     .name    = "mysql-for-update",
     .family  = "mysql",
     .summary = "SELECT ... FOR UPDATE in a transaction, then UPDATE and COMMIT in one round trip (seed 000 §1.6.2); one transaction per row per instance at a time",
-    .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling = LOCK_CEIL_FOR_UPDATE,
     MYSQL_QUEUE_METHODS(&for_update_queue),
 };

@@ -20,6 +20,12 @@
  *     UPDATE db_lock SET hold_count = IF(<ours>, hold_count + 1, 1), ...
  *      WHERE lock_name = ? AND (<ours> OR expire_time < NOW(3))
  *
+ * Every acquisition draws the next value of the sequence db_lock_fence into
+ * its row's `fence`: with ?fence=1 the holder reads it back from the row
+ * while the row is still its own (one more round trip), and that is its
+ * fencing token. The lease the holder may count on runs from the moment
+ * its INSERT or UPDATE was sent.
+ *
  * What it still gets wrong: there is no renewal, so a holder slower than
  * the lease is overtaken and two sales overlap; and every attempt is a write
  * to the database it is protecting, which is why the seeds measured 20/s.
@@ -27,6 +33,7 @@
 #include "lock.h"
 #include "../app/config.h"
 #include "../app/db.h"
+#include "../app/util.h"
 
 #include <stdio.h>
 
@@ -48,9 +55,9 @@ static int table_insert(struct lock_ctx *ctx, const char *key, const struct owne
 {
     static const char sql[] =
         "INSERT INTO db_lock (lock_name, class_name, method_name, server_name, thread_name,"
-        " hold_count, create_time, expire_time)"
+        " hold_count, create_time, expire_time, fence)"
         " VALUES (?, 'StockService', 'checkAndLock', ?, ?, 1, NOW(3),"
-        " TIMESTAMPADD(MICROSECOND, ?, NOW(3)))";
+        " TIMESTAMPADD(MICROSECOND, ?, NOW(3)), NEXTVAL(db_lock_fence))";
     int rc = db_exec(ctx, sql, NULL, "sssl", key, o->server, o->thread,
                      (long long)ctx->cfg->lease_ms * 1000);
 
@@ -66,7 +73,7 @@ static int table_take(struct lock_ctx *ctx, const char *key, const struct owner 
         "UPDATE db_lock SET"
         " hold_count = IF(server_name = ? AND thread_name = ?, hold_count + 1, 1),"
         " server_name = ?, thread_name = ?, create_time = NOW(3),"
-        " expire_time = TIMESTAMPADD(MICROSECOND, ?, NOW(3))"
+        " expire_time = TIMESTAMPADD(MICROSECOND, ?, NOW(3)), fence = NEXTVAL(db_lock_fence)"
         " WHERE lock_name = ? AND ((server_name = ? AND thread_name = ?) OR expire_time < NOW(3))";
     long long rows = 0;
     int rc = db_exec(ctx, sql, &rows, "sssslsss", o->server, o->thread, o->server, o->thread,
@@ -92,19 +99,44 @@ static int table_peek(struct lock_ctx *ctx, const char *key, const struct owner 
     return rc;
 }
 
+/* ?fence=1: the token our acquisition drew, read while the row is ours. A
+ * row gone or taken over since leaves the lock to its lease (LL_LOST). */
+static int table_token(struct lock_ctx *ctx, const char *key, const struct owner *o)
+{
+    static const char sql[] =
+        "SELECT fence FROM db_lock WHERE lock_name = ? AND server_name = ? AND thread_name = ?";
+    long long rows = 0, fence = 0;
+    int rc = db_exec(ctx, sql, &rows, "sss>l", key, o->server, o->thread, &fence);
+
+    if (rc != LL_OK)
+        return rc;
+    if (rows == 0)
+        return lock_error(ctx, LL_LOST, "mysql", "db_lock row %s was no longer ours when "
+                          "its fencing token was read", key);
+    ctx->token = fence;
+    ctx->token_src = "mysql";
+    return LL_OK;
+}
+
 /* Insert; when the row exists, re-enter or take it over if we may; else
  * wait with reads until it is gone or expired, and start again. */
 static int table_acquire(struct lock_ctx *ctx, const char *key)
 {
     enum table_state state = TABLE_FREE;
     struct owner o;
+    int64_t sent;
     int got, rc;
 
     owner_of(ctx, &o);
     for (;;) {
+        sent = now_us();
         rc = state == TABLE_FREE ? table_insert(ctx, key, &o, &got)
                                  : table_take(ctx, key, &o, &got);
-        if (rc != LL_OK || got)
+        if (rc == LL_OK && got) {
+            lock_lease(ctx, sent, ctx->cfg->lease_ms);
+            return ctx->fence ? table_token(ctx, key, &o) : LL_OK;
+        }
+        if (rc != LL_OK)
             return rc;
         state = state == TABLE_FREE ? TABLE_TAKEABLE : TABLE_HELD;
         while (state == TABLE_HELD) {
@@ -154,9 +186,10 @@ const struct lock_ops lock_mysql_lock_table = {
     .family  = "mysql",
     .summary = "db_lock row with a unique lock_name: INSERT to lock, DELETE to unlock, owner + expiry (seed 000 §2)",
     .flaw    = "spins on the database it protects; no renewal, so a holder slower than the lease is overtaken",
-    .props   = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .props   = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling = LOCK_CEIL_SERIAL_MYSQL,
     .acquire = table_acquire,
     .release = table_release,
     .reset   = table_reset,
+    .fence   = "mysql",
 };

@@ -57,15 +57,27 @@ int mysql_optimistic_attempt(struct lock_ctx *ctx, const struct product *p,
     int rc;
 
     *won = 0;
-    rc = db_exec(ctx, read_sql, &rows, "l>ll", p->id, &count, &version);
-    if (rc != LL_OK)
+    if (ctx->cfg->ledger && (rc = db_begin(ctx)) != LL_OK)
         return rc;
-    if (rows == 0)
-        return lock_error(ctx, LL_ERROR, "mysql", "db_stock row %lld vanished", p->id);
-    if (count <= 0)
-        return LL_SOLD_OUT;
-    stock_hold(ctx);
-    rc = db_exec(ctx, write_sql, &rows, "!lll", count - 1, p->id, version);
+    rc = db_exec(ctx, read_sql, &rows, "l>ll", p->id, &count, &version);
+    if (rc == LL_OK && rows == 0)
+        rc = lock_error(ctx, LL_ERROR, "mysql", "db_stock row %lld vanished", p->id);
+    if (rc == LL_OK && count <= 0)
+        rc = LL_SOLD_OUT;
+    if (rc == LL_OK) {
+        stock_hold(ctx);
+        rc = db_exec(ctx, write_sql, &rows, "!lll", count - 1, p->id, version);
+    }
+    if (!ctx->cfg->ledger) {
+        /* nothing more */
+    } else if (rc != LL_OK && rc != LL_SOLD_OUT) {
+        db_rollback(ctx);
+    } else if (rc == LL_OK && rows == 1) {  /* --ledger: the row, and the COMMIT */
+        rc = stock_ledger_commit(ctx, p, count, count - 1, 0, 0);
+    } else {
+        int crc = db_commit(ctx);           /* sold out, or lost the race */
+        rc = rc == LL_OK ? crc : rc;
+    }
     if (rc == LL_OK && rows == 1) {
         *remaining = count - 1;
         *won = 1;
@@ -87,12 +99,32 @@ static int optimistic_backoff(struct lock_ctx *ctx, int lost)
     return LL_OK;
 }
 
+/* --ledger: attempts in transactions with their ledger rows, backing off
+ * after each lost race (no pipelined read behind the write). */
+static int optimistic_ledger(struct lock_ctx *ctx, const struct product *p,
+                             long long *remaining)
+{
+    int attempt, won = 0, rc = LL_OK;
+
+    for (attempt = 0; attempt < OPT_MAX_ATTEMPTS; attempt++) {
+        if ((rc = mysql_optimistic_attempt(ctx, p, remaining, &won)) != LL_OK || won)
+            return rc;
+        ctx->retries++;
+        if ((rc = optimistic_backoff(ctx, attempt)) != LL_OK)
+            break;
+    }
+    return lock_error(ctx, LL_TIMEOUT, "mysql", "optimistic update lost %u races in %d ms",
+                      ctx->retries, ctx->wait_ms);
+}
+
 static int optimistic_retry(struct lock_ctx *ctx, const struct product *p, long long *remaining)
 {
     const long long id = p->id;
     long long row[2] = { 0, 0 }, found = 0, won = 0;    /* count, version */
     int attempt, rc;
 
+    if (ctx->cfg->ledger)
+        return optimistic_ledger(ctx, p, remaining);
     rc = db_exec(ctx, read_sql, &found, "l>ll", id, &row[0], &row[1]);
     for (attempt = 0; rc == LL_OK && attempt < OPT_MAX_ATTEMPTS; attempt++) {
         const long long write[3] = { row[0] - 1, id, row[1] };
@@ -131,7 +163,7 @@ const struct lock_ops lock_mysql_optimistic = {
     .name    = "mysql-optimistic",
     .family  = "mysql",
     .summary = "version column: UPDATE ... WHERE version = ?, retried with jittered backoff (seed 000 §1.6.3); one attempt per row per instance at a time",
-    .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling = LOCK_CEIL_FOR_UPDATE,
     MYSQL_QUEUE_METHODS(&optimistic_queue),
 };

@@ -42,7 +42,8 @@ const struct lock_ops lock_mysql_optimistic_recursive = {
     .family  = "mysql",
     .summary = "the seeds' optimistic lock as written: on a lost race, recurse at once (seed 000 §1.6.3)",
     .flaw    = "no pause between retries and a stack frame per lost race: losers hammer the row",
-    .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling = LOCK_CEIL_FOR_UPDATE,
     .sell    = recursive_sell,
+    .nofence = MYSQL_NOFENCE,
 };

@@ -30,7 +30,12 @@ void mysql_queue_ctx_free(struct lock_ctx *ctx);    /* frees ctx->mysql */
 
 /* The hooks of such a strategy's lock_ops, whose queue conf is *c. */
 #define MYSQL_QUEUE_METHODS(c) \
-    .conf = (c), .sell = mysql_queue_sell, .ctx_free = mysql_queue_ctx_free
+    .conf = (c), .sell = mysql_queue_sell, .ctx_free = mysql_queue_ctx_free, \
+    .nofence = MYSQL_NOFENCE
+
+/* Why the strategies that sell in the database itself need no token. */
+#define MYSQL_NOFENCE "its write is ordered by MariaDB itself (a row lock or a conditional " \
+                      "write), so there is no holder outside the database to fence"
 
 /* For a leader's sale, in the middle of it: claim the next purchase in
  * line for the same row and sale, so that its transaction can begin in the

@@ -36,6 +36,7 @@
  * shows batching as operations per sale below 1.
  */
 #include "mysql_private.h"
+#include "../app/config.h"
 #include "../app/db.h"
 #include "../app/stock.h"
 #include "../app/util.h"
@@ -156,6 +157,32 @@ static int take_batch(struct queue *q, struct purchase *me, struct purchase **ba
 }
 
 /* One unit, the seeds' statement (seed 001). */
+/* --ledger: the same statement in a transaction with its ledger row (the
+ * count it left read back under the row lock it holds). */
+static int sell_one_ledger(struct lock_ctx *ctx, const struct product *prod, const char *sql,
+                           long long *remaining)
+{
+    long long rows = 0, left = 0;
+    int rc;
+
+    if ((rc = db_begin(ctx)) != LL_OK)
+        return rc;
+    rc = db_exec(ctx, sql, &rows, "l", prod->id);
+    if (rc == LL_OK && rows == 1)
+        rc = stock_read(ctx, prod, &left);
+    if (rc != LL_OK) {
+        db_rollback(ctx);
+        return rc;
+    }
+    if (rows == 0) {
+        rc = db_commit(ctx);
+        return rc == LL_OK ? LL_SOLD_OUT : rc;
+    }
+    if ((rc = stock_ledger_commit(ctx, prod, left + 1, left, 0, 0)) == LL_OK)
+        *remaining = left;
+    return rc;
+}
+
 int mysql_sell_one(struct lock_ctx *ctx, const struct product *prod, long long *remaining)
 {
     static const char sql[] =
@@ -165,6 +192,8 @@ int mysql_sell_one(struct lock_ctx *ctx, const struct product *prod, long long *
 
     *remaining = -1;
     ctx->backend_ops++;
+    if (ctx->cfg->ledger)
+        return sell_one_ledger(ctx, prod, sql, remaining);
     rc = db_exec(ctx, sql, &rows, "!l", prod->id);
     return rc != LL_OK ? rc : rows == 1 ? LL_OK : LL_SOLD_OUT;
 }
@@ -292,6 +321,9 @@ int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long
 {
     const struct mysql_queue_conf *conf = ctx->ops->conf;
     int max = conf->batch < MYSQL_QUEUE_MAX ? conf->batch : MYSQL_QUEUE_MAX;
+
+    if (ctx->cfg->ledger)           /* a ledger row a sale: one sale a statement */
+        max = 1;
     struct queue *q = queue_of(prod);
     struct timespec ts = { ctx->deadline_ms / 1000, (ctx->deadline_ms % 1000) * 1000000 };
     struct mysql_slot *slot = slot_of(ctx);

@@ -24,7 +24,7 @@ const struct lock_ops lock_mysql_update = {
     .name    = "mysql-update",
     .family  = "mysql",
     .summary = "one conditional UPDATE ... WHERE count >= 1: the row lock is the lock (seed 001); one statement per row per instance at a time",
-    .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling = LOCK_CEIL_UPDATE_PEAK,
     MYSQL_QUEUE_METHODS(&update_queue),
 };

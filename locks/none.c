@@ -29,4 +29,5 @@ const struct lock_ops lock_none = {
     .ceiling = LOCK_CEIL_SERIAL_MYSQL,
     .acquire = none_acquire,
     .release = none_release,
+    .nofence  = "there is no lock, so no service to number its holders",
 };

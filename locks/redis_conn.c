@@ -347,23 +347,66 @@ int64_t redis_wall_ms(void)
 }
 
 /* SETNX answers 1 or 0; SET … NX answers OK or nil. */
-int redis_set_spin(struct lock_ctx *ctx, const char *key, const char *value,
+/* The fenced try (?fence=1): the same SETNX or SET NX, and when it takes
+ * the lock, INCR of the key's token counter in the same atomic step, so a
+ * token belongs to one acquisition and later ones get larger tokens. */
+static struct redis_script set_fenced = {
+    "local ok; "
+    "if ARGV[2] == '' then ok = redis.call('setnx', KEYS[1], ARGV[1]) == 1; "
+    "else ok = redis.call('set', KEYS[1], ARGV[1], 'NX', ARGV[2], ARGV[3]); end; "
+    "if ok then return redis.call('incr', KEYS[2]); end; return 0;",
+    ""
+};
+
+/* One try: 1 taken (and on ctx the token when fenced), 0 held by someone
+ * else, -1 a failure recorded on ctx. */
+static int set_try(struct lock_ctx *ctx, const char *key, const char *value,
                    const char *unit, int ttl)
 {
+    char counter[LOCK_KEY_MAX + 8], ttls[16];
+    const char *argv[5];
     redisReply *r;
     int got;
 
-    for (;;) {
+    if (ctx->fence) {
+        snprintf(counter, sizeof counter, "%s" REDIS_FENCE_SUFFIX, key);
+        snprintf(ttls, sizeof ttls, "%d", ttl);
+        argv[0] = key, argv[1] = counter, argv[2] = value;
+        argv[3] = unit ? unit : "", argv[4] = ttls;
+        if ((r = redis_eval(ctx, 0, &set_fenced, 2, 5, argv)) == NULL)
+            return -1;
+        if (r->type != REDIS_REPLY_INTEGER)
+            return redis_reply_error(ctx, 0, r, key), -1;
+        ctx->token = r->integer;
+        ctx->token_src = REDIS_FENCE;
+    } else {
         r = unit ? redis_cmd(ctx, 0, "SET %s %s NX %s %d", key, value, unit, ttl)
                  : redis_cmd(ctx, 0, "SETNX %s %s", key, value);
         if (r == NULL)
-            return ctx->err;
+            return -1;
         if (r->type == REDIS_REPLY_ERROR || (!unit && r->type != REDIS_REPLY_INTEGER))
-            return redis_reply_error(ctx, 0, r, key);
-        got = unit ? r->type == REDIS_REPLY_STATUS : r->integer == 1;
-        freeReplyObject(r);
-        if (got)
+            return redis_reply_error(ctx, 0, r, key), -1;
+    }
+    got = ctx->fence ? r->integer > 0 : unit ? r->type == REDIS_REPLY_STATUS : r->integer == 1;
+    freeReplyObject(r);
+    return got;
+}
+
+int redis_set_spin(struct lock_ctx *ctx, const char *key, const char *value,
+                   const char *unit, int ttl)
+{
+    int64_t sent;
+    int got;
+
+    for (;;) {
+        sent = now_us();
+        if ((got = set_try(ctx, key, value, unit, ttl)) < 0)
+            return ctx->err;
+        if (got) {
+            if (unit)           /* the lease runs from the try that took it */
+                lock_lease(ctx, sent, unit[0] == 'E' ? ttl * 1000LL : ttl);
             return LL_OK;
+        }
         if (lock_poll(ctx, key) != LL_OK)
             return redis_timeout(ctx, 0, key, "string");
     }

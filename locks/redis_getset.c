@@ -27,7 +27,7 @@
 static int getset_try(struct lock_ctx *ctx, const char *key, int *got)
 {
     struct redis_set *rs = redis_set_of(ctx);
-    int64_t now = redis_wall_ms(), exp = now + ctx->cfg->lease_ms + 1;
+    int64_t now = redis_wall_ms(), exp = now + ctx->cfg->lease_ms + 1, sent = now_us();
     long long cur;
     redisReply *r;
     int taken;
@@ -41,6 +41,7 @@ static int getset_try(struct lock_ctx *ctx, const char *key, int *got)
     freeReplyObject(r);
     if (!taken) {
         rs->expires_wall_ms = exp;
+        lock_lease(ctx, sent, ctx->cfg->lease_ms);
         *got = 1;
         return LL_OK;
     }
@@ -62,6 +63,7 @@ static int getset_try(struct lock_ctx *ctx, const char *key, int *got)
         return redis_reply_error(ctx, 0, r, key);
     if (r->type == REDIS_REPLY_STRING && strtoll(r->str, NULL, 10) == cur) {
         rs->expires_wall_ms = exp;
+        lock_lease(ctx, sent, ctx->cfg->lease_ms);
         *got = 1;
     }
     freeReplyObject(r);
@@ -103,4 +105,5 @@ const struct lock_ops lock_redis_getset = {
     .release  = getset_release,
     .reset    = redis_del_key,
     .ctx_free = redis_ctx_free,
+    .nofence  = "its key holds an expiry time, not its holder: the losers' GETSETs overwrite the winner's stamp, so nothing in Redis says whose turn a token would be",
 };

@@ -47,10 +47,11 @@ const struct lock_ops lock_redis_lua = {
     .family   = "redis",
     .summary  = "SET lock:P <token> PX <lease> NX; release by an atomic compare-and-delete Lua script (seed 000 §3.5)",
     .flaw     = "no renewal: a holder slower than the lease is overtaken and two sales overlap; not reentrant",
-    .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = lua_acquire,
     .release  = lua_release,
     .reset    = redis_del_key,
     .ctx_free = redis_ctx_free,
+    .fence    = REDIS_FENCE,
 };

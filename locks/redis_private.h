@@ -28,6 +28,7 @@
 
 #include "lock.h"
 #include "../app/config.h"
+#include "../app/util.h"
 
 #include <hiredis/hiredis.h>
 #include <stdint.h>
@@ -35,6 +36,12 @@
 #define REDIS_CMD_TIMEOUT_MS 1000   /* connect/command timeout, one server   */
 #define REDIS_RECONNECT_MS   200    /* least time between connects to a server */
 #define REDIS_TOKEN_MAX      96     /* "<instance uuid>:<slot>:<seq>" and more */
+
+/* Fencing tokens of the plain Redis locks (?fence=1): INCR of the counter
+ * "<key>:fence" in the step that takes the lock; they compare among the
+ * locks that share the counter, whose service lock_ops.fence calls "redis". */
+#define REDIS_FENCE          "redis"
+#define REDIS_FENCE_SUFFIX   ":fence"
 
 struct redis_link {
     redisContext *c;
@@ -118,7 +125,9 @@ void redis_new_token(struct lock_ctx *ctx, char *buf, int len);
 /* Take `key` on server 0 with one command, tried again at each of
  * lock_poll()'s turns while someone else holds it: SETNX key value when
  * unit is NULL (the seeds' first locks), else SET key value NX `unit`
- * ("EX" or "PX") `ttl`. At the deadline redis_timeout()'s answer. */
+ * ("EX" or "PX") `ttl`, which also records the lease on ctx (lock_lease).
+ * With ctx->fence the try is a script that takes a fencing token in the
+ * same step (REDIS_FENCE). At the deadline redis_timeout()'s answer. */
 int redis_set_spin(struct lock_ctx *ctx, const char *key, const char *value,
                    const char *unit, int ttl);
 
@@ -171,7 +180,20 @@ void redis_watch(struct lock_ctx *ctx, const char *key, const char *field,
                  enum redis_watch_unit unit);
 /* One entry less; the last one stops the renewal. */
 void redis_unwatch(struct lock_ctx *ctx);
-/* LL_OK, or LL_ERROR if a renewal found the lock no longer ours. */
+/* LL_OK, with ctx->lease_until_us raised to the end of the last lease the
+ * acquire or a renewal confirmed; LL_LOST if a renewal found the lock no
+ * longer ours. redis_watch() takes the acquire's lease from ctx (the
+ * acquire records it with lock_lease() first). */
 int  redis_watch_check(struct lock_ctx *ctx, const char *key);
+/* ?fence=1 on a hash lock: INCR `counter` while `key` still has our
+ * `field`, as one script; the token and its service go to ctx. */
+int  redis_watch_token(struct lock_ctx *ctx, const char *key, const char *field,
+                       const char *counter, const char *service);
+
+/* Redisson's fencing token counter (RedissonFencedLock, 3.2x): the key
+ * "redisson_lock_token:{<lock name>}", INCR at every acquisition; the
+ * service its tokens belong to. */
+#define REDISSON_FENCE       "redisson"
+#define REDISSON_TOKEN_KEY   "redisson_lock_token:{%s}"
 
 #endif /* LOCKLAB_REDIS_PRIVATE_H */

@@ -41,21 +41,28 @@ static struct redis_script reentrant_unlock = {
 
 static int reentrant_acquire(struct lock_ctx *ctx, const char *key)
 {
-    char owner[80], lease[16];
+    char owner[80], lease[16], counter[LOCK_KEY_MAX + 8];
     const char *argv[3] = { key, owner, lease };
     redisReply *r;
-    int got;
+    int64_t sent;
+    int got, rc;
 
     lock_owner(ctx, owner, sizeof owner);
     snprintf(lease, sizeof lease, "%d", (ctx->cfg->lease_ms + 999) / 1000);
     for (;;) {
+        sent = now_us();
         if ((r = redis_eval(ctx, 0, &reentrant_lock, 1, 3, argv)) == NULL)
             return ctx->err;
         if (r->type != REDIS_REPLY_INTEGER)
             return redis_reply_error(ctx, 0, r, key);
         got = r->integer == 1;
         freeReplyObject(r);
-        if (got) {
+        if (got) {      /* EXPIRE rounds up: the lease is at least lease_ms */
+            lock_lease(ctx, sent, ctx->cfg->lease_ms);
+            snprintf(counter, sizeof counter, "%s" REDIS_FENCE_SUFFIX, key);
+            if (ctx->fence &&
+                (rc = redis_watch_token(ctx, key, owner, counter, REDIS_FENCE)) != LL_OK)
+                return rc;
             redis_watch(ctx, key, owner, WATCH_SECONDS);
             return LL_OK;
         }
@@ -89,11 +96,12 @@ const struct lock_ops lock_redis_reentrant = {
     .family   = "redis",
     .summary  = "hash lock:P {owner: count} by HINCRBY Lua scripts, renewed at lease/3 by a watchdog (seed 000 §3.6–3.7)",
     .flaw     = "waiters poll on a timer (a release elsewhere is seen at the next poll; no order); one Redis: a failover can lose the lock",
-    .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = reentrant_acquire,
     .release  = reentrant_release,
     .check    = redis_watch_check,
     .reset    = redis_del_key,
     .ctx_free = redis_ctx_free,
+    .fence    = REDIS_FENCE,
 };

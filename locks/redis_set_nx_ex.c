@@ -25,10 +25,11 @@ const struct lock_ops lock_redis_set_nx_ex = {
     .family   = "redis",
     .summary  = "SET lock:P locked NX EX 3 in one command, DEL to unlock (seed 000 §3.2)",
     .flaw     = "no owner: a holder slower than the 3 s expiry is overtaken (lost updates) and its DEL frees the next holder's lock",
-    .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = set_nx_ex_acquire,
     .release  = redis_del_key,
     .reset    = redis_del_key,
     .ctx_free = redis_ctx_free,
+    .fence    = REDIS_FENCE,
 };

@@ -26,10 +26,11 @@ const struct lock_ops lock_redis_setnx = {
     .family   = "redis",
     .summary  = "SETNX lock:P to lock, DEL to unlock, spin while taken (seed 000 §3.1)",
     .flaw     = "no expiry: a holder that dies leaves the lock for ever (deadlock); not reentrant",
-    .props    = LOCK_DISTRIBUTED | LOCK_EXACT,
+    .props    = LOCK_DISTRIBUTED | LOCK_EXACT | LOCK_FENCED,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = setnx_acquire,
     .release  = redis_del_key,
     .reset    = redis_del_key,
     .ctx_free = redis_ctx_free,
+    .fence    = REDIS_FENCE,
 };

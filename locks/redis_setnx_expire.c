@@ -22,6 +22,7 @@ static int setnx_expire_acquire(struct lock_ctx *ctx, const char *key)
 {
     char owner[80];
     redisReply *r;
+    int64_t sent;
     int rc;
 
     lock_owner(ctx, owner, sizeof owner);
@@ -31,11 +32,13 @@ static int setnx_expire_acquire(struct lock_ctx *ctx, const char *key)
         fprintf(stderr, "locklab: crash requested between SETNX and EXPIRE of %s\n", key);
         _exit(3);
     }
+    sent = now_us();        /* the lease runs from the EXPIRE, the second step */
     if ((r = redis_cmd(ctx, 0, "EXPIRE %s %d", key, SETNX_EXPIRE_S)) == NULL)
         return ctx->err;    /* the lock stays, without expiry: the flaw */
     if (r->type == REDIS_REPLY_ERROR)
         return redis_reply_error(ctx, 0, r, key);
     freeReplyObject(r);
+    lock_lease(ctx, sent, SETNX_EXPIRE_S * 1000);
     return LL_OK;
 }
 
@@ -44,10 +47,11 @@ const struct lock_ops lock_redis_setnx_expire = {
     .family   = "redis",
     .summary  = "SETNX lock:P then EXPIRE lock:P 3 as two commands, DEL to unlock (seed 004 scheme 1)",
     .flaw     = "not atomic: a death between SETNX and EXPIRE leaves the lock for ever; a holder slower than 3 s is overtaken and deletes the next holder's lock",
-    .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = setnx_expire_acquire,
     .release  = redis_del_key,
     .reset    = redis_del_key,
     .ctx_free = redis_ctx_free,
+    .fence    = REDIS_FENCE,
 };

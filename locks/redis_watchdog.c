@@ -23,6 +23,13 @@
  * sale. It starts lazily (pthread_once) at the first
  * registration. A renewal that finds the lock gone marks the entry lost,
  * and the strategy's check hook then refuses to write the stock.
+ *
+ * Lease honesty: a renewal that fails or goes unanswered (Redis down, the
+ * instance cut off, the whole process paused) is not a renewal. Each entry
+ * keeps the end of the last lease Redis confirmed — from the acquire, then
+ * from each renewal answered 1, measured from the moment it was sent —
+ * and the check hook hands it to the write (ctx->lease_until_us), which
+ * refuses once it may have passed (app/stock.c).
  */
 #include "redis_private.h"
 #include "../app/util.h"
@@ -39,6 +46,7 @@ struct watch_entry {
     enum redis_watch_unit unit;
     unsigned gen;                /* bumped at every first entry             */
     int      lost;               /* a renewal found the lock gone           */
+    int64_t  lease_until_us;     /* the last confirmed lease ends (lock_lease) */
     int64_t  next_ms;            /* next renewal due (monotonic)            */
     char     key[80];
     char     field[REDIS_TOKEN_MAX];
@@ -127,7 +135,7 @@ static void *watchdog_main(void *arg)
     struct watch_entry copy;
     struct timespec ts;
     int i, due, rc;
-    int64_t now, first;
+    int64_t now, first, sent;
 
     (void)arg;
     pthread_mutex_lock(&wd.mu);
@@ -161,10 +169,14 @@ static void *watchdog_main(void *arg)
         wd.e[due].next_ms = now + period_ms();
         pthread_mutex_unlock(&wd.mu);
 
+        sent = now_us();
         rc = renew(copy.key, copy.field, copy.unit);
 
         pthread_mutex_lock(&wd.mu);
         if (wd.e[due].depth > 0 && wd.e[due].gen == copy.gen) {
+            if (rc == 1)                /* confirmed: the lease runs on from sent */
+                wd.e[due].lease_until_us = sent + wd.cfg->lease_ms * 1000LL -
+                                           lock_drift_us(wd.cfg->lease_ms);
             if (rc == 0) {              /* expired or taken: stop renewing */
                 wd.e[due].lost = 1;
                 wd.e[due].next_ms = INT64_MAX;
@@ -216,6 +228,7 @@ void redis_watch(struct lock_ctx *ctx, const char *key, const char *field,
         e->unit = unit;
         e->gen++;
         e->lost = 0;
+        e->lease_until_us = ctx->lease_until_us;    /* from the acquire */
         e->next_ms = now_ms() + period_ms();
         /* Wake the thread only if it would sleep past this renewal: it
          * does once in a lease/3, not at every sale (a context switch). */
@@ -238,15 +251,48 @@ void redis_unwatch(struct lock_ctx *ctx)
 
 int redis_watch_check(struct lock_ctx *ctx, const char *key)
 {
+    struct watch_entry *e;
+    int64_t until;
     int lost;
 
     watchdog_init(ctx);
     pthread_mutex_lock(&wd.mu);
-    lost = wd.e[ctx->slot].depth > 0 && wd.e[ctx->slot].lost;
+    e = &wd.e[ctx->slot];
+    lost = e->depth > 0 && e->lost;
+    until = e->depth > 0 ? e->lease_until_us : 0;
     pthread_mutex_unlock(&wd.mu);
     if (lost)
-        return lock_error(ctx, LL_ERROR, "redis",
+        return lock_error(ctx, LL_LOST, "redis",
                           "%s was lost while held (the watchdog could not renew it): "
                           "sale not written", key);
+    if (until > ctx->lease_until_us)
+        ctx->lease_until_us = until;
+    return LL_OK;
+}
+
+/* The fenced hash locks' token: INCR of the counter while the hash still
+ * has our field, in one step, so the token is issued to the holder alone. */
+static struct redis_script hash_token = {
+    "if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then "
+    "return redis.call('incr', KEYS[2]); end; return 0;",
+    ""
+};
+
+int redis_watch_token(struct lock_ctx *ctx, const char *key, const char *field,
+                      const char *counter, const char *service)
+{
+    const char *argv[3] = { key, counter, field };
+    redisReply *r = redis_eval(ctx, 0, &hash_token, 2, 3, argv);
+
+    if (r == NULL)
+        return ctx->err;
+    if (r->type != REDIS_REPLY_INTEGER)
+        return redis_reply_error(ctx, 0, r, key);
+    ctx->token = r->integer;
+    ctx->token_src = service;
+    freeReplyObject(r);
+    if (ctx->token <= 0)
+        return lock_error(ctx, LL_LOST, "redis", "%s was no longer held when its fencing "
+                          "token was taken", key);
     return LL_OK;
 }

@@ -78,20 +78,67 @@ static struct redis_script redisson_unlock = {
     ""
 };
 
+/* ?fence=1: RedissonFencedLock's tryLock (Redisson 3.2x), the same hash and
+ * lease, and INCR of its token counter (REDISSON_TOKEN_KEY) at every
+ * acquisition, re-entries too: {-1, token} acquired, {pttl, -1} not. A Java
+ * RFencedLock on the same name takes its tokens from the same counter. */
+static struct redis_script redisson_fenced_lock = {
+    "if (redis.call('exists', KEYS[1]) == 0 "
+        "or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then "
+        "local token = redis.call('incr', KEYS[2]); "
+        "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+        "redis.call('pexpire', KEYS[1], ARGV[1]); "
+        "return {-1, token}; "
+    "end; "
+    "return {redis.call('pttl', KEYS[1]), -1};",
+    ""
+};
+
+/* The fenced tryLock's reply, freed: as redis_ttl_reply(), and the token. */
+static int fenced_reply(struct lock_ctx *ctx, redisReply *r, const char *key, long long *ttl)
+{
+    if (r == NULL)
+        return ctx->err;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER)
+        return redis_reply_error(ctx, 0, r, key);
+    if (r->element[0]->integer == -1) {
+        *ttl = -2;
+        ctx->token = r->element[1]->integer;
+        ctx->token_src = REDISSON_FENCE;
+    } else {
+        *ttl = r->element[0]->integer > 0 ? r->element[0]->integer : 0;
+    }
+    freeReplyObject(r);
+    return LL_OK;
+}
+
 static void channel_of(const char *key, char *buf, size_t len)
 {
     snprintf(buf, len, "redisson_lock__channel:{%s}", key);
 }
 
-/* One tryLock: LL_OK with *ttl = -2 when acquired, else the holder's PTTL. */
+/* One tryLock: LL_OK with *ttl = -2 when acquired (its lease recorded on
+ * ctx), else the holder's PTTL. */
 static int redisson_try(struct lock_ctx *ctx, const char *key, const char *field,
                         long long *ttl)
 {
-    char lease[16];
-    const char *argv[3] = { key, lease, field };
+    char lease[16], tokens[LOCK_KEY_MAX + 32];
+    const char *argv[4] = { key, lease, field, NULL };
+    int64_t sent = now_us();
+    int rc;
 
     snprintf(lease, sizeof lease, "%d", ctx->cfg->lease_ms);
-    return redis_ttl_reply(ctx, redis_eval(ctx, 0, &redisson_lock, 1, 3, argv), key, ttl);
+    if (!ctx->fence) {
+        rc = redis_ttl_reply(ctx, redis_eval(ctx, 0, &redisson_lock, 1, 3, argv), key, ttl);
+    } else {
+        snprintf(tokens, sizeof tokens, REDISSON_TOKEN_KEY, key);
+        argv[1] = tokens, argv[2] = lease, argv[3] = field;
+        rc = fenced_reply(ctx, redis_eval(ctx, 0, &redisson_fenced_lock, 2, 4, argv), key, ttl);
+    }
+    if (rc == LL_OK && *ttl == -2)
+        lock_lease(ctx, sent, ctx->cfg->lease_ms);
+    return rc;
 }
 
 static int redisson_acquire(struct lock_ctx *ctx, const char *key)
@@ -161,11 +208,12 @@ const struct lock_ops lock_redisson = {
     .family   = "redis",
     .summary  = "Redisson RLock: hash lock:P {uuid:thread: count}, PTTL to waiters, pub/sub wake-up on unlock, watchdog at lease/3",
     .flaw     = "one Redis server: a failover to a replica that missed the lock admits a second holder; not fair",
-    .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = redisson_acquire,
     .release  = redisson_release,
     .check    = redis_watch_check,
     .reset    = redis_del_key,
     .ctx_free = redis_ctx_free,
+    .fence    = REDISSON_FENCE,
 };

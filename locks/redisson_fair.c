@@ -141,17 +141,24 @@ static void names_of(const struct lock_ctx *ctx, const char *key, struct fair_na
     snprintf(n->channel, sizeof n->channel, "redisson_lock__channel:{%s}", key);
 }
 
-/* One tryLock: LL_OK with *ttl = -2 when acquired, else the time to wait. */
+/* One tryLock: LL_OK with *ttl = -2 when acquired (its lease recorded on
+ * ctx), else the time to wait. */
 static int fair_try(struct lock_ctx *ctx, const char *key, const struct fair_names *n,
                     long long wait, long long *ttl)
 {
     char lease[16], waits[24], now[24];
     const char *argv[7] = { key, n->queue, n->timeout, lease, n->field, waits, now };
 
+    int64_t sent = now_us();
+    int rc;
+
     snprintf(lease, sizeof lease, "%d", ctx->cfg->lease_ms);
     snprintf(waits, sizeof waits, "%lld", wait);
     snprintf(now, sizeof now, "%lld", (long long)redis_wall_ms());
-    return redis_ttl_reply(ctx, redis_eval(ctx, 0, &fair_lock, 3, 7, argv), key, ttl);
+    rc = redis_ttl_reply(ctx, redis_eval(ctx, 0, &fair_lock, 3, 7, argv), key, ttl);
+    if (rc == LL_OK && *ttl == -2)
+        lock_lease(ctx, sent, ctx->cfg->lease_ms);
+    return rc;
 }
 
 /* Leave the queue after giving up; the caller's status stays on ctx. */
@@ -207,6 +214,12 @@ static int fair_acquire(struct lock_ctx *ctx, const char *key)
             return rc;
         }
     }
+    if (ctx->fence) {   /* Redisson has no fenced fair lock: its counter, taken here */
+        char tokens[LOCK_KEY_MAX + 32];
+        snprintf(tokens, sizeof tokens, REDISSON_TOKEN_KEY, key);
+        if ((rc = redis_watch_token(ctx, key, n.field, tokens, REDISSON_FENCE)) != LL_OK)
+            return rc;
+    }
     redis_watch(ctx, key, n.field, WATCH_MILLIS);
     return LL_OK;
 }
@@ -260,11 +273,12 @@ const struct lock_ops lock_redisson_fair = {
     .family   = "redis",
     .summary  = "Redisson RFairLock: FIFO queue list + timeout zset, hand-off published to the next waiter only, watchdog",
     .flaw     = "stale-waiter timeouts trust client wall clocks; a dead waiter stalls the queue until its timeout; O(waiters) per acquisition; one Redis",
-    .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_FAIR | LOCK_EXACT,
+    .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_FAIR | LOCK_EXACT | LOCK_FENCED,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = fair_acquire,
     .release  = fair_release,
     .check    = redis_watch_check,
     .reset    = fair_reset,
     .ctx_free = redis_ctx_free,
+    .fence    = REDISSON_FENCE,
 };

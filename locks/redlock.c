@@ -186,6 +186,7 @@ static int redlock_round(struct lock_ctx *ctx, const char *key, int *got)
     if (ok >= quorum && validity > 0) {
         memcpy(rs->token, token, sizeof token);
         rs->valid_until_ms = t0 + validity;
+        ctx->lease_until_us = rs->valid_until_ms * 1000;    /* drift already off */
         *got = 1;
         return LL_OK;
     }
@@ -220,7 +221,7 @@ static int redlock_check(struct lock_ctx *ctx, const char *key)
     int64_t over = now_ms() - rs->valid_until_ms;
 
     if (over >= 0)
-        return lock_error(ctx, LL_ERROR, "redis",
+        return lock_error(ctx, LL_LOST, "redis",
                           "Redlock validity of %s ran out %lld ms before the write: "
                           "sale not written", key, (long long)over);
     return LL_OK;
@@ -268,4 +269,5 @@ const struct lock_ops lock_redlock = {
     .check    = redlock_check,
     .reset    = redlock_reset,
     .ctx_free = redis_ctx_free,
+    .nofence  = "N independent servers keep N independent counters, and no quorum of them orders the holders (Kleppmann, \"How to do distributed locking\", 2016)",
 };

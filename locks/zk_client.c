@@ -698,10 +698,17 @@ int zk_release(struct lock_ctx *ctx, const char *key, int fixed_path)
     return rc;
 }
 
+/* The node is still ours: an exists() answered on our session. That answer
+ * also proves the session alive when it was sent, so the lease the write
+ * may count on is the session timeout from then (lock_lease). With
+ * ?fence=1 the token is the node's czxid: ZooKeeper's transaction ids grow
+ * with every write of the ensemble, and a holder's node is created before
+ * any later holder's (its sequence number, or its turn on the one node of
+ * zk-ephemeral), so the holders' tokens grow in the order they hold. */
 int zk_check(struct lock_ctx *ctx, const char *key)
 {
     struct zk_hold *h = zk_hold_find(ctx, ctx->ops, key);
-    int64_t until = now_ms() + zk_session_ms(ctx);
+    int64_t until = now_ms() + zk_session_ms(ctx), sent;
     const char *why = NULL;
     struct Stat st;
     int zrc, tries;
@@ -709,9 +716,16 @@ int zk_check(struct lock_ctx *ctx, const char *key)
     if (h == NULL)
         return lock_error(ctx, LL_ERROR, zk_backend_name, "%s: %s not held", ctx->ops->name, key);
     for (tries = 0; tries < 10 && why == NULL; tries++) {
+        sent = now_us();
         zrc = zk_exists(ctx, h->conn, h->node, 0, &st);
-        if (zrc == ZOK && st.ephemeralOwner == zk_session_id(h->conn))
+        if (zrc == ZOK && st.ephemeralOwner == zk_session_id(h->conn)) {
+            lock_lease(ctx, sent, zk_session_ms(ctx));
+            if (ctx->fence) {
+                ctx->token = st.czxid;
+                ctx->token_src = ZK_FENCE;
+            }
             return LL_OK;
+        }
         if (zrc == ZOK)
             why = "it belongs to another session now";
         else if (zrc == ZNONODE)
@@ -721,7 +735,7 @@ int zk_check(struct lock_ctx *ctx, const char *key)
         else if (zk_await(ctx, h->conn, until) != LL_OK)
             why = conn_expired(h->conn) ? "session expired" : "connection lost";
     }
-    return lock_error(ctx, LL_UNAVAILABLE, zk_backend_name,
+    return lock_error(ctx, LL_LOST, zk_backend_name,
                       "lock %s lost before the write: %s", h->node, why ? why : "connection lost");
 }
 

@@ -113,11 +113,12 @@ const struct lock_ops lock_zk_ephemeral = {
     .family   = "zookeeper",
     .summary  = "one EPHEMERAL znode per product: create to lock, NODEEXISTS → sleep and retry, delete to unlock (seed 000 §4.3)",
     .flaw     = "every waiter spins on create (a ZooKeeper write per retry); no order, not reentrant",
-    .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling  = LOCK_CEIL_SERIAL_ZK,
     .acquire  = eph_acquire,
     .release  = eph_release,
     .check    = zk_check,
     .reset    = eph_reset,
     .ctx_free = zk_ctx_free,
+    .fence    = ZK_FENCE,
 };

@@ -15,6 +15,7 @@
 
 #define ZK_PATH_MAX  256    /* any znode path we build or are given back */
 #define ZK_TOKEN_MAX 96     /* a holder token: "<instance uuid>:<slot>:<n>" */
+#define ZK_FENCE     "zookeeper"    /* the service of the czxid tokens (zk_check) */
 
 /* ---------------------------------------------------------------- session */
 
@@ -164,6 +165,7 @@ int zk_queue_reset(struct lock_ctx *ctx, const char *key);   /* <root>/<product>
  * IOMETHODS builds its locking styles from shared methods the same way). */
 #define ZK_QUEUE_METHODS(q)                                                   \
     .conf = (q), .acquire = zk_queue_acquire, .release = zk_queue_release,    \
-    .check = zk_check, .reset = zk_queue_reset, .ctx_free = zk_ctx_free
+    .check = zk_check, .reset = zk_queue_reset, .ctx_free = zk_ctx_free,      \
+    .fence = ZK_FENCE
 
 #endif /* LOCKLAB_ZK_PRIVATE_H */

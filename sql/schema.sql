@@ -37,9 +37,16 @@ CREATE TABLE IF NOT EXISTS db_lock (
     create_time   TIMESTAMP(3) NULL DEFAULT NULL COMMENT 'acquired at',
     expire_time   TIMESTAMP(3) NULL DEFAULT NULL COMMENT 'taken over after',
     `desc`        VARCHAR(100) DEFAULT NULL,
+    fence         BIGINT       NOT NULL DEFAULT 0 COMMENT 'fencing token of this hold',
     PRIMARY KEY (id),
     UNIQUE KEY idx_unique (lock_name)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+ALTER TABLE db_lock ADD COLUMN IF NOT EXISTS fence BIGINT NOT NULL DEFAULT 0;
+
+-- mysql-lock-table's fencing tokens (?fence=1): every acquisition, insert
+-- or take-over, draws the next value into its row's `fence`. A sequence
+-- outlives the rows, which release deletes.
+CREATE SEQUENCE IF NOT EXISTS db_lock_fence;
 
 -- The sales ledger of instances run with --ledger (bench/ledger.h): one
 -- row per sale, written in the same transaction as its stock write, so

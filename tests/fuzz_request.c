@@ -161,7 +161,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         MUST(a.reentry == 1 || (a.ops->props & LOCK_REENTRANT));
         MUST(a.wait_ms >= 0 && a.wait_ms <= cfg.max_wait_ms);
         MUST(a.hold_ms >= 0 && a.hold_ms <= cfg.max_wait_ms);
-        MUST(cfg.allow_faults || (a.hold_ms == 0 && a.crash == 0 && a.lose_answer == 0));
+        MUST(a.late_ms >= 0 && a.late_ms <= cfg.max_wait_ms);
+        MUST(a.fence == 0 || a.ops->fence != NULL);
+        MUST(cfg.allow_faults || (a.hold_ms == 0 && a.late_ms == 0 && a.crash == 0 &&
+                                  a.lose_answer == 0));
         break;
     case ROUTE_STOCK:
     case ROUTE_STOCK_RESET:

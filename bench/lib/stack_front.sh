@@ -119,6 +119,7 @@ app_args() {
     [[ -n $TOPO_MAX_WAIT_MS ]] && printf '%s\n' --max-wait-ms "$TOPO_MAX_WAIT_MS"
     [[ -n $TOPO_LEASE_MS ]] && printf '%s\n' --lease-ms "$TOPO_LEASE_MS"
     [[ $TOPO_FAULTS == 1 ]] && printf '%s\n' --allow-faults
+    [[ $TOPO_LEDGER == 1 ]] && printf '%s\n' --ledger
     return 0
 }
 

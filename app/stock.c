@@ -183,7 +183,6 @@ int stock_ledger_commit(struct lock_ctx *ctx, const struct product *p, long long
  * transaction with its ledger row. */
 static int write_sale(struct lock_ctx *ctx, const struct product *p, long long read)
 {
-    int64_t cs_end = now_us();
     int rc;
 
     if (!ctx->cfg->ledger)
@@ -194,7 +193,10 @@ static int write_sale(struct lock_ctx *ctx, const struct product *p, long long r
         db_rollback(ctx);
         return rc;
     }
-    return stock_ledger_commit(ctx, p, read, read - 1, ctx->held_since_us, cs_end);
+    /* The section ends when the write is in place (its answer back, the row
+     * locked until the COMMIT): a holder paused while it was on its way
+     * shows as the long section it was. */
+    return stock_ledger_commit(ctx, p, read, read - 1, ctx->held_since_us, now_us());
 }
 
 int stock_write_commit(struct lock_ctx *ctx, const struct product *p, long long count)

@@ -6,7 +6,10 @@
  * which product, which instance and slot, which strategy, the fencing
  * token if it had one, the count it read and the count it wrote, and its
  * critical section on CLOCK_MONOTONIC (the instances share one machine, so
- * one clock): from the moment it held its lock to the moment it wrote.
+ * one clock): from the moment it held its lock to the moment its write was
+ * in place (its answer back; the row stays locked until the COMMIT, so a
+ * holder paused between the two overlaps a rival only in fact, not in the
+ * ledger: its lost update is still found, by the counts).
  * POST /stock/reset starts a product's ledger afresh with one "reset" row
  * whose count written is the initial stock. Rows are numbered in commit
  * order: the stock row's lock orders the transactions that write it.

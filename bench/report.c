@@ -51,7 +51,8 @@ static int cmd_locks(const char *path)
     size_t i;
 
     json_array_foreach(json_object_get(j, "strategies"), i, s)
-        printf("%s\t%s\n", jstr(s, "name", "?"), jstr(s, "family", "-"));
+        printf("%s\t%s\t%s\t%d\n", jstr(s, "name", "?"), jstr(s, "family", "-"),
+               jstr(s, "fence", "-"), json_is_true(json_object_get(s, "distributed")));
     json_decref(j);
     return 0;
 }
@@ -94,11 +95,12 @@ static json_t *build_runs(const char *raw, long long stock, int with_seed, const
     if (f == NULL)
         die("%s: %s", tsv, strerror(errno));
     while (fgets(line, sizeof line, f)) {
-        char idx[16], name[NAME_LEN], family[NAME_LEN], file[NAME_LEN + 32], *p;
-        json_t *load, *after, *cost, *inst = json_array();
+        char idx[16], name[NAME_LEN], family[NAME_LEN], variant[NAME_LEN] = "-";
+        char file[NAME_LEN + 32], *p;
+        json_t *load, *after, *cost, *check, *inst = json_array(), *run;
         int k;
 
-        if (sscanf(line, "%15s %63s %63s", idx, name, family) != 3)
+        if (sscanf(line, "%15s %63s %63s %63s", idx, name, family, variant) < 3)
             continue;
         snprintf(file, sizeof file, "%s.load.json", idx);
         p = path_join(raw, file);
@@ -111,6 +113,10 @@ static json_t *build_runs(const char *raw, long long stock, int with_seed, const
         snprintf(file, sizeof file, "%s.cost.json", idx);
         p = path_join(raw, file);
         cost = json_load_file(p, 0, NULL);      /* NULL: not measured */
+        free(p);
+        snprintf(file, sizeof file, "%s.check.json", idx);
+        p = path_join(raw, file);
+        check = json_load_file(p, 0, NULL);     /* NULL: no ledger checked */
         free(p);
         for (k = 0;; k++) {
             FILE *probe;
@@ -125,8 +131,14 @@ static json_t *build_runs(const char *raw, long long stock, int with_seed, const
             if (probe == NULL)
                 break;
         }
-        json_array_append_new(runs, derive_run(name, family, stock, with_seed, load, after,
-                                                     inst, limits, locks, cost));
+        run = derive_run(name, family, stock, with_seed, load, after, inst, limits, locks, cost);
+        /* A fault scenario's run: with ?fence=1 or not, and ll-check's
+         * verdict on the ledger. */
+        json_object_set_new(run, "fence", json_boolean(!strcmp(variant, "fence")));
+        if (check)
+            json_object_set_new(run, "check", json_incref(check));
+        json_array_append_new(runs, run);
+        json_decref(check);
         json_decref(cost);
         json_decref(load);
         json_decref(after);
@@ -190,6 +202,7 @@ static int cmd_build(const char *dir)
     write_file(dir, "report.md", write_md, res);
     write_file(dir, "report.html", write_html, res);
     print_table(stdout, res);
+    print_faults(stdout, json_object_get(res, "runs"), FMT_TEXT);
     print_cost(stdout, json_object_get(res, "runs"), FMT_TEXT);
     print_topology(stdout, res, FMT_TEXT);
     json_decref(res);

@@ -60,7 +60,8 @@ static void svg_bars(FILE *f, const char *title, const char *unit, const json_t 
     }
     y = 34;
     for (i = 0; i < n; i++) {
-        const char *name = jstr(json_array_get(runs, i), "strategy", "?");
+        char label[48];
+        const char *name = run_label(json_array_get(runs, i), label, sizeof label);
         fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", label_w - 8,
                 y + (nseries * bar_h) / 2 + 4);
         html_text(f, name);
@@ -114,10 +115,11 @@ static void svg_cost(FILE *f, const json_t *runs)
     for (i = 0; i < n; i++, y += bar_h + gap) {
         const json_t *run = json_array_get(runs, i);
         const json_t *us = json_object_get(json_object_get(run, "cost"), "cpu_us_per_request");
+        char label[48];
         double x = label_w;
 
         fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", label_w - 8, y + bar_h - 4);
-        html_text(f, jstr(run, "strategy", "?"));
+        html_text(f, run_label(run, label, sizeof label));
         fprintf(f, "</text>\n");
         if (us == NULL)
             continue;
@@ -181,8 +183,9 @@ static void html_latency_table(FILE *f, const json_t *runs)
     json_array_foreach(runs, i, run) {
         const json_t *c = json_object_get(run, "latency_ms");
         const json_t *s = json_object_get(json_object_get(run, "server"), "latency_ms");
+        char label[48];
         fprintf(f, "<tr><td>");
-        html_text(f, jstr(run, "strategy", "?"));
+        html_text(f, run_label(run, label, sizeof label));
         fprintf(f, "</td>");
         for (k = 0; k < 12; k++)
             fprintf(f, "<td class=n>%.1f</td>", jnum(k < 6 ? c : s, q[k % 6]));
@@ -255,6 +258,7 @@ void write_html(FILE *f, const json_t *res)
             "measured by ll-limits on the same servers with no HTTP in between. Rows in red "
             "sold what they did not have.</p>\n");
     html_runs_table(f, runs);
+    print_faults(f, runs, FMT_HTML);
     if (have_seeds)
         fprintf(f, "<p class=note>* The seeds' published JMeter results (5000 units, 100 "
                 "threads × 50 loops through nginx to three instances), measured by the course "

@@ -67,6 +67,7 @@ void write_md(FILE *f, const json_t *res)
     fprintf(f, "%s\n\n", serial_note);
     print_concurrent(f, runs, FMT_MD);
     print_topology(f, res, FMT_MD);
+    print_faults(f, runs, FMT_MD);
     print_cost(f, runs, FMT_MD);
     fprintf(f, "## Ceilings (ll-limits)\n\n%s\n\n| ceiling | per second | trials | what |\n"
             "|---|--:|--:|---|\n", trials_note);

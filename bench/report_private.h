@@ -78,7 +78,7 @@ int cmd_cost(const char *before, const char *after);
 enum fmt { FMT_TEXT, FMT_MD, FMT_HTML };
 
 struct row {                              /* one run, formatted */
-    const char *name;
+    char name[48];                        /* with " +fence" for a fenced run */
     char rps[16], sold_s[16], sold[16], final[16], oversold[24], lost[24], unknown[16];
     char p50[16], p99[16], ceiling[24], eff[16], seed[16], errs[16];
 };
@@ -91,6 +91,11 @@ void row_fill(struct row *r, const json_t *run);
 void print_table(FILE *f, const json_t *results);
 void print_concurrent(FILE *f, const json_t *runs, enum fmt fmt);
 void print_topology(FILE *f, const json_t *res, enum fmt fmt);
+void print_faults(FILE *f, const json_t *runs, enum fmt fmt);
+
+/* How a run is named in every table: its strategy, with " +fence" when it
+ * ran with ?fence=1. Returns buf. */
+const char *run_label(const json_t *run, char *buf, size_t n);
 
 /* ---------------------------------------------------------------- reports */
 

@@ -113,7 +113,8 @@ void print_cost(FILE *f, const json_t *runs, enum fmt fmt)
         fprintf(f, "</tr>\n");
     }
     json_array_foreach(runs, i, run) {
-        const char *name = jstr(run, "strategy", "?");
+        char label[48];
+        const char *name = run_label(run, label, sizeof label);
         if (!cost_cells(cell, run))
             continue;
         if (fmt == FMT_TEXT)
@@ -170,13 +171,20 @@ static void fmt_range(char *buf, size_t n, const json_t *lo, const json_t *hi)
         fmt_ll(buf, n, lo);
 }
 
+const char *run_label(const json_t *run, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s%s", jstr(run, "strategy", "?"),
+             json_is_true(json_object_get(run, "fence")) ? " +fence" : "");
+    return buf;
+}
+
 void row_fill(struct row *r, const json_t *run)
 {
     const json_t *lat = json_object_get(run, "latency_ms");
     const json_t *seed = json_object_get(run, "seed");
     double crate = jnum(run, "ceiling_rate");
 
-    r->name = jstr(run, "strategy", "?");
+    run_label(run, r->name, sizeof r->name);
     snprintf(r->rps, sizeof r->rps, "%.1f", jnum(run, "rps"));
     snprintf(r->sold_s, sizeof r->sold_s, "%.1f", jnum(run, "sold_per_s"));
     snprintf(r->sold, sizeof r->sold, "%lld", jint(run, "sold"));
@@ -279,3 +287,90 @@ const char serial_note[] =
     "exclude all the same: their waiters create their queue nodes while the lock is held, "
     "so only the holder's delete, one ZooKeeper write, lies between two sales, while the "
     "serial ZooKeeper section makes two, a create and a delete.";
+
+/* ---------------------------------------------------------------- faults */
+
+/* The fault scenarios' table (runs with ll-check's verdict, "check"): per
+ * strategy and fence, what sold and what was refused, and what the
+ * checker found in the ledger alone. Nothing is printed for other runs. */
+void print_faults(FILE *f, const json_t *runs, enum fmt fmt)
+{
+    static const char *const head[] = {
+        "strategy", "fence", "sold", "oversold", "lost", "fenced", "lock_lost", "unknown",
+        "ledger: lost", "overlaps", "stale tokens",
+    };
+    const size_t ncol = sizeof head / sizeof head[0];
+    const json_t *run, *check;
+    char cell[11][48];
+    size_t i, c;
+    int any = 0;
+
+    json_array_foreach(runs, i, run)
+        any |= json_object_get(run, "check") != NULL;
+    if (!any)
+        return;
+    if (fmt == FMT_HTML) {
+        fprintf(f, "<h2>Under faults</h2>\n<table><tr>");
+        for (c = 0; c < ncol; c++)
+            fprintf(f, "<th>%s</th>", head[c]);
+        fprintf(f, "</tr>\n");
+    } else if (fmt == FMT_MD) {
+        fprintf(f, "## Under faults\n\n|");
+        for (c = 0; c < ncol; c++)
+            fprintf(f, " %s |", head[c]);
+        fprintf(f, "\n|---|---|");
+        for (c = 2; c < ncol; c++)
+            fprintf(f, "--:|");
+        fprintf(f, "\n");
+    } else {
+        fprintf(f, "\nunder faults (the ledger judged by ll-check):\n"
+                "%-20s %5s %6s %8s %6s %6s %9s %7s %12s %8s %12s\n", head[0], head[1],
+                head[2], head[3], head[4], head[5], head[6], head[7], head[8], head[9], head[10]);
+    }
+    json_array_foreach(runs, i, run) {
+        if ((check = json_object_get(run, "check")) == NULL)
+            continue;
+        const json_t *server = json_object_get(run, "server");
+        snprintf(cell[0], sizeof cell[0], "%s", jstr(run, "strategy", "?"));
+        snprintf(cell[1], sizeof cell[1], "%s", json_is_true(json_object_get(run, "fence")) ? "yes" : "no");
+        snprintf(cell[2], sizeof cell[2], "%lld", jint(run, "sold"));
+        snprintf(cell[3], sizeof cell[3], "%lld", jint(run, "oversold"));
+        snprintf(cell[4], sizeof cell[4], "%lld", jint(run, "lost_updates"));
+        snprintf(cell[5], sizeof cell[5], "%lld", jint(server, "fenced"));
+        snprintf(cell[6], sizeof cell[6], "%lld", jint(server, "lock_lost"));
+        snprintf(cell[7], sizeof cell[7], "%lld", jint(run, "unknown"));
+        snprintf(cell[8], sizeof cell[8], "%lld", jint(check, "lost"));
+        snprintf(cell[9], sizeof cell[9], "%lld", jint(check, "overlap"));
+        snprintf(cell[10], sizeof cell[10], "%lld", jint(check, "token"));
+        if (fmt == FMT_HTML) {
+            int bad = jint(run, "lost_updates") != 0 || jint(check, "lost") || jint(check, "overlap");
+            fprintf(f, "<tr%s>", bad ? " class=\"bad\"" : "");
+            for (c = 0; c < ncol; c++) {
+                fprintf(f, c ? "<td class=n>" : "<td>");
+                html_text(f, cell[c]);
+                fprintf(f, "</td>");
+            }
+            fprintf(f, "</tr>\n");
+        } else if (fmt == FMT_MD) {
+            fprintf(f, "|");
+            for (c = 0; c < ncol; c++)
+                fprintf(f, " %s |", cell[c]);
+            fprintf(f, "\n");
+        } else {
+            fprintf(f, "%-20s %5s %6s %8s %6s %6s %9s %7s %12s %8s %12s\n", cell[0], cell[1],
+                    cell[2], cell[3], cell[4], cell[5], cell[6], cell[7], cell[8], cell[9],
+                    cell[10]);
+        }
+    }
+    if (fmt == FMT_HTML)
+        fprintf(f, "</table>\n<p class=note>sold, oversold and lost from the instances' "
+                "counters and the stock; fenced: late writes the database refused for an old "
+                "token; lock_lost: writes the holder itself refused because its lease may have "
+                "ended; the last three columns are what ll-check found in the sales ledger "
+                "alone.</p>\n");
+    else if (fmt == FMT_MD)
+        fprintf(f, "\nsold, oversold and lost come from the instances' counters and the "
+                "stock; fenced: late writes the database refused for an old token; lock_lost: "
+                "writes the holder refused itself because its lease may have ended; the last "
+                "three columns are what ll-check found in the sales ledger alone.\n\n");
+}

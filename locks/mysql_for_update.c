@@ -70,7 +70,7 @@ static int for_update_once(struct lock_ctx *ctx, const struct product *p, long l
     if (rc == LL_OK && ctx->cfg->ledger) {  /* the row is ours from here */
         int64_t since = now_us();
         stock_hold(ctx);
-        if ((rc = stock_write(ctx, p, count - 1)) == LL_OK)
+        if ((rc = stock_write(ctx, p, count - 1)) == LL_OK)     /* ends when in place */
             rc = stock_ledger_commit(ctx, p, count, count - 1, since, now_us());
     } else if (rc == LL_OK) {
         stock_hold(ctx);

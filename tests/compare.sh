@@ -121,4 +121,25 @@ topology() {    # REDIS_SERVERS: the warning lines of the rebuilt report
 t_ok "'$(topology 1)' = '1 1'" "redlock over one Redis server: report.md and the terminal say what it is not"
 t_ok "'$(topology 2)' = '1 1'" "... and over two"
 t_ok "'$(topology 3)' = '0 0'" "... but not over three"
+
+# The pause scenario, small: redisson with and without ?fence=1 while
+# instance 0 is paused twice past its lease. The fenced run loses nothing
+# and ll-check finds its ledger clean; compare puts the stack back as it was
+# (no ledger, its own lease) at the end.
+echo "== bench/compare --scenario pause"
+was=$(cat "$T_ROOT/.run/topology")
+"$T_ROOT/bench/compare" --scenario pause --strategies redisson --duration 16 \
+    --connections 16 --out "$OUT/pause" > "$OUT/pause.log" 2>&1
+rc=$?
+sed 's/^/    /' "$OUT/pause.log"
+t_ok "$rc -eq 0" "bench/compare --scenario pause exits 0"
+runs=("$OUT"/pause/2*/)
+prun=${runs[0]%/}
+t_ok "'$(jq -r '[.runs[] | "\(.strategy):\(.fence)"] | join(" ")' "$prun/results.json")' = 'redisson:false redisson:true'" \
+     "a run without and a run with the fence"
+t_ok "'$(jq -r '.runs[] | select(.fence) | "\(.oversold) \(.lost_updates) \(.check.lost) \(.check.overlap) \(.check.token)"' "$prun/results.json")' = '0 0 0 0 0'" \
+     "redisson +fence under pauses: nothing oversold or lost, the ledger clean"
+t_ok "$(jq '[.runs[] | .check.sales] | min' "$prun/results.json") -gt 0" "ll-check judged every run's ledger"
+t_ok "$(grep -c '^## Under faults' "$prun/report.md") -eq 1" "report.md has the faults table"
+t_ok "'$(cat "$T_ROOT/.run/topology")' = '$was'" "the stack is put back as it was"
 t_done

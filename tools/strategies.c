@@ -71,6 +71,7 @@ static const struct {
     { LOCK_AUTO_RELEASE, "auto-release" },
     { LOCK_FAIR,         "fair" },
     { LOCK_EXACT,        "exact" },
+    { LOCK_FENCED,       "fenced" },
 };
 #define NPROPS (sizeof props / sizeof props[0])
 

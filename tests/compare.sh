@@ -127,7 +127,7 @@ t_ok "'$(topology 3)' = '0 0'" "... but not over three"
 # and ll-check finds its ledger clean; compare puts the stack back as it was
 # (no ledger, its own lease) at the end.
 echo "== bench/compare --scenario pause"
-was=$(cat "$T_ROOT/.run/topology")
+was=$(cksum < "$T_ROOT/.run/topology")
 "$T_ROOT/bench/compare" --scenario pause --strategies redisson --duration 16 \
     --connections 16 --out "$OUT/pause" > "$OUT/pause.log" 2>&1
 rc=$?
@@ -141,5 +141,5 @@ t_ok "'$(jq -r '.runs[] | select(.fence) | "\(.oversold) \(.lost_updates) \(.che
      "redisson +fence under pauses: nothing oversold or lost, the ledger clean"
 t_ok "$(jq '[.runs[] | .check.sales] | min' "$prun/results.json") -gt 0" "ll-check judged every run's ledger"
 t_ok "$(grep -c '^## Under faults' "$prun/report.md") -eq 1" "report.md has the faults table"
-t_ok "'$(cat "$T_ROOT/.run/topology")' = '$was'" "the stack is put back as it was"
+t_ok "'$(cksum < "$T_ROOT/.run/topology")' = '$was'" "the stack is put back as it was"
 t_done

@@ -47,9 +47,8 @@ for p in $(seq 3001 3020); do
     sql "INSERT IGNORE INTO db_stock (product_code, stock_code, count) VALUES ('$p', '001', 10)"
 done
 
-# ll-check reaches MariaDB as every bench tool does, from the environment.
-export LOCKLAB_MYSQL_HOST LOCKLAB_MYSQL_PORT LOCKLAB_MYSQL_USER LOCKLAB_MYSQL_PASSWORD \
-       LOCKLAB_MYSQL_DB LOCKLAB_MYSQL_SOCKET
+# ll-check reaches MariaDB as every bench tool does, from the environment
+# (t_env exported the stack's settings).
 check_ledger() {   # PRODUCT → sets C_json
     C_json=$("$T_BUILD/ll-check" --product "$1" --json) || true
 }

@@ -97,9 +97,14 @@ t_jq() {
     jq -r "$@" <<< "$json" 2>/dev/null || echo invalid
 }
 
+# The stack's settings, exported: the tools a test runs (ll-limits,
+# ll-check, test_db_pipe, mariadb) find MariaDB's password in their
+# environment, never on their command line.
 t_env() {
+    set -a
     # shellcheck disable=SC1091 # .run/stack.env: written by bench/stack up
     . "$T_ROOT/.run/stack.env"
+    set +a
     IFS=, read -r -a T_INSTANCES <<< "$LOCKLAB_INSTANCES"
 }
 

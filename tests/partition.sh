@@ -28,8 +28,6 @@ trap '"$T_ROOT/bench/stack" up --no-netns --no-ledger >/dev/null' EXIT
 t_env
 APP0=${T_INSTANCES[0]} APP1=${T_INSTANCES[1]}
 PORT0=${APP0##*:}
-export LOCKLAB_MYSQL_HOST LOCKLAB_MYSQL_PORT LOCKLAB_MYSQL_USER LOCKLAB_MYSQL_PASSWORD \
-       LOCKLAB_MYSQL_DB LOCKLAB_MYSQL_SOCKET
 
 t_ok "'$(t_curl "$APP1/health" | jq -r .status)' = ok" "the instances answer in their namespaces ($APP0, $APP1)"
 

@@ -142,7 +142,7 @@ if [ -r "$pidfile" ]; then
         kill -CONT "$vpid"
         wait "$holder"
         t_ok "$(result_is "$other" sold) = yes" "$lock: another instance sells while the holder is paused"
-        lost=$(t_jq "$(cat "$paused")" '.result == "unavailable" and (.error | contains("lost before the write"))')
+        lost=$(t_jq "$(cat "$paused")" '.result == "lock_lost" and (.error | contains("lost before the write"))')
         t_ok "$lost = true" "$lock: the woken holder finds its session expired and answers 503"
         t_ok "$(t_stock) -eq 9" "$lock: only the live holder's sale was written"
         t_ok "$(result_is "$(t_curl "$victim/check/lock?lock=$lock")" sold) = yes" \

@@ -158,14 +158,14 @@ static int sell_guarded(struct lock_ctx *ctx, const struct product *p, long long
     rc = stock_read(ctx, p, &count);
     if (rc != LL_OK)
         return rc;
-    if (count <= 0)
+    if (count < ctx->qty)           /* qty units or none (seed 003) */
         return LL_SOLD_OUT;
     stock_hold(ctx);    /* the window between read and write, stretched */
     if ((rc = lock_check(ctx, p->key)) != LL_OK)
         return rc;
-    rc = stock_write(ctx, p, count - 1);
+    rc = stock_write(ctx, p, count - ctx->qty);
     if (rc == LL_OK)
-        *remaining = count - 1;
+        *remaining = count - ctx->qty;
     return rc;
 }
 

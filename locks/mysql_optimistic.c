@@ -62,12 +62,12 @@ int mysql_optimistic_attempt(struct lock_ctx *ctx, const struct product *p,
         return rc;
     if (rows == 0)
         return lock_error(ctx, LL_ERROR, "mysql", "db_stock row %lld vanished", p->id);
-    if (count <= 0)
+    if (count < ctx->qty)
         return LL_SOLD_OUT;
     stock_hold(ctx);
-    rc = db_exec(ctx, write_sql, &rows, "!lll", count - 1, p->id, version);
+    rc = db_exec(ctx, write_sql, &rows, "!lll", count - ctx->qty, p->id, version);
     if (rc == LL_OK && rows == 1) {
-        *remaining = count - 1;
+        *remaining = count - ctx->qty;
         *won = 1;
     }
     return rc;
@@ -95,11 +95,11 @@ static int optimistic_retry(struct lock_ctx *ctx, const struct product *p, long 
 
     rc = db_exec(ctx, read_sql, &found, "l>ll", id, &row[0], &row[1]);
     for (attempt = 0; rc == LL_OK && attempt < OPT_MAX_ATTEMPTS; attempt++) {
-        const long long write[3] = { row[0] - 1, id, row[1] };
+        const long long write[3] = { row[0] - ctx->qty, id, row[1] };
 
         if (found == 0)
             return lock_error(ctx, LL_ERROR, "mysql", "db_stock row %lld vanished", id);
-        if (row[0] <= 0)
+        if (row[0] < ctx->qty)
             return LL_SOLD_OUT;
         stock_hold(ctx);
         rc = db_exec_query(ctx, write_sql, &won, write, 3, read_sql, &id, 1, row, &found);

@@ -136,7 +136,8 @@ static void unlink_purchase(struct queue *q, struct purchase *p)
 }
 
 /* Take me and up to max − 1 purchases of my row and kind, in order.
- * Under q->lock. */
+ * A batch sells units, one a purchase: a purchase of several (POST /order's
+ * qty) is sold alone. Under q->lock. */
 static int take_batch(struct queue *q, struct purchase *me, struct purchase **batch, int max)
 {
     struct purchase *p, *next;
@@ -144,9 +145,11 @@ static int take_batch(struct queue *q, struct purchase *me, struct purchase **ba
 
     unlink_purchase(q, me);
     batch[n++] = me;
+    if (me->ctx->qty != 1)
+        max = 1;
     for (p = q->head; p && n < max; p = next) {
         next = p->next;
-        if (p->prod->id != me->prod->id || p->sell != me->sell)
+        if (p->prod->id != me->prod->id || p->sell != me->sell || p->ctx->qty != 1)
             continue;
         unlink_purchase(q, p);
         p->taken = 1;
@@ -155,7 +158,10 @@ static int take_batch(struct queue *q, struct purchase *me, struct purchase **ba
     return n;
 }
 
-/* One unit, the seeds' statement (seed 001). */
+static int sell_n(struct lock_ctx *ctx, long long id, long long n);
+
+/* One unit, the seeds' statement (seed 001); a purchase of qty units
+ * (POST /order) sells them all or none, seed 003's statement. */
 int mysql_sell_one(struct lock_ctx *ctx, const struct product *prod, long long *remaining)
 {
     static const char sql[] =
@@ -164,6 +170,8 @@ int mysql_sell_one(struct lock_ctx *ctx, const struct product *prod, long long *
     int rc;
 
     *remaining = -1;
+    if (ctx->qty > 1)
+        return sell_n(ctx, prod->id, ctx->qty);
     ctx->backend_ops++;
     rc = db_exec(ctx, sql, &rows, "!l", prod->id);
     return rc != LL_OK ? rc : rows == 1 ? LL_OK : LL_SOLD_OUT;

@@ -64,3 +64,60 @@ CREATE TABLE IF NOT EXISTS db_ledger (
     PRIMARY KEY (id),
     KEY k_stock (stock_id, id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- The stock in Redis (locks/redis_stock.h): what MariaDB knows of it.
+-- POST /stock/reset loads a product's count into both stores and starts a
+-- new epoch of its Redis stock here first; the consumer of the sales
+-- stream stock:<P>:sales applies an entry only when its epoch is the
+-- product's epoch here, so an entry sold before a reset never lands on the
+-- count the reset wrote. `applied` counts the units applied in this epoch:
+-- count + applied is the count the reset loaded, whatever the consumer has
+-- done, which is what the three-way reconciliation of GET /stock adds up.
+CREATE TABLE IF NOT EXISTS db_redis_stock (
+    stock_id      BIGINT       NOT NULL,
+    epoch         BIGINT       NOT NULL DEFAULT 0,
+    applied       BIGINT       NOT NULL DEFAULT 0,
+    PRIMARY KEY (stock_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- One row per stream entry applied to db_stock, written in the same
+-- transaction as the count it took: the entry's stream ID (ms, seq) is the
+-- key, so an entry delivered twice (a consumer that died between its
+-- COMMIT and its XACK, claimed by another) is applied once. `batch` names
+-- the transaction that applied it, so that the units a transaction really
+-- applied are the sum of its own rows. Rows of an earlier epoch are deleted
+-- by POST /stock/reset.
+CREATE TABLE IF NOT EXISTS db_redis_applied (
+    stock_id      BIGINT       NOT NULL,
+    epoch         BIGINT       NOT NULL,
+    entry_ms      BIGINT       NOT NULL,
+    entry_seq     BIGINT       NOT NULL,
+    qty           INT          NOT NULL,
+    batch         BIGINT       NOT NULL,
+    PRIMARY KEY (stock_id, epoch, entry_ms, entry_seq),
+    KEY k_batch (batch)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- Orders (POST /order, app/order.h), seed 002's idempotent order: one row
+-- per order number, whatever the number of attempts. For the strategies
+-- that sell MariaDB's stock the row is claimed (state 'pending') before the
+-- sale and carries its outcome after; for the Redis stock the order is
+-- recorded in Redis by the step that sells it, and the consumer writes the
+-- row here afterwards. user_key is the user when the order asked for one
+-- order per user and product (NULL otherwise, which the unique key ignores).
+CREATE TABLE IF NOT EXISTS db_order (
+    id            BIGINT       NOT NULL AUTO_INCREMENT,
+    order_no      VARCHAR(64)  NOT NULL,
+    stock_id      BIGINT       NOT NULL,
+    qty           INT          NOT NULL,
+    user          VARCHAR(64)  DEFAULT NULL,
+    user_key      VARCHAR(64)  DEFAULT NULL,
+    strategy      VARCHAR(64)  NOT NULL,
+    state         VARCHAR(16)  NOT NULL COMMENT 'pending, sold, sold_out, unknown',
+    remaining     BIGINT       DEFAULT NULL,
+    instance      VARCHAR(64)  NOT NULL,
+    created       TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+    PRIMARY KEY (id),
+    UNIQUE KEY uk_order_no (order_no),
+    UNIQUE KEY uk_user (stock_id, user_key)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;

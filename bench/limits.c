@@ -30,6 +30,15 @@
  *                     script — one lock round trip on each side.
  *   serial_zk         one session: create(EPHEMERAL), the SELECT + UPDATE,
  *                     delete — what a ZooKeeper lock costs at the least.
+ *   redis_decr        N connections, each looping EVALSHA of redis-decr's
+ *                     own script for one purchase (DECRBY, INCRBY, XADD) on
+ *                     scratch keys locklab:limits:stock…: what Redis takes
+ *                     of the seckill sale, one call a sale, no MariaDB.
+ *   redis_watch       N connections, each looping redis-watch's attempt
+ *                     (WATCH + MGET, then MULTI DECRBY INCRBY XADD EXEC);
+ *                     only the EXECs that committed count.
+ *   serial_redis_stock one client: redis-lock-stock's sale, SET NX PX, MGET,
+ *                     MULTI SET INCRBY XADD EXEC, EVALSHA compare-and-delete.
  * A serial ceiling is the rate of a strategy that lets one sale at a time
  * through at no cost beyond its backend's round trips: no strategy of that
  * family can sell faster through the same row, except by taking a round
@@ -55,6 +64,7 @@
 #define _GNU_SOURCE            /* clock_gettime, nanosleep, pthread barriers */
 #include "harness.h"
 #include "../app/db_pipe.h"
+#include "../locks/redis_stock.h"
 
 #include <errno.h>
 #include <hiredis/hiredis.h>
@@ -104,7 +114,7 @@ static const char usage[] =
 "                 [--mysql-password P] [--mysql-db D] [--mysql-socket PATH]\n"
 "                 [--redis H:P] [--zk H:P,...]\n"
 "keys: mysql_update mysql_update_peak mysql_for_update serial_mysql serial_redis\n"
-"      serial_zk\n";
+"      serial_zk redis_decr redis_watch serial_redis_stock\n";
 
 static const char *env_or(const char *name, const char *def)
 {
@@ -559,6 +569,275 @@ out:
         redisFree(r.rc);
 }
 
+/* ---------------------------------------------------------------- the Redis stock */
+
+/* What Redis alone takes of the Redis stock's sales (locks/redis_stock.h),
+ * with the strategies' own commands on scratch keys: no MariaDB on the path,
+ * as none is on theirs (the consumer applies the stream afterwards). */
+#define RS_STOCK  "locklab:limits:stock"
+#define RS_SOLD   RS_STOCK ":sold"
+#define RS_SALES  RS_STOCK ":sales"
+#define RS_EPOCH  RS_STOCK ":epoch"
+#define RS_BUYERS RS_STOCK ":buyers"
+
+static const char decr_lua[] = REDIS_STOCK_DECR_LUA;
+
+struct rconn {
+    redisContext *c;
+    char          sha[48];          /* the decrement script, or the release's */
+    long long     n;
+};
+
+static redisContext *redis_open(const struct opts *o, char *err)
+{
+    struct timeval tv = { 5, 0 };
+    redisContext *c = redisConnectWithTimeout(o->redis_host, o->redis_port, tv);
+
+    if (c == NULL || c->err) {
+        set_err(err, "redis %s:%d: %s", o->redis_host, o->redis_port,
+                c ? c->errstr : "out of memory");
+        if (c)
+            redisFree(c);
+        return NULL;
+    }
+    redisSetTimeout(c, tv);
+    return c;
+}
+
+/* A reply of the expected type, or the error in err; the reply is freed. */
+static int redis_ok(redisContext *c, redisReply *r, int type, const char *what, char *err)
+{
+    int ok = r && r->type == type;
+
+    if (!ok)
+        set_err(err, "redis: %s: %s", what, r ? (r->type == REDIS_REPLY_ERROR ? r->str :
+                "unexpected reply") : c->errstr);
+    freeReplyObject(r);
+    return ok ? 0 : -1;
+}
+
+/* The scratch stock: 10^9 units, nothing sold, an empty stream. */
+static int redis_stock_fill(redisContext *c, char *err)
+{
+    redisReply *r = redisCommand(c, "DEL %s %s %s %s %s", RS_STOCK, RS_SOLD, RS_SALES,
+                                 RS_EPOCH, RS_BUYERS);
+    if (redis_ok(c, r, REDIS_REPLY_INTEGER, "DEL", err) != 0)
+        return -1;
+    r = redisCommand(c, "SET %s %lld", RS_STOCK, ROW_FILL);
+    return redis_ok(c, r, REDIS_REPLY_STATUS, "SET", err);
+}
+
+static int step_decr(struct rconn *rc, char *err)
+{
+    redisReply *r = redisCommand(rc->c, "EVALSHA %s 6 %s %s %s %s %s %s ll-limits limits "
+                                 "1 %s %s 0", rc->sha, RS_STOCK, RS_SOLD, RS_SALES, RS_EPOCH,
+                                 RS_BUYERS, RS_STOCK, "", "");
+    int ok = r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+             r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements == 2 &&
+             !strcmp(r->element[0]->element[0]->str, "sold");
+
+    if (!ok)
+        return redis_ok(rc->c, r, -1, "the decrement script", err);
+    freeReplyObject(r);
+    return 0;
+}
+
+/* The replies of n pipelined commands; the last one is returned, unfreed. */
+static redisReply *pipe_replies(redisContext *c, int n, const char *what, char *err)
+{
+    redisReply *r = NULL;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        if (r)
+            freeReplyObject(r);
+        if (redisGetReply(c, (void **)&r) != REDIS_OK || r == NULL ||
+            r->type == REDIS_REPLY_ERROR) {
+            redis_ok(c, r, -1, what, err);
+            return NULL;
+        }
+    }
+    return r;
+}
+
+/* One WATCH attempt, as redis-watch makes it: 1 when EXEC committed. */
+static int watch_attempt(struct rconn *rc, char *err)
+{
+    redisReply *r, *exec;
+    long long count;
+    int won;
+
+    redisAppendCommand(rc->c, "WATCH %s", RS_STOCK);
+    redisAppendCommand(rc->c, "MGET %s %s", RS_STOCK, RS_EPOCH);
+    if ((r = pipe_replies(rc->c, 2, "WATCH, MGET", err)) == NULL)
+        return -1;
+    count = r->element[0]->type == REDIS_REPLY_STRING ? atoll(r->element[0]->str) : 0;
+    freeReplyObject(r);
+    redisAppendCommand(rc->c, "MULTI");
+    redisAppendCommand(rc->c, "DECRBY %s 1", RS_STOCK);
+    redisAppendCommand(rc->c, "INCRBY %s 1", RS_SOLD);
+    redisAppendCommand(rc->c, "XADD %s * epoch 0 qty 1 order %s user %s lock ll-limits "
+                       "remaining %lld", RS_SALES, "", "", count - 1);
+    redisAppendCommand(rc->c, "EXEC");
+    if ((exec = pipe_replies(rc->c, 5, "MULTI … EXEC", err)) == NULL)
+        return -1;
+    won = exec->type == REDIS_REPLY_ARRAY;
+    freeReplyObject(exec);
+    return won;
+}
+
+/* Concurrent WATCH attempts: only those that committed count as sales. */
+static int step_watch(struct rconn *rc, char *err)
+{
+    int won;
+
+    while ((won = watch_attempt(rc, err)) == 0)
+        ;
+    return won < 0 ? -1 : 0;
+}
+
+/* N clients each looping step: one thread and connection each. */
+struct rrace {
+    const struct opts *o;
+    int              (*step)(struct rconn *rc, char *err);
+    const char        *script;
+    pthread_barrier_t  start;
+    atomic_int         stop;
+};
+
+struct rworker {
+    pthread_t     tid;
+    struct rrace *race;
+    long long     ops;
+    char          err[ERR_LEN];
+};
+
+static int script_load(redisContext *c, const char *text, char *sha, char *err)
+{
+    redisReply *r = redisCommand(c, "SCRIPT LOAD %s", text);
+
+    if (r == NULL || r->type != REDIS_REPLY_STRING)
+        return redis_ok(c, r, REDIS_REPLY_STRING, "SCRIPT LOAD", err);
+    snprintf(sha, 48, "%s", r->str);
+    freeReplyObject(r);
+    return 0;
+}
+
+static void *rworker_main(void *arg)
+{
+    struct rworker *w = arg;
+    struct rrace *r = w->race;
+    struct rconn rc = { NULL, "", 0 };
+    int ok = (rc.c = redis_open(r->o, w->err)) != NULL &&
+             (r->script == NULL || script_load(rc.c, r->script, rc.sha, w->err) == 0);
+
+    pthread_barrier_wait(&r->start);
+    while (ok && !atomic_load_explicit(&r->stop, memory_order_relaxed) &&
+           r->step(&rc, w->err) == 0)
+        w->ops++;
+    if (rc.c)
+        redisFree(rc.c);
+    return NULL;
+}
+
+static void measure_redis_concurrent(const struct opts *o, int (*step)(struct rconn *, char *),
+                                     const char *script, struct ceiling *c)
+{
+    struct rworker *w = calloc((size_t)o->connections, sizeof *w);
+    struct timespec nap;
+    redisContext *setup;
+    struct rrace r;
+    double t0;
+    int i;
+
+    if (w == NULL)
+        abort();
+    memset(c, 0, sizeof *c);
+    c->connections = o->connections;
+    if ((setup = redis_open(o, c->err)) == NULL || redis_stock_fill(setup, c->err) != 0) {
+        if (setup)
+            redisFree(setup);
+        free(w);
+        return;
+    }
+    r.o = o;
+    r.step = step;
+    r.script = script;
+    atomic_init(&r.stop, 0);
+    pthread_barrier_init(&r.start, NULL, (unsigned)o->connections + 1);
+    for (i = 0; i < o->connections; i++) {
+        w[i].race = &r;
+        if (pthread_create(&w[i].tid, NULL, rworker_main, &w[i]) != 0)
+            abort();                          /* the barrier would wait forever */
+    }
+    pthread_barrier_wait(&r.start);
+    t0 = now_s();
+    nap.tv_sec = (time_t)o->seconds;
+    nap.tv_nsec = (long)((o->seconds - (double)nap.tv_sec) * 1e9);
+    while (nanosleep(&nap, &nap) != 0 && errno == EINTR)
+        ;
+    atomic_store(&r.stop, 1);
+    for (i = 0; i < o->connections; i++)
+        pthread_join(w[i].tid, NULL);
+    c->seconds = now_s() - t0;
+    for (i = 0; i < o->connections; i++) {
+        c->ops += w[i].ops;
+        if (w[i].err[0])
+            set_err(c->err, "%s", w[i].err);
+    }
+    pthread_barrier_destroy(&r.start);
+    redis_stock_fill(setup, c->err);          /* the stream's entries go */
+    redisFree(setup);
+    free(w);
+}
+
+/* One client: redis-lock-stock's sale, back to back. */
+static int step_redis_stock(void *arg, struct db *d, char *err)
+{
+    struct rconn *rc = arg;
+    redisReply *r, *exec;
+    char token[64];
+    long long count;
+
+    (void)d;
+    snprintf(token, sizeof token, "limits-%ld-%lld", (long)getpid(), rc->n++);
+    r = redisCommand(rc->c, "SET %s %s NX PX 30000", REDIS_KEY, token);
+    if (redis_ok(rc->c, r, REDIS_REPLY_STATUS, "SET NX PX", err) != 0)
+        return -1;
+    r = redisCommand(rc->c, "MGET %s %s", RS_STOCK, RS_EPOCH);
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY)
+        return redis_ok(rc->c, r, REDIS_REPLY_ARRAY, "MGET", err);
+    count = r->element[0]->type == REDIS_REPLY_STRING ? atoll(r->element[0]->str) : 0;
+    freeReplyObject(r);
+    redisAppendCommand(rc->c, "MULTI");
+    redisAppendCommand(rc->c, "SET %s %lld", RS_STOCK, count - 1);
+    redisAppendCommand(rc->c, "INCRBY %s 1", RS_SOLD);
+    redisAppendCommand(rc->c, "XADD %s * epoch 0 qty 1 order %s user %s lock ll-limits "
+                       "remaining %lld", RS_SALES, "", "", count - 1);
+    redisAppendCommand(rc->c, "EXEC");
+    if ((exec = pipe_replies(rc->c, 5, "MULTI … EXEC", err)) == NULL)
+        return -1;
+    freeReplyObject(exec);
+    r = redisCommand(rc->c, "EVALSHA %s 1 %s %s", rc->sha, REDIS_KEY, token);
+    if (r == NULL || r->type != REDIS_REPLY_INTEGER || r->integer != 1)
+        return redis_ok(rc->c, r, -1, "release", err);
+    freeReplyObject(r);
+    return 0;
+}
+
+static void measure_redis_stock_serial(const struct opts *o, struct db *d, struct ceiling *c)
+{
+    struct rconn rc = { NULL, "", 0 };
+
+    memset(c, 0, sizeof *c);
+    if ((rc.c = redis_open(o, c->err)) == NULL)
+        return;
+    if (redis_stock_fill(rc.c, c->err) == 0 && script_load(rc.c, release_lua, rc.sha, c->err) == 0)
+        measure_serial(o, d, step_redis_stock, &rc, c);
+    redis_stock_fill(rc.c, c->err);
+    redisFree(rc.c);
+}
+
 /* ZooKeeper: create an ephemeral node around the sale, delete it after. */
 static void zk_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
@@ -633,6 +912,12 @@ static void measure_once(const struct opts *o, const char *key, struct db *d, lo
         measure_serial(o, d, step_mysql, NULL, c);
     else if (!strcmp(key, CEIL_SERIAL_REDIS))
         measure_redis(o, d, c, redis_version);
+    else if (!strcmp(key, CEIL_REDIS_DECR))
+        measure_redis_concurrent(o, step_decr, decr_lua, c);
+    else if (!strcmp(key, CEIL_REDIS_WATCH))
+        measure_redis_concurrent(o, step_watch, NULL, c);
+    else if (!strcmp(key, CEIL_SERIAL_REDIS_STOCK))
+        measure_redis_stock_serial(o, d, c);
     else
         measure_zk(o, d, c);
 }
@@ -765,7 +1050,8 @@ int main(int argc, char **argv)
     } else {
         static const char *const keys[] = {
             CEIL_MYSQL_UPDATE, CEIL_UPDATE_PEAK, CEIL_FOR_UPDATE, CEIL_SERIAL_MYSQL,
-            CEIL_SERIAL_REDIS, CEIL_SERIAL_ZK,
+            CEIL_SERIAL_REDIS, CEIL_SERIAL_ZK, CEIL_REDIS_DECR, CEIL_REDIS_WATCH,
+            CEIL_SERIAL_REDIS_STOCK,
         };
         size_t k;
         for (k = 0; k < sizeof keys / sizeof keys[0]; k++) {

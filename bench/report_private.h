@@ -92,6 +92,22 @@ void print_table(FILE *f, const json_t *results);
 void print_concurrent(FILE *f, const json_t *runs, enum fmt fmt);
 void print_topology(FILE *f, const json_t *res, enum fmt fmt);
 
+/* ---------------------------------------------------------------- the front end, the Redis stock */
+
+/* report_stock.c: the HTTP tier's ceiling from compare's GET /health load
+ * (NULL without one); a Redis stock's run's three stores from GET /stock;
+ * the retry storms of raw/storms.tsv (stock: the storms' initial stock). */
+json_t *derive_http(const json_t *load, long long connections);
+json_t *derive_reconcile(const json_t *stock_after);
+json_t *build_storms(const char *raw, long long stock);
+
+/* Their tables, in the three formats, and their part of ll-report check
+ * (problems on stderr, naming path; returns how many). */
+void print_front(FILE *f, const json_t *res, enum fmt fmt);
+void print_reconcile(FILE *f, const json_t *runs, enum fmt fmt);
+void print_storms(FILE *f, const json_t *res, enum fmt fmt);
+int  check_stock(const json_t *res, const char *path);
+
 /* ---------------------------------------------------------------- reports */
 
 /* The machine's and the settings' keys, and how the reports name them. */

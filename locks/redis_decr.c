@@ -40,6 +40,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,8 +84,7 @@ struct line {
 };
 
 static struct line lines[RS_QUEUES];
-static struct rs_slot *slots;
-static int nslots;
+static _Atomic(struct rs_slot *) slots;     /* --threads of them, made once */
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t lines_once = PTHREAD_ONCE_INIT;
 
@@ -96,18 +96,22 @@ static void lines_init(void)
         pthread_mutex_init(&lines[i].lock, NULL);
 }
 
+/* ctx's slot: only ctx's request makes or uses it before it is in line. */
 static struct rs_slot *slot_of(struct lock_ctx *ctx)
 {
+    struct rs_slot *all = atomic_load(&slots), *s;
     pthread_condattr_t attr;
-    struct rs_slot *s;
 
-    pthread_mutex_lock(&slots_lock);
-    if (slots == NULL) {
-        nslots = ctx->cfg->threads;
-        slots = xcalloc((size_t)nslots, sizeof *slots);
+    if (all == NULL) {
+        pthread_mutex_lock(&slots_lock);
+        if ((all = atomic_load(&slots)) == NULL) {
+            all = xcalloc((size_t)ctx->cfg->threads, sizeof *all);
+            atomic_store(&slots, all);
+        }
+        pthread_mutex_unlock(&slots_lock);
     }
-    assert(ctx->slot >= 0 && ctx->slot < nslots);
-    s = &slots[ctx->slot];
+    assert(ctx->slot >= 0 && ctx->slot < ctx->cfg->threads);
+    s = &all[ctx->slot];
     if (!s->made) {
         pthread_condattr_init(&attr);
         pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -115,7 +119,6 @@ static struct rs_slot *slot_of(struct lock_ctx *ctx)
         pthread_condattr_destroy(&attr);
         s->made = 1;
     }
-    pthread_mutex_unlock(&slots_lock);
     return s;
 }
 

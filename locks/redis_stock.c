@@ -308,7 +308,7 @@ json_t *redis_stock_load(struct lock_ctx *ctx, const struct product *p, long lon
                          long long epoch)
 {
     static const char sql_forget[] =
-        "DELETE FROM db_redis_applied WHERE stock_id = ? AND epoch < ?";
+        "DELETE FROM db_redis_batch WHERE stock_id = ? AND epoch < ?";
     struct rs_keys k;
     char n[24], e[24];
     const char *argv[10];

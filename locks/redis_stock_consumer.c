@@ -9,28 +9,36 @@
  *   per product, one MariaDB transaction:
  *     SELECT epoch FROM db_redis_stock … FOR UPDATE   (orders it with the
  *                        other consumers and with POST /stock/reset)
- *     INSERT INTO db_redis_applied (…, entry_ms, entry_seq, …, batch) VALUES
- *       (…), (…) … ON DUPLICATE KEY UPDATE batch = batch
- *     SELECT SUM(qty) … WHERE batch = <this transaction's>
+ *     the batch before the read's last entry: does it reach its first?
+ *     INSERT INTO db_redis_batch (first ID, last ID, entries, units, …)
  *     UPDATE db_stock, db_redis_stock SET count = count − units,
  *                                          applied = applied + units
  *     INSERT INTO db_order … (the entries that carry an order)
  *     COMMIT
  *   XACK stock:P:sales locklab <ids>
  *
- * Exactly once. The entry's ID is the key of db_redis_applied, and the
- * units a transaction takes are the sum of the rows it inserted itself, so
- * an entry delivered a second time changes nothing. That happens when a
- * consumer dies between its COMMIT and its XACK (?consumer_crash=1 makes
- * it die exactly there): the entries stay pending in the group under the
- * dead consumer's name, and every CONSUMER_SWEEP_MS each live consumer
- * takes over, with XAUTOCLAIM, what has been pending for CONSUMER_CLAIM_MS
- * with anyone, and applies it again — as duplicates. A transaction that
+ * Exactly once. A read of new entries (">") gets every entry of the
+ * stream after the group's last delivered one, up to COUNT: the entries
+ * from its first to its last ID, which no other read of new entries ever
+ * gets. Applied, it is recorded as one row, its batch. An entry delivered
+ * a second time is applied only if no batch holds it (one query: the batch
+ * with the greatest first ID at or before it), and then as a batch of its
+ * own; a read of new entries that some batch already reaches into (its
+ * entries were claimed and applied one by one while it was slow) goes the
+ * same way. db_redis_stock's row lock makes the look and the insert one
+ * step. An entry is delivered again when a consumer dies between its
+ * COMMIT and its XACK (?consumer_crash=1 makes it die exactly there): the
+ * entries stay pending in the group under the dead consumer's name, and
+ * every CONSUMER_SWEEP_MS each live consumer takes over, with XAUTOCLAIM,
+ * what has been pending for CONSUMER_CLAIM_MS with anyone, and applies it
+ * again: as duplicates, acknowledged and not applied. A transaction that
  * fails (MariaDB down) commits nothing and acknowledges nothing: the
  * entries stay pending with this consumer, which reads its own pending
  * entries again (XREADGROUP … 0) after CONSUMER_RETRY_MS. An entry of an
  * earlier epoch than MariaDB's (sold before a reset) is acknowledged and
  * dropped; one of a later epoch (a reset half done) is left pending.
+ * MariaDB's cost is a few statements and one row per batch, whatever the
+ * number of sales in it.
  *
  * Consumers of instances long gone, with nothing pending, are removed from
  * the group in the sweep. After a short read the loop pauses
@@ -50,14 +58,12 @@
 
 #define CONSUMER_COUNT     512      /* entries one read takes per stream      */
 #define CONSUMER_BLOCK_MS  100      /* how long a read waits for an entry     */
-#define CONSUMER_PAUSE_MS  10       /* after a short read: let entries gather */
+#define CONSUMER_PAUSE_MS  50       /* after a short read: let entries gather */
 #define CONSUMER_CLAIM_MS  2000     /* pending this long with anyone: claimed */
 #define CONSUMER_SWEEP_MS  1000     /* how often claims are looked for        */
 #define CONSUMER_RETRY_MS  200      /* after a failure                        */
 #define CONSUMER_DEAD_MS   60000    /* idle consumers with nothing pending    */
 #define CONSUMER_STREAMS   64
-#define INSERT_MAX         64       /* rows of one INSERT (7 texts: 1, 2 … 64) */
-#define INSERT_TEXTS       7
 
 struct entry {
     char      id[48];               /* "<ms>-<seq>"                        */
@@ -166,48 +172,41 @@ static struct entry *entries_parse(const redisReply *list, int *n)
 
 /* ---------------------------------------------------------------- MariaDB */
 
-static char insert_sql[INSERT_TEXTS][INSERT_MAX * 20 + 256];
-static pthread_once_t insert_once = PTHREAD_ONCE_INIT;
-
-/* INSERT … VALUES with 1, 2, 4 … 64 rows: fixed texts, prepared once each
- * (db.c finds a statement by its text's address). */
-static void insert_texts(void)
+/* The batch with the greatest first ID at or before (ms, seq): *found, and
+ * its last ID. Batches never overlap, so it is the only one that can hold
+ * (ms, seq), and the only one that can overlap a range ending there. */
+static int batch_before(struct lock_ctx *ctx, const struct stream *s, long long epoch,
+                        long long ms, long long seq, int *found, long long *last_ms,
+                        long long *last_seq)
 {
-    int t, i, rows;
+    static const char sql[] =
+        "SELECT last_ms, last_seq FROM db_redis_batch WHERE stock_id = ? AND epoch = ? "
+        "AND (first_ms < ? OR (first_ms = ? AND first_seq <= ?)) "
+        "ORDER BY first_ms DESC, first_seq DESC LIMIT 1";
+    long long rows = 0;
+    int rc = db_exec(ctx, sql, &rows, "lllll>ll", s->p.id, epoch, ms, ms, seq, last_ms,
+                     last_seq);
 
-    for (t = 0, rows = 1; t < INSERT_TEXTS; t++, rows *= 2) {
-        char *s = insert_sql[t];
-        size_t at = (size_t)sprintf(s, "INSERT INTO db_redis_applied "
-                                    "(stock_id, epoch, entry_ms, entry_seq, qty, batch) VALUES ");
-        for (i = 0; i < rows; i++)
-            at += (size_t)sprintf(s + at, "%s(?, ?, ?, ?, ?, ?)", i ? ", " : "");
-        sprintf(s + at, " ON DUPLICATE KEY UPDATE batch = batch");
-    }
+    *found = rc == LL_OK && rows == 1;
+    return rc;
 }
 
-/* Insert the rows of e[0..n) (the current epoch's) under `batch`. */
-static int insert_rows(struct lock_ctx *ctx, const struct stream *s, struct entry **e, int n,
-                       long long epoch, long long batch)
+static int id_before(long long ams, long long aseq, long long bms, long long bseq)
 {
-    long long params[INSERT_MAX * 6];
-    int at = 0, t, k, i, rc;
+    return ams < bms || (ams == bms && aseq < bseq);
+}
 
-    pthread_once(&insert_once, insert_texts);
-    while (at < n) {
-        for (t = INSERT_TEXTS - 1; (1 << t) > n - at; t--)
-            ;
-        k = 1 << t;
-        for (i = 0; i < k; i++) {
-            const struct entry *x = e[at + i];
-            long long *p = &params[i * 6];
-            p[0] = s->p.id, p[1] = epoch, p[2] = x->ms, p[3] = x->seq, p[4] = x->qty;
-            p[5] = batch;
-        }
-        if ((rc = db_exec_ints(ctx, insert_sql[t], NULL, params, k * 6)) != LL_OK)
-            return rc;
-        at += k;
-    }
-    return LL_OK;
+static int batch_insert(struct lock_ctx *ctx, const struct stream *s, long long epoch,
+                        const struct entry *first, const struct entry *last, long long entries,
+                        long long units)
+{
+    static const char sql[] =
+        "INSERT INTO db_redis_batch (stock_id, epoch, first_ms, first_seq, last_ms, last_seq, "
+        "entries, units) VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
+    const long long params[8] = {
+        s->p.id, epoch, first->ms, first->seq, last->ms, last->seq, entries, units,
+    };
+    return db_exec_ints(ctx, sql, NULL, params, 8);
 }
 
 static int insert_orders(struct lock_ctx *ctx, const struct stream *s, struct entry **e, int n)
@@ -229,50 +228,80 @@ static int insert_orders(struct lock_ctx *ctx, const struct stream *s, struct en
     return LL_OK;
 }
 
-/* Apply the current epoch's entries of one stream in one transaction.
- * *acks: how many of e[] may be acknowledged (they come first on return). */
+/* The entries of cur[0..n) that no batch holds yet, each recorded as a
+ * batch of its own; they go to cur[0..*fresh). */
+static int apply_singles(struct lock_ctx *ctx, const struct stream *s, long long epoch,
+                         struct entry **cur, int n, int *fresh, long long *units)
+{
+    long long last_ms, last_seq;
+    int i, found, rc = LL_OK;
+
+    *fresh = 0;
+    for (i = 0; i < n && rc == LL_OK; i++) {
+        struct entry *e = cur[i];
+        rc = batch_before(ctx, s, epoch, e->ms, e->seq, &found, &last_ms, &last_seq);
+        if (rc != LL_OK || (found && !id_before(last_ms, last_seq, e->ms, e->seq)))
+            continue;                                   /* applied before: a duplicate */
+        rc = batch_insert(ctx, s, epoch, e, e, 1, e->qty);
+        *units += e->qty;
+        cur[(*fresh)++] = e;
+    }
+    return rc;
+}
+
+/* Apply the entries e[0..n) of stream s in one transaction. `read_new`:
+ * they are one XREADGROUP … > read, all the stream's entries from the
+ * first to the last. On LL_OK, ack[0..*nack) may be acknowledged. */
 static int apply_tx(struct lock_ctx *ctx, const struct stream *s, struct entry *e, int n,
-                    struct entry **ack, int *nack, long long *fresh, long long *units)
+                    int read_new, struct entry **ack, int *nack, int *fresh, long long *units)
 {
     static const char sql_epoch[] =
         "SELECT epoch FROM db_redis_stock WHERE stock_id = ? FOR UPDATE";
-    static const char sql_sum[] =
-        "SELECT IFNULL(SUM(qty), 0), COUNT(*) FROM db_redis_applied WHERE batch = ?";
     static const char sql_take[] =
         "UPDATE db_stock s, db_redis_stock r SET s.count = s.count - ?, "
         "r.applied = r.applied + ? WHERE s.id = ? AND r.stock_id = ?";
     struct entry **cur = xcalloc((size_t)n, sizeof *cur);
-    long long epoch = 0, rows = 0, batch = (long long)(rand64() >> 1), stale = 0;
-    int i, ncur = 0, rc;
+    long long epoch = 0, rows = 0, stale = 0, last_ms = 0, last_seq = 0;
+    int i, ncur = 0, later = 0, found = 0, rc;
 
-    *nack = 0;
-    *fresh = *units = 0;
+    *nack = *fresh = 0;
+    *units = 0;
     if ((rc = db_begin(ctx)) == LL_OK)
         rc = db_exec(ctx, sql_epoch, &rows, "l>l", s->p.id, &epoch);
-    if (rc == LL_OK) {
-        for (i = 0; i < n; i++) {
-            if (e[i].deleted || e[i].epoch < epoch) {   /* gone, or sold before a reset */
-                ack[(*nack)++] = &e[i];
-                stale += !e[i].deleted;
-            } else if (e[i].epoch == epoch) {
-                cur[ncur++] = &e[i];
-            }                                           /* later: a reset half done */
+    for (i = 0; rc == LL_OK && i < n; i++) {
+        if (e[i].deleted || e[i].epoch < epoch) {       /* gone, or sold before a reset */
+            ack[(*nack)++] = &e[i];
+            stale += !e[i].deleted;
+        } else if (e[i].epoch == epoch) {
+            cur[ncur++] = &e[i];
+        } else {
+            later++;                                    /* a reset half done: left pending */
         }
-        rc = insert_rows(ctx, s, cur, ncur, epoch, batch);
     }
-    if (rc == LL_OK)
-        rc = db_exec(ctx, sql_sum, &rows, "l>ll", batch, units, fresh);
+    /* New entries, none of them held by a batch: one batch for all. */
+    if (rc == LL_OK && read_new && !later && ncur > 0)
+        rc = batch_before(ctx, s, epoch, e[n - 1].ms, e[n - 1].seq, &found, &last_ms, &last_seq);
+    if (rc == LL_OK && read_new && !later && ncur > 0 &&
+        (!found || id_before(last_ms, last_seq, e[0].ms, e[0].seq))) {
+        for (i = 0; i < ncur; i++)
+            *units += cur[i]->qty;
+        *fresh = ncur;
+        rc = batch_insert(ctx, s, epoch, &e[0], &e[n - 1], ncur, *units);
+    } else if (rc == LL_OK) {
+        rc = apply_singles(ctx, s, epoch, cur, ncur, fresh, units);
+    }
     if (rc == LL_OK && *units > 0)
         rc = db_exec(ctx, sql_take, NULL, "llll", *units, *units, s->p.id, s->p.id);
     if (rc == LL_OK)
-        rc = insert_orders(ctx, s, cur, ncur);
+        rc = insert_orders(ctx, s, cur, *fresh);
     if (rc == LL_OK)
         rc = db_commit(ctx);
     else
         db_rollback(ctx);
     if (rc == LL_OK) {
-        for (i = 0; i < ncur; i++)
-            ack[(*nack)++] = cur[i];
+        for (i = 0; i < n; i++)                         /* every current one, fresh or not */
+            if (!e[i].deleted && e[i].epoch == epoch)
+                ack[(*nack)++] = &e[i];
         atomic_fetch_add(&cons.stale, stale);
         atomic_fetch_add(&cons.duplicates, ncur - *fresh);
     } else {
@@ -306,18 +335,18 @@ static void xack(struct lock_ctx *ctx, const struct stream *s, struct entry **ac
     free(argv);
 }
 
-/* Apply and acknowledge e[0..n) of stream s. */
-static void apply(const struct stream *s, struct entry *e, int n)
+/* Apply and acknowledge e[0..n) of stream s (read_new: see apply_tx()). */
+static void apply(const struct stream *s, struct entry *e, int n, int read_new)
 {
     struct lock_ctx *ctx = &cons.ctx;
     struct entry **ack;
-    long long fresh, units;
-    int nack, rc;
+    long long units;
+    int nack, fresh, rc;
 
     if (n == 0)
         return;
     ack = xcalloc((size_t)n, sizeof *ack);
-    rc = apply_tx(ctx, s, e, n, ack, &nack, &fresh, &units);
+    rc = apply_tx(ctx, s, e, n, read_new, ack, &nack, &fresh, &units);
     if (rc != LL_OK) {
         consumer_failed("apply");
         free(ack);
@@ -327,7 +356,7 @@ static void apply(const struct stream *s, struct entry *e, int n)
     atomic_fetch_add(&cons.applied, fresh);
     atomic_fetch_add(&cons.units, units);
     if (fresh > 0 && atomic_load(&cons.crash)) {    /* fault: applied, not acknowledged */
-        fprintf(stderr, "locklab: %s: consumer crash requested: %lld entries of %s applied, "
+        fprintf(stderr, "locklab: %s: consumer crash requested: %d entries of %s applied, "
                 "not acknowledged\n", ctx->cfg->name, fresh, s->k.sales);
         _exit(3);
     }
@@ -336,7 +365,7 @@ static void apply(const struct stream *s, struct entry *e, int n)
 }
 
 /* A reply of XREADGROUP: [[key, entries], …], each key one of ours. */
-static void apply_read(const redisReply *r)
+static void apply_read(const redisReply *r, int read_new)
 {
     struct entry *e;
     size_t i;
@@ -355,7 +384,9 @@ static void apply_read(const redisReply *r)
         if (k == cons.nstreams)
             continue;
         e = entries_parse(one->element[1], &n);
-        apply(&cons.streams[k], e, n);
+        /* A new read is the stream's entries from first to last only if
+         * every one of them parsed. */
+        apply(&cons.streams[k], e, n, read_new && (size_t)n == one->element[1]->elements);
         free(e);
     }
 }
@@ -446,7 +477,7 @@ static void read_streams(const char *from, int block_ms)
     }
     if (!strcmp(from, "0"))
         cons.dirty = 0;
-    apply_read(r);
+    apply_read(r, !strcmp(from, ">"));
     freeReplyObject(r);
 }
 
@@ -477,7 +508,7 @@ static void sweep(void)
             }
             e = entries_parse(r->element[1], &n);
             atomic_fetch_add(&cons.claimed, n);
-            apply(s, e, n);
+            apply(s, e, n, 0);
             free(e);
             snprintf(cursor, sizeof cursor, "%s",
                      r->element[0]->type == REDIS_REPLY_STRING ? r->element[0]->str : "0-0");

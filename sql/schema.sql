@@ -80,22 +80,26 @@ CREATE TABLE IF NOT EXISTS db_redis_stock (
     PRIMARY KEY (stock_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
 
--- One row per stream entry applied to db_stock, written in the same
--- transaction as the count it took: the entry's stream ID (ms, seq) is the
--- key, so an entry delivered twice (a consumer that died between its
--- COMMIT and its XACK, claimed by another) is applied once. `batch` names
--- the transaction that applied it, so that the units a transaction really
--- applied are the sum of its own rows. Rows of an earlier epoch are deleted
+-- One row per batch of a sales stream's entries applied to db_stock, written
+-- in the same transaction as the units it took: the entries with stream IDs
+-- (ms, seq) from first to last. A batch a consumer read as new entries
+-- (XREADGROUP … >) holds every entry of the stream between its first and
+-- last, and no other batch of new entries holds any of them, so under
+-- db_redis_stock's row lock an entry delivered again (claimed from a
+-- consumer that died between its COMMIT and its XACK) is found in its
+-- batch and applied no second time; one whose batch never committed is
+-- applied then, as a batch of its own. Rows of an earlier epoch are deleted
 -- by POST /stock/reset.
-CREATE TABLE IF NOT EXISTS db_redis_applied (
+CREATE TABLE IF NOT EXISTS db_redis_batch (
     stock_id      BIGINT       NOT NULL,
     epoch         BIGINT       NOT NULL,
-    entry_ms      BIGINT       NOT NULL,
-    entry_seq     BIGINT       NOT NULL,
-    qty           INT          NOT NULL,
-    batch         BIGINT       NOT NULL,
-    PRIMARY KEY (stock_id, epoch, entry_ms, entry_seq),
-    KEY k_batch (batch)
+    first_ms      BIGINT       NOT NULL,
+    first_seq     BIGINT       NOT NULL,
+    last_ms       BIGINT       NOT NULL,
+    last_seq      BIGINT       NOT NULL,
+    entries       INT          NOT NULL,
+    units         BIGINT       NOT NULL,
+    PRIMARY KEY (stock_id, epoch, first_ms, first_seq)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
 
 -- Orders (POST /order, app/order.h), seed 002's idempotent order: one row

@@ -34,9 +34,10 @@
  *                     own script for one purchase (DECRBY, INCRBY, XADD) on
  *                     scratch keys locklab:limits:stock…: what Redis takes
  *                     of the seckill sale, one call a sale, no MariaDB.
- *   redis_watch       N connections, each looping redis-watch's attempt
- *                     (WATCH + MGET, then MULTI DECRBY INCRBY XADD EXEC);
- *                     only the EXECs that committed count.
+ *   redis_watch       redis-watch's attempt (WATCH + MGET, then MULTI
+ *                     DECRBY INCRBY XADD EXEC) looped from 1, 2, 3, 4, 6 and
+ *                     8 connections, S/6 seconds each, the best kept; only
+ *                     the EXECs that committed count.
  *   serial_redis_stock one client: redis-lock-stock's sale, SET NX PX, MGET,
  *                     MULTI SET INCRBY XADD EXEC, EVALSHA compare-and-delete.
  * A serial ceiling is the rate of a strategy that lets one sale at a time
@@ -938,12 +939,21 @@ static void keep_best(struct ceiling *best, const struct ceiling *c, json_t *tri
         *best = *c;
 }
 
+/* A ceiling measured as the best over a sweep of client counts, not the
+ * best of --trials runs at --connections. */
+static int swept(const char *key)
+{
+    return !strcmp(key, CEIL_UPDATE_PEAK) || !strcmp(key, CEIL_REDIS_WATCH);
+}
+
 /* A ceiling is an upper bound, and on a shared machine a trial can only be
  * slowed down by the rest of it: each ceiling is the best of --trials runs
  * of seconds/trials. mysql_update_peak runs the hot-row UPDATE from 1, 2,
  * 3, 4, 6 and 8 connections instead and keeps the best: InnoDB makes
  * waiters on a row lock sleep and wake, so the row takes the most UPDATEs
- * from a few clients and far fewer from --connections of them. */
+ * from a few clients and far fewer from --connections of them. redis_watch
+ * is swept the same way: the more clients WATCH one key, the more of their
+ * EXECs lose, so the key takes the most WATCH sales from a few. */
 static void measure_best(const struct opts *o, const char *key, struct db *d, long long id,
                          struct ceiling *best, char *redis_version)
 {
@@ -954,7 +964,7 @@ static void measure_best(const struct opts *o, const char *key, struct db *d, lo
     int t, again, n = o->trials;
 
     memset(best, 0, sizeof *best);
-    if (!strcmp(key, CEIL_UPDATE_PEAK))
+    if (swept(key))
         n = (int)(sizeof sweep / sizeof sweep[0]);
     one.seconds = o->seconds / n;
     /* Trial -1 is not kept: a server just started (ZooKeeper's JVMs
@@ -962,8 +972,8 @@ static void measure_best(const struct opts *o, const char *key, struct db *d, lo
      * peak's sweep has none. A failed trial, that one included, runs again,
      * at most n times in all: the ceiling stays the best of n trials, and is
      * an error only when none succeeded. */
-    for (t = strcmp(key, CEIL_UPDATE_PEAK) ? -1 : 0, again = 0; t < n; t++) {
-        if (!strcmp(key, CEIL_UPDATE_PEAK))
+    for (t = swept(key) ? 0 : -1, again = 0; t < n; t++) {
+        if (swept(key))
             one.connections = sweep[t];
         measure_once(&one, key, d, id, &c, redis_version);
         if (t >= 0)

@@ -318,8 +318,8 @@ static int decr_sell(struct lock_ctx *ctx, const struct product *p, long long *r
 const struct lock_ops lock_redis_decr = {
     .name     = "redis-decr",
     .family   = "redis-stock",
-    .summary  = "stock:P in Redis: one Lua script checks count >= qty, DECRBY, and XADDs the sale to stock:P:sales in the same step; an instance's waiting purchases go in one call; consumers apply the stream to MariaDB (seeds 001, 004)",
-    .flaw     = "MariaDB's count trails the sales by what the stream holds; a sale is as durable as Redis's AOF (everysec: an OS crash may lose the last second)",
+    .summary  = "stock:P in Redis: one Lua script checks count >= qty, DECRBY, XADD of the sale to stock:P:sales; consumers apply the stream to MariaDB (seeds 001, 004)",
+    .flaw     = "MariaDB trails by what the stream holds; a sale is as durable as Redis's AOF (everysec)",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .ceiling  = LOCK_CEIL_REDIS_DECR,
     .stock    = "redis",

@@ -61,8 +61,8 @@ static int watch_sell(struct lock_ctx *ctx, const struct product *p, long long *
 const struct lock_ops lock_redis_watch = {
     .name     = "redis-watch",
     .family   = "redis-stock",
-    .summary  = "seed 001's Redis optimistic lock on stock:P: WATCH, GET, then MULTI DECRBY + XADD EXEC; a nil EXEC (lost race) is retried, bounded",
-    .flaw     = "every lost race costs two round trips: under contention most EXECs fail and the retries per sale grow with the buyers",
+    .summary  = "seed 001: WATCH stock:P, GET, MULTI DECRBY XADD EXEC; a lost race (nil EXEC) is retried",
+    .flaw     = "each lost race costs two round trips; under contention most EXECs lose",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .ceiling  = LOCK_CEIL_REDIS_WATCH,
     .stock    = "redis",

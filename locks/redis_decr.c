@@ -27,7 +27,8 @@
  * batch waits for the batch's answer (at most the Redis command timeout).
  *
  * A script whose answer is lost (the connection dropped after it was sent;
- * ?lose_answer=1 makes it happen, to a batch of its own) may have sold:
+ * ?lose_answer=1 makes it happen, to a batch of its own, by dropping the
+ * connection once the script is sent) may have sold:
  * every purchase of the batch is LL_UNKNOWN, never sent again; an order's
  * copy then learns from order:O what happened.
  * What it still leaves: MariaDB's count trails the sales by what the
@@ -44,7 +45,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 
 #define RS_BATCH  48            /* purchases one script sells at most      */
@@ -166,6 +166,31 @@ static int answer_one(struct purchase *p, const redisReply *a)
     return CHECK;
 }
 
+/* The fault ?lose_answer=1: the script goes out whole (EVAL with its
+ * source, which even a restarted server runs), and the connection is
+ * dropped before its answer is read, as if it had broken on the way back:
+ * Redis runs what it received, and the purchase is unknown. */
+static int send_and_lose(struct lock_ctx *ctx, redisContext *c, int nkeys, int argc,
+                         const char **argv)
+{
+    const char *args[REDIS_EVAL_ARGS + 3];
+    char nk[12];
+    int i, done = 0;
+
+    assert(argc <= REDIS_EVAL_ARGS);
+    snprintf(nk, sizeof nk, "%d", nkeys);
+    args[0] = "EVAL", args[1] = decr_script.text, args[2] = nk;
+    for (i = 0; i < argc; i++)
+        args[3 + i] = argv[i];
+    ctx->backend_ops++;
+    if (redisAppendCommandArgv(c, argc + 3, args, NULL) == REDIS_OK)
+        while (!done && redisBufferWrite(c, &done) == REDIS_OK)
+            ;
+    redis_drop(ctx, 0, "EVAL");
+    return lock_error(ctx, LL_UNKNOWN, ctx->backend, "%s: the sale was sent and its answer "
+                      "lost (?lose_answer=1): it may or may not have been made", ctx->errstr);
+}
+
 /* Send batch[0..n) as one script call; an answer for each. */
 static void run_batch(struct purchase **batch, int n, int *status)
 {
@@ -192,9 +217,9 @@ static void run_batch(struct purchase **batch, int n, int *status)
     rc = LL_OK;
     if ((c = redis_link(ctx, 0, REDIS_CMD_TIMEOUT_MS)) == NULL) {
         rc = ctx->err;                      /* nothing was sent */
+    } else if (ctx->lose_answer) {          /* fault: the script runs, its answer is lost */
+        rc = send_and_lose(ctx, c, 5 + n, argc, argv);
     } else {
-        if (ctx->lose_answer)               /* fault: the script runs, its answer is lost */
-            shutdown(c->fd, SHUT_RD);
         if ((r = redis_eval_on(c, &decr_script, 5 + n, argc,
                                argv, &ctx->backend_ops)) == NULL) {
             redis_drop(ctx, 0, "EVALSHA");

@@ -214,6 +214,22 @@ static enum MHD_Result no_slot(struct MHD_Connection *conn)
                  json_pack("{s:s,s:s}", "result", "lock_timeout", "error", why));
 }
 
+/* A slot for a purchase, with its fault switches set; NULL when none is
+ * free within its wait. */
+static struct lock_ctx *borrow_for(const struct sale_args *a)
+{
+    struct lock_ctx *ctx = borrow(a->wait_ms);
+
+    if (ctx == NULL)
+        return NULL;
+    ctx->hold_ms = a->hold_ms;
+    ctx->crash = a->crash;
+    ctx->lose_answer = a->lose_answer;
+    if (a->consumer_crash)
+        redis_stock_consumer_crash();
+    return ctx;
+}
+
 static enum MHD_Result sale(struct MHD_Connection *conn, struct request *r)
 {
     long long remaining = -1;
@@ -226,14 +242,8 @@ static enum MHD_Result sale(struct MHD_Connection *conn, struct request *r)
 
     if (request_sale(r, cfg, &a) != 0)
         return reply_refused(conn, r);
-    ctx = borrow(a.wait_ms);
-    if (ctx == NULL)
+    if ((ctx = borrow_for(&a)) == NULL)
         return no_slot(conn);
-    ctx->hold_ms = a.hold_ms;
-    ctx->crash = a.crash;
-    ctx->lose_answer = a.lose_answer;
-    if (a.consumer_crash)
-        redis_stock_consumer_crash();
     rc = stock_find(ctx, a.product, &prod);
     if (rc == LL_OK || rc == LL_SOLD_OUT)
         rc = stock_sell(ctx, a.ops, &prod, a.reentry, &remaining);
@@ -258,14 +268,21 @@ static enum MHD_Result sale(struct MHD_Connection *conn, struct request *r)
 }
 
 /* Every purchase is counted in flight from its first byte to its answer. */
-static enum MHD_Result route_sale(struct MHD_Connection *conn, struct request *r)
+static enum MHD_Result in_flight(struct MHD_Connection *conn, struct request *r,
+                                 enum MHD_Result (*purchase)(struct MHD_Connection *,
+                                                             struct request *))
 {
     enum MHD_Result ret;
 
     stats_begin();
-    ret = sale(conn, r);
+    ret = purchase(conn, r);
     stats_end();
     return ret;
+}
+
+static enum MHD_Result route_sale(struct MHD_Connection *conn, struct request *r)
+{
+    return in_flight(conn, r, sale);
 }
 
 /* POST /order: a purchase with an order number (app/order.h). Only a
@@ -286,15 +303,9 @@ static enum MHD_Result order(struct MHD_Connection *conn, struct request *r)
 
     if (request_sale(r, cfg, &a) != 0 || request_order(r, &oa) != 0)
         return reply_refused(conn, r);
-    ctx = borrow(a.wait_ms);
-    if (ctx == NULL)
+    if ((ctx = borrow_for(&a)) == NULL)
         return no_slot(conn);
-    ctx->hold_ms = a.hold_ms;
-    ctx->crash = a.crash;
-    ctx->lose_answer = a.lose_answer;
     ctx->qty = oa.qty;
-    if (a.consumer_crash)
-        redis_stock_consumer_crash();
     memset(&o, 0, sizeof o);
     o.no = oa.order_no;
     o.user = oa.user;
@@ -339,12 +350,7 @@ static enum MHD_Result order(struct MHD_Connection *conn, struct request *r)
 
 static enum MHD_Result route_order(struct MHD_Connection *conn, struct request *r)
 {
-    enum MHD_Result ret;
-
-    stats_begin();
-    ret = order(conn, r);
-    stats_end();
-    return ret;
+    return in_flight(conn, r, order);
 }
 
 /* Clear what every strategy may have left behind for this product. */

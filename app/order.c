@@ -41,17 +41,7 @@ static _Atomic long long n_sold, n_sold_out, n_unknown, n_failed, n_replayed, n_
 
 int order_name_valid(const char *s)
 {
-    size_t i, n = strlen(s);
-
-    if (n == 0 || n > ORDER_NO_MAX)
-        return 0;
-    for (i = 0; i < n; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '-' || c == '_'))
-            return 0;
-    }
-    return 1;
+    return word_valid(s, ORDER_NO_MAX);
 }
 
 /* ---------------------------------------------------------------- MariaDB */

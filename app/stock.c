@@ -37,17 +37,7 @@ static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int stock_code_valid(const char *code)
 {
-    size_t i, n = strlen(code);
-
-    if (n == 0 || n > STOCK_CODE_MAX)
-        return 0;
-    for (i = 0; i < n; i++) {
-        char c = code[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-              (c >= '0' && c <= '9') || c == '-' || c == '_'))
-            return 0;
-    }
-    return 1;
+    return word_valid(code, STOCK_CODE_MAX);
 }
 
 static int cache_lookup(const char *code, struct product *p)

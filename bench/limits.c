@@ -401,11 +401,16 @@ static int sale_decrement(struct db *d, char *err)
 
 /* N workers each open a connection, meet at the barrier, then sell until
  * the main thread raises `stop` S seconds later: connect time is not
- * counted, and every worker runs for the same interval. */
+ * counted, and every worker runs for the same interval. A worker sells on
+ * MariaDB (worker_main: sale on row id) or on Redis (rworker_main: step,
+ * with script loaded first). */
+struct rconn;
 struct race {
     const struct opts *o;
     long long          id;
     int              (*sale)(struct db *d, char *err);
+    int              (*step)(struct rconn *rc, char *err);
+    const char        *script;
     pthread_barrier_t  start;
     atomic_int         stop;
 };
@@ -433,38 +438,36 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-static void measure_concurrent(const struct opts *o, long long id,
-                               int (*sale)(struct db *, char *), struct ceiling *c)
+/* Run o->connections workers of `main` in race r for o->seconds; their
+ * sales and first error into c. */
+static void race_run(const struct opts *o, struct race *r, void *(*main)(void *),
+                     struct ceiling *c)
 {
     struct worker *w = calloc((size_t)o->connections, sizeof *w);
     struct timespec nap;
-    struct race r;
     double t0;
     int i;
 
     if (w == NULL)
         abort();                              /* out of memory: nothing to save */
-    memset(c, 0, sizeof *c);
     c->connections = o->connections;
-    r.o = o;
-    r.id = id;
-    r.sale = sale;
-    atomic_init(&r.stop, 0);
-    pthread_barrier_init(&r.start, NULL, (unsigned)o->connections + 1);
+    r->o = o;
+    atomic_init(&r->stop, 0);
+    pthread_barrier_init(&r->start, NULL, (unsigned)o->connections + 1);
     for (i = 0; i < o->connections; i++) {
-        w[i].race = &r;
-        if (pthread_create(&w[i].tid, NULL, worker_main, &w[i]) != 0) {
+        w[i].race = r;
+        if (pthread_create(&w[i].tid, NULL, main, &w[i]) != 0) {
             fprintf(stderr, "ll-limits: cannot start thread %d\n", i);
             abort();                          /* the barrier would wait forever */
         }
     }
-    pthread_barrier_wait(&r.start);
+    pthread_barrier_wait(&r->start);
     t0 = now_s();
     nap.tv_sec = (time_t)o->seconds;
     nap.tv_nsec = (long)((o->seconds - (double)nap.tv_sec) * 1e9);
     while (nanosleep(&nap, &nap) != 0 && errno == EINTR)
         ;
-    atomic_store(&r.stop, 1);
+    atomic_store(&r->stop, 1);
     for (i = 0; i < o->connections; i++)
         pthread_join(w[i].tid, NULL);
     c->seconds = now_s() - t0;
@@ -473,8 +476,17 @@ static void measure_concurrent(const struct opts *o, long long id,
         if (w[i].err[0])
             set_err(c->err, "%s", w[i].err);
     }
-    pthread_barrier_destroy(&r.start);
+    pthread_barrier_destroy(&r->start);
     free(w);
+}
+
+static void measure_concurrent(const struct opts *o, long long id,
+                               int (*sale)(struct db *, char *), struct ceiling *c)
+{
+    struct race r = { .id = id, .sale = sale };
+
+    memset(c, 0, sizeof *c);
+    race_run(o, &r, worker_main, c);
 }
 
 /* ---------------------------------------------------------------- serial */
@@ -661,6 +673,23 @@ static redisReply *pipe_replies(redisContext *c, int n, const char *what, char *
     return r;
 }
 
+/* The write of a sale of one unit from a count read, as redis-watch
+ * (DECRBY) and redis-lock-stock (SET to the count read less one) send it:
+ * MULTI, the unit, INCRBY sold, XADD, EXEC; EXEC's reply, or NULL. */
+static redisReply *sale_write(struct rconn *rc, int absolute, long long count, char *err)
+{
+    redisAppendCommand(rc->c, "MULTI");
+    if (absolute)
+        redisAppendCommand(rc->c, "SET %s %lld", RS_STOCK, count - 1);
+    else
+        redisAppendCommand(rc->c, "DECRBY %s 1", RS_STOCK);
+    redisAppendCommand(rc->c, "INCRBY %s 1", RS_SOLD);
+    redisAppendCommand(rc->c, "XADD %s * epoch 0 qty 1 order %s user %s lock ll-limits "
+                       "remaining %lld", RS_SALES, "", "", count - 1);
+    redisAppendCommand(rc->c, "EXEC");
+    return pipe_replies(rc->c, 5, "MULTI … EXEC", err);
+}
+
 /* One WATCH attempt, as redis-watch makes it: 1 when EXEC committed. */
 static int watch_attempt(struct rconn *rc, char *err)
 {
@@ -674,13 +703,7 @@ static int watch_attempt(struct rconn *rc, char *err)
         return -1;
     count = r->element[0]->type == REDIS_REPLY_STRING ? atoll(r->element[0]->str) : 0;
     freeReplyObject(r);
-    redisAppendCommand(rc->c, "MULTI");
-    redisAppendCommand(rc->c, "DECRBY %s 1", RS_STOCK);
-    redisAppendCommand(rc->c, "INCRBY %s 1", RS_SOLD);
-    redisAppendCommand(rc->c, "XADD %s * epoch 0 qty 1 order %s user %s lock ll-limits "
-                       "remaining %lld", RS_SALES, "", "", count - 1);
-    redisAppendCommand(rc->c, "EXEC");
-    if ((exec = pipe_replies(rc->c, 5, "MULTI … EXEC", err)) == NULL)
+    if ((exec = sale_write(rc, 0, count, err)) == NULL)
         return -1;
     won = exec->type == REDIS_REPLY_ARRAY;
     freeReplyObject(exec);
@@ -697,22 +720,6 @@ static int step_watch(struct rconn *rc, char *err)
     return won < 0 ? -1 : 0;
 }
 
-/* N clients each looping step: one thread and connection each. */
-struct rrace {
-    const struct opts *o;
-    int              (*step)(struct rconn *rc, char *err);
-    const char        *script;
-    pthread_barrier_t  start;
-    atomic_int         stop;
-};
-
-struct rworker {
-    pthread_t     tid;
-    struct rrace *race;
-    long long     ops;
-    char          err[ERR_LEN];
-};
-
 static int script_load(redisContext *c, const char *text, char *sha, char *err)
 {
     redisReply *r = redisCommand(c, "SCRIPT LOAD %s", text);
@@ -726,8 +733,8 @@ static int script_load(redisContext *c, const char *text, char *sha, char *err)
 
 static void *rworker_main(void *arg)
 {
-    struct rworker *w = arg;
-    struct rrace *r = w->race;
+    struct worker *w = arg;
+    struct race *r = w->race;
     struct rconn rc = { NULL, "", 0 };
     int ok = (rc.c = redis_open(r->o, w->err)) != NULL &&
              (r->script == NULL || script_load(rc.c, r->script, rc.sha, w->err) == 0);
@@ -741,55 +748,20 @@ static void *rworker_main(void *arg)
     return NULL;
 }
 
+/* N clients each looping step: one thread and connection each. */
 static void measure_redis_concurrent(const struct opts *o, int (*step)(struct rconn *, char *),
                                      const char *script, struct ceiling *c)
 {
-    struct rworker *w = calloc((size_t)o->connections, sizeof *w);
-    struct timespec nap;
+    struct race r = { .step = step, .script = script };
     redisContext *setup;
-    struct rrace r;
-    double t0;
-    int i;
 
-    if (w == NULL)
-        abort();
     memset(c, 0, sizeof *c);
-    c->connections = o->connections;
-    if ((setup = redis_open(o, c->err)) == NULL || redis_stock_fill(setup, c->err) != 0) {
-        if (setup)
-            redisFree(setup);
-        free(w);
-        return;
+    if ((setup = redis_open(o, c->err)) != NULL && redis_stock_fill(setup, c->err) == 0) {
+        race_run(o, &r, rworker_main, c);
+        redis_stock_fill(setup, c->err);      /* the stream's entries go */
     }
-    r.o = o;
-    r.step = step;
-    r.script = script;
-    atomic_init(&r.stop, 0);
-    pthread_barrier_init(&r.start, NULL, (unsigned)o->connections + 1);
-    for (i = 0; i < o->connections; i++) {
-        w[i].race = &r;
-        if (pthread_create(&w[i].tid, NULL, rworker_main, &w[i]) != 0)
-            abort();                          /* the barrier would wait forever */
-    }
-    pthread_barrier_wait(&r.start);
-    t0 = now_s();
-    nap.tv_sec = (time_t)o->seconds;
-    nap.tv_nsec = (long)((o->seconds - (double)nap.tv_sec) * 1e9);
-    while (nanosleep(&nap, &nap) != 0 && errno == EINTR)
-        ;
-    atomic_store(&r.stop, 1);
-    for (i = 0; i < o->connections; i++)
-        pthread_join(w[i].tid, NULL);
-    c->seconds = now_s() - t0;
-    for (i = 0; i < o->connections; i++) {
-        c->ops += w[i].ops;
-        if (w[i].err[0])
-            set_err(c->err, "%s", w[i].err);
-    }
-    pthread_barrier_destroy(&r.start);
-    redis_stock_fill(setup, c->err);          /* the stream's entries go */
-    redisFree(setup);
-    free(w);
+    if (setup)
+        redisFree(setup);
 }
 
 /* One client: redis-lock-stock's sale, back to back. */
@@ -810,13 +782,7 @@ static int step_redis_stock(void *arg, struct db *d, char *err)
         return redis_ok(rc->c, r, REDIS_REPLY_ARRAY, "MGET", err);
     count = r->element[0]->type == REDIS_REPLY_STRING ? atoll(r->element[0]->str) : 0;
     freeReplyObject(r);
-    redisAppendCommand(rc->c, "MULTI");
-    redisAppendCommand(rc->c, "SET %s %lld", RS_STOCK, count - 1);
-    redisAppendCommand(rc->c, "INCRBY %s 1", RS_SOLD);
-    redisAppendCommand(rc->c, "XADD %s * epoch 0 qty 1 order %s user %s lock ll-limits "
-                       "remaining %lld", RS_SALES, "", "", count - 1);
-    redisAppendCommand(rc->c, "EXEC");
-    if ((exec = pipe_replies(rc->c, 5, "MULTI … EXEC", err)) == NULL)
+    if ((exec = sale_write(rc, 1, count, err)) == NULL)
         return -1;
     freeReplyObject(exec);
     r = redisCommand(rc->c, "EVALSHA %s 1 %s %s", rc->sha, REDIS_KEY, token);

@@ -112,37 +112,16 @@ static json_t *build_runs(const char *raw, long long stock, int with_seed, const
     if (f == NULL)
         die("%s: %s", tsv, strerror(errno));
     while (fgets(line, sizeof line, f)) {
-        char idx[16], name[NAME_LEN], family[NAME_LEN], file[NAME_LEN + 32], *p;
-        json_t *load, *after, *cost, *inst = json_array();
-        int k;
+        char idx[16], name[NAME_LEN], family[NAME_LEN], file[NAME_LEN + 32];
+        json_t *load, *after, *cost, *inst;
 
         if (sscanf(line, "%15s %63s %63s", idx, name, family) != 3)
             continue;
-        snprintf(file, sizeof file, "%s.load.json", idx);
-        p = path_join(raw, file);
-        load = load_json(p);
-        free(p);
-        snprintf(file, sizeof file, "%s.stock.json", idx);
-        p = path_join(raw, file);
-        after = load_json(p);
-        free(p);
-        snprintf(file, sizeof file, "%s.cost.json", idx);
-        p = path_join(raw, file);
-        cost = json_load_file(p, 0, NULL);      /* NULL: not measured */
-        free(p);
-        for (k = 0;; k++) {
-            FILE *probe;
-            snprintf(file, sizeof file, "%s.stats-%d.json", idx, k);
-            p = path_join(raw, file);
-            probe = fopen(p, "r");
-            if (probe)
-                fclose(probe);
-            if (probe)
-                json_array_append_new(inst, load_json(p));
-            free(p);
-            if (probe == NULL)
-                break;
-        }
+        load = load_part(raw, "%s.load.json", idx, 0);
+        after = load_part(raw, "%s.stock.json", idx, 0);
+        cost = load_part(raw, "%s.cost.json", idx, 1);     /* NULL: not measured */
+        snprintf(file, sizeof file, "%s.stats", idx);
+        inst = load_numbered(raw, file);
         json_array_append_new(runs, derive_run(name, family, stock, with_seed, load, after,
                                                      inst, limits, locks, cost));
         json_decref(cost);

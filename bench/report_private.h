@@ -35,6 +35,15 @@ json_t *load_json(const char *path);
 /* dir/name, malloc'ed. */
 char *path_join(const char *dir, const char *name);
 
+/* The run's file dir/<fmt with idx>, as load_json(), or NULL without it
+ * when optional. */
+json_t *load_part(const char *dir, const char *fmt, const char *idx, int optional)
+    __attribute__((format(printf, 2, 0)));
+
+/* dir/STEM-0.json, dir/STEM-1.json … up to the first missing, loaded into
+ * an array (the instances' answers of a run: "01.stats" …). */
+json_t *load_numbered(const char *dir, const char *stem);
+
 /* key=value lines into a JSON object of strings; {} without the file. */
 json_t *load_env(const char *path);
 

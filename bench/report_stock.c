@@ -126,33 +126,16 @@ json_t *build_storms(const char *raw, long long stock)
     if (f == NULL)
         return out;
     while (fgets(line, sizeof line, f)) {
-        char idx[16], name[64], src[16], file[128], *p;
-        json_t *load, *after, *inst = json_array();
+        char idx[16], name[64], src[16], file[128];
+        json_t *load, *after, *inst;
         long long copies;
-        int k;
 
         if (sscanf(line, "%15s %63s %15s %lld", idx, name, src, &copies) != 4)
             continue;
-        snprintf(file, sizeof file, "storm-%s.load.json", idx);
-        p = path_join(raw, file);
-        load = load_json(p);
-        free(p);
-        snprintf(file, sizeof file, "storm-%s.stock.json", idx);
-        p = path_join(raw, file);
-        after = load_json(p);
-        free(p);
-        for (k = 0;; k++) {
-            FILE *probe;
-            snprintf(file, sizeof file, "storm-%s.stats-%d.json", idx, k);
-            p = path_join(raw, file);
-            if ((probe = fopen(p, "r")) != NULL) {
-                fclose(probe);
-                json_array_append_new(inst, load_json(p));
-            }
-            free(p);
-            if (probe == NULL)
-                break;
-        }
+        load = load_part(raw, "storm-%s.load.json", idx, 0);
+        after = load_part(raw, "storm-%s.stock.json", idx, 0);
+        snprintf(file, sizeof file, "storm-%s.stats", idx);
+        inst = load_numbered(raw, file);
         json_array_append_new(out, derive_storm(name, src, stock, copies, load, after, inst));
         json_decref(load);
         json_decref(after);

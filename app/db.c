@@ -373,6 +373,33 @@ int db_exec(struct lock_ctx *ctx, const char *sql, long long *rows, const char *
     return LL_OK;
 }
 
+int db_exec_ints(struct lock_ctx *ctx, const char *sql, long long *rows,
+                 const long long *params, int n)
+{
+    MYSQL_BIND *in;
+    MYSQL_STMT *stmt;
+    int i, status;
+
+    if ((status = db_autocommit(ctx)) != LL_OK)
+        return status;
+    if ((stmt = db_prepare(ctx, sql, &status)) == NULL)
+        return status;
+    assert((unsigned long)n == mysql_stmt_param_count(stmt) && mysql_stmt_field_count(stmt) == 0);
+    in = xcalloc((size_t)(n > 0 ? n : 1), sizeof *in);
+    for (i = 0; i < n; i++) {
+        in[i].buffer_type = MYSQL_TYPE_LONGLONG;
+        in[i].buffer = (void *)&params[i];
+    }
+    if (n && mysql_stmt_bind_param(stmt, in))
+        status = db_fail(ctx, mysql_stmt_errno(stmt), mysql_stmt_error(stmt), "bind");
+    else if (mysql_stmt_execute(stmt))
+        status = db_fail(ctx, mysql_stmt_errno(stmt), mysql_stmt_error(stmt), "execute");
+    else if (rows)
+        *rows = (long long)mysql_stmt_affected_rows(stmt);
+    free(in);
+    return status;
+}
+
 int db_begin(struct lock_ctx *ctx)
 {
     struct db *db = ctx->db;

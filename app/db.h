@@ -41,6 +41,12 @@ void       db_free(struct db *db);
 int db_exec(struct lock_ctx *ctx, const char *sql, long long *rows,
             const char *fmt, ...);
 
+/* db_exec() for a statement of n integer parameters, given as an array,
+ * and no result (a multi-row INSERT …): *rows its affected rows. Inside a
+ * transaction or not, like db_exec(); never a sale in db_exec()'s sense. */
+int db_exec_ints(struct lock_ctx *ctx, const char *sql, long long *rows,
+                 const long long *params, int n);
+
 /* Transactions, as prepared statements like the rest: begin turns autocommit
  * off (a round trip only the first time on a connection), commit and
  * rollback end the transaction (a failed commit rolls back). A connection

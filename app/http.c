@@ -24,12 +24,14 @@
  */
 #include "http.h"
 #include "config.h"
+#include "order.h"
 #include "pool.h"
 #include "request.h"
 #include "stats.h"
 #include "stock.h"
 #include "util.h"
 #include "../locks/lock.h"
+#include "../locks/redis_stock.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -198,6 +200,8 @@ static struct lock_ctx *borrow(int wait_ms)
         ctx->lease_until_us = ctx->held_since_us = 0;
         ctx->token = 0;
         ctx->token_src = NULL;
+        ctx->qty = 1;
+        ctx->order = NULL;
         ctx->retries = ctx->backend_ops = ctx->wakeups = 0;
         ctx->held_us = -1;
         ctx->err = 0;
@@ -215,6 +219,24 @@ static enum MHD_Result no_slot(struct MHD_Connection *conn)
                  json_pack("{s:s,s:s}", "result", "lock_timeout", "error", why));
 }
 
+/* A slot for a purchase, with its fault switches set; NULL when none is
+ * free within its wait. */
+static struct lock_ctx *borrow_for(const struct sale_args *a)
+{
+    struct lock_ctx *ctx = borrow(a->wait_ms);
+
+    if (ctx == NULL)
+        return NULL;
+    ctx->hold_ms = a->hold_ms;
+    ctx->late_ms = a->late_ms;
+    ctx->fence = a->fence;
+    ctx->crash = a->crash;
+    ctx->lose_answer = a->lose_answer;
+    if (a->consumer_crash)
+        redis_stock_consumer_crash();
+    return ctx;
+}
+
 static enum MHD_Result sale(struct MHD_Connection *conn, struct request *r)
 {
     long long remaining = -1;
@@ -227,14 +249,8 @@ static enum MHD_Result sale(struct MHD_Connection *conn, struct request *r)
 
     if (request_sale(r, cfg, &a) != 0)
         return reply_refused(conn, r);
-    ctx = borrow(a.wait_ms);
-    if (ctx == NULL)
+    if ((ctx = borrow_for(&a)) == NULL)
         return no_slot(conn);
-    ctx->hold_ms = a.hold_ms;
-    ctx->late_ms = a.late_ms;
-    ctx->crash = a.crash;
-    ctx->lose_answer = a.lose_answer;
-    ctx->fence = a.fence;
     rc = stock_find(ctx, a.product, &prod);
     if (rc == LL_OK || rc == LL_SOLD_OUT)
         rc = stock_sell(ctx, a.ops, &prod, a.reentry, &remaining);
@@ -259,14 +275,89 @@ static enum MHD_Result sale(struct MHD_Connection *conn, struct request *r)
 }
 
 /* Every purchase is counted in flight from its first byte to its answer. */
-static enum MHD_Result route_sale(struct MHD_Connection *conn, struct request *r)
+static enum MHD_Result in_flight(struct MHD_Connection *conn, struct request *r,
+                                 enum MHD_Result (*purchase)(struct MHD_Connection *,
+                                                             struct request *))
 {
     enum MHD_Result ret;
 
     stats_begin();
-    ret = sale(conn, r);
+    ret = purchase(conn, r);
     stats_end();
     return ret;
+}
+
+static enum MHD_Result route_sale(struct MHD_Connection *conn, struct request *r)
+{
+    return in_flight(conn, r, sale);
+}
+
+/* POST /order: a purchase with an order number (app/order.h). Only a
+ * first attempt's sale is counted under its strategy; a copy that got the
+ * first answer again (replayed), a user's second order and a copy that
+ * waited for a first attempt still selling are counted under "orders". */
+static enum MHD_Result order(struct MHD_Connection *conn, struct request *r)
+{
+    long long remaining = -1;
+    struct order_args oa;
+    struct sale_args a;
+    struct lock_ctx *ctx;
+    struct product prod;
+    struct order o;
+    int64_t t0 = now_us();
+    int rc, release_failed, conflict;
+    json_t *body;
+
+    if (request_sale(r, cfg, &a) != 0 || request_order(r, &oa) != 0)
+        return reply_refused(conn, r);
+    if ((ctx = borrow_for(&a)) == NULL)
+        return no_slot(conn);
+    ctx->qty = oa.qty;
+    memset(&o, 0, sizeof o);
+    o.no = oa.order_no;
+    o.user = oa.user;
+    o.one_per_user = oa.one_per_user;
+    rc = stock_find(ctx, a.product, &prod);
+    if (rc == LL_OK)
+        rc = order_place(ctx, a.ops, &prod, &o, &remaining);
+    release_failed = rc == LL_OK && ctx->err != 0 && o.ran;
+    conflict = o.replayed && rc == LL_BADREQ;
+
+    if (rc == LL_OK || rc == LL_SOLD_OUT) {
+        body = json_pack("{s:s,s:s,s:s,s:i,s:b,s:I}",
+                         "result", o.user_limit ? "one_per_user" : ll_status_name(rc),
+                         "order_no", o.no, "product", prod.code, "qty", ctx->qty,
+                         "replayed", o.replayed, "retries", (json_int_t)ctx->retries);
+        if (rc == LL_OK && remaining >= 0)
+            json_object_set_new(body, "remaining", json_integer(remaining));
+        if (o.user_limit)
+            json_object_set_new(body, "error", json_sprintf("user %s already has %s%s for "
+                                "product %s (one_per_user)", o.user, o.other[0] ? "order " :
+                                "an order", o.other, prod.code));
+        if (release_failed)
+            json_object_set_new(body, "warning", failure_json(LL_ERROR, ctx));
+        if (o.warning[0])
+            json_object_set_new(body, "order_warning", json_string(o.warning));
+    } else {
+        body = failure_json(rc, ctx);
+        if (conflict)
+            json_object_set_new(body, "result", json_string("order_conflict"));
+        json_object_set_new(body, "order_no", json_string(o.no));
+        json_object_set_new(body, "replayed", json_boolean(o.replayed));
+    }
+    json_object_set_new(body, "lock", json_string(a.ops->name));
+    if (status_code(rc) == MHD_HTTP_INTERNAL_SERVER_ERROR)
+        log_failure(a.ops->name, ctx->errstr);
+    if (o.ran)
+        stats_record(lock_index(a.ops), rc, now_us() - t0, ctx, release_failed);
+    order_count(&o, rc);
+    pool_put(ctx);
+    return reply(conn, o.user_limit || conflict ? MHD_HTTP_CONFLICT : status_code(rc), body);
+}
+
+static enum MHD_Result route_order(struct MHD_Connection *conn, struct request *r)
+{
+    return in_flight(conn, r, order);
 }
 
 /* Clear what every strategy may have left behind for this product. */
@@ -295,7 +386,7 @@ static enum MHD_Result route_stock(struct MHD_Connection *conn, struct request *
     struct lock_ctx *ctx;
     struct product prod;
     const char *code;
-    long long count = 0;
+    long long count = 0, epoch = 0;
     json_t *body;
     int rc;
 
@@ -311,8 +402,12 @@ static enum MHD_Result route_stock(struct MHD_Connection *conn, struct request *
     if (ctx == NULL)
         return no_slot(conn);
     rc = stock_find(ctx, code, &prod);
+    if (rc == LL_OK && reset)   /* the Redis stock's new epoch first: redis_stock.h */
+        rc = redis_stock_reset_begin(ctx, &prod, &epoch);
     if (rc == LL_OK)
         rc = reset ? stock_set(ctx, &prod, count) : stock_read(ctx, &prod, &count);
+    if (rc == LL_OK && reset)   /* a new sale: one order per user again */
+        rc = order_reset(ctx, &prod);
     if (rc != LL_OK)
         body = failure_json(rc, ctx);
     else if (!reset)
@@ -321,9 +416,15 @@ static enum MHD_Result route_stock(struct MHD_Connection *conn, struct request *
     else
         body = json_pack("{s:s,s:s,s:I,s:o}", "result", "reset", "product", prod.code,
                          "count", (json_int_t)count, "cleared", reset_locks(ctx, &prod));
+    if (rc == LL_OK)            /* the stock in Redis: loaded, or read */
+        json_object_set_new(body, "redis", reset ? redis_stock_load(ctx, &prod, count, epoch)
+                                                 : redis_stock_json(ctx, &prod));
     pool_put(ctx);
-    if (rc == LL_OK && reset)
+    if (rc == LL_OK && reset) {
         stats_reset();
+        order_stats_reset();
+        redis_stock_stats_reset();
+    }
     return reply(conn, status_code(rc), body);
 }
 
@@ -337,8 +438,7 @@ static enum MHD_Result route_locks(struct MHD_Connection *conn, struct request *
     all = lock_all(&n);
     for (i = 0; i < n; i++) {
         const struct lock_ops *o = all[i];
-        json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:s?,s:s,s:b,s:b,s:b,s:b,s:b,s:b,"
-                                              "s:s?,s:s?}",
+        json_t *one = json_pack("{s:s,s:s,s:s,s:s?,s:s,s:b,s:b,s:b,s:b,s:b,s:b,s:s?,s:s?}",
             "name", o->name, "family", o->family, "summary", o->summary, "flaw", o->flaw,
             "ceiling", o->ceiling,
             "distributed", !!(o->props & LOCK_DISTRIBUTED),
@@ -347,7 +447,9 @@ static enum MHD_Result route_locks(struct MHD_Connection *conn, struct request *
             "fair", !!(o->props & LOCK_FAIR),
             "exact", !!(o->props & LOCK_EXACT),
             "fenced", !!(o->props & LOCK_FENCED),
-            "fence", o->fence, "nofence", o->fence ? NULL : o->nofence));
+            "fence", o->fence, "nofence", o->fence ? NULL : o->nofence);
+        json_object_set_new(one, "stock", json_string(o->stock ? o->stock : "mysql"));
+        json_array_append_new(list, one);
     }
     return reply(conn, MHD_HTTP_OK, json_pack("{s:s,s:o}", "default", cfg->lock,
                                               "strategies", list));
@@ -359,6 +461,8 @@ static enum MHD_Result route_stats(struct MHD_Connection *conn, struct request *
 
     if (r->route->id == ROUTE_STATS_RESET) {
         stats_reset();
+        order_stats_reset();
+        redis_stock_stats_reset();
         return reply(conn, MHD_HTTP_OK, json_pack("{s:s}", "result", "reset"));
     }
     body = stats_json();
@@ -369,6 +473,8 @@ static enum MHD_Result route_stats(struct MHD_Connection *conn, struct request *
                         "opened", (json_int_t)atomic_load(&opened_connections),
                         "max", cfg->max_connections));
     json_object_set_new(body, "uptime_s", json_real((double)(now_ms() - started_ms) / 1000.0));
+    json_object_set_new(body, "orders", order_stats_json());
+    json_object_set_new(body, "redis_stock", redis_stock_stats_json());
     return reply(conn, MHD_HTTP_OK, body);
 }
 
@@ -383,7 +489,7 @@ static enum MHD_Result (*const handlers[])(struct MHD_Connection *, struct reque
     [ROUTE_SALE] = route_sale,        [ROUTE_STOCK] = route_stock,
     [ROUTE_STOCK_RESET] = route_stock, [ROUTE_LOCKS] = route_locks,
     [ROUTE_STATS] = route_stats,      [ROUTE_STATS_RESET] = route_stats,
-    [ROUTE_HEALTH] = route_health,
+    [ROUTE_HEALTH] = route_health,    [ROUTE_ORDER] = route_order,
 };
 
 /* ---------------------------------------------------------------- dispatch */

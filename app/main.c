@@ -13,6 +13,7 @@
 #include "pool.h"
 #include "stats.h"
 #include "../locks/lock.h"
+#include "../locks/redis_stock.h"
 
 #include <errno.h>
 #include <mysql.h>
@@ -97,6 +98,7 @@ int main(int argc, char **argv)
     pool_init(&cfg);
     if (http_start(&cfg) != 0)
         return 1;
+    redis_stock_consumer_start(&cfg);   /* applies the Redis stock's sales */
     fprintf(stderr, "locklab: %s listening on %s:%d%s%s (id %s, default lock %s, %d slots)\n",
             cfg.name, cfg.listen, cfg.port, cfg.unix_path ? " and " : "",
             cfg.unix_path ? cfg.unix_path : "", cfg.instance_id, cfg.lock, cfg.threads);
@@ -104,6 +106,7 @@ int main(int argc, char **argv)
     sigwait(&sigs, &sig);
     fprintf(stderr, "locklab: %s stopping on signal %d\n", cfg.name, sig);
     http_stop();
+    redis_stock_consumer_stop();
     pool_free();
     mysql_library_end();
     return 0;

@@ -11,6 +11,7 @@
  */
 #include "request.h"
 #include "config.h"
+#include "order.h"
 #include "stock.h"
 #include "util.h"
 #include "../locks/lock.h"
@@ -141,10 +142,13 @@ static const char *const param_names[P_MAX] = {
     [P_REENTRY] = "reentry", [P_WAIT_MS] = "wait_ms", [P_FENCE] = "fence",
     [P_HOLD_MS] = "hold_ms", [P_LATE_MS] = "late_ms",
     [P_CRASH] = "crash", [P_LOSE_ANSWER] = "lose_answer",
+    [P_ORDER_NO] = "order_no", [P_QTY] = "qty", [P_USER] = "user",
+    [P_ONE_PER_USER] = "one_per_user", [P_CONSUMER_CRASH] = "consumer_crash",
 };
 
 #define BIT(p)  (1u << (p))
-#define FAULTS  (BIT(P_HOLD_MS) | BIT(P_LATE_MS) | BIT(P_CRASH) | BIT(P_LOSE_ANSWER))
+#define FAULTS  (BIT(P_HOLD_MS) | BIT(P_LATE_MS) | BIT(P_CRASH) | BIT(P_LOSE_ANSWER) | \
+                 BIT(P_CONSUMER_CRASH))
 
 static const struct route routes[] = {
     { ROUTE_SALE,        "GET",  "/check/lock",  0,
@@ -155,6 +159,9 @@ static const struct route routes[] = {
     { ROUTE_STATS,       "GET",  "/stats",       0, 0 },
     { ROUTE_STATS_RESET, "POST", "/stats/reset", 1, 0 },
     { ROUTE_HEALTH,      "GET",  "/health",      0, 0 },
+    { ROUTE_ORDER,       "POST", "/order",       0,
+      BIT(P_ORDER_NO) | BIT(P_LOCK) | BIT(P_PRODUCT) | BIT(P_QTY) | BIT(P_USER) |
+      BIT(P_ONE_PER_USER) | BIT(P_WAIT_MS) | FAULTS },
 };
 
 #define NROUTES (sizeof routes / sizeof routes[0])
@@ -220,7 +227,7 @@ int request_begin(struct request *r, const char *method, const char *path,
     if (i == NROUTES)
         return request_fail(r, 404, "not_found", P_MAX, "no such path; the paths are "
                             "GET /check/lock, GET /stock, POST /stock/reset, GET /locks, "
-                            "GET /stats, POST /stats/reset, GET /health");
+                            "GET /stats, POST /stats/reset, GET /health, POST /order");
     r->route = &routes[i];
     if (strcmp(method, r->route->method) != 0) {
         r->allow = r->route->method;
@@ -324,7 +331,7 @@ int request_product(struct request *r, const char **code)
 int request_sale(struct request *r, const struct config *cfg, struct sale_args *out)
 {
     const char *name = r->param[P_LOCK] ? r->param[P_LOCK] : cfg->lock;
-    long long reentry, wait_ms, hold_ms, late_ms, crash, lose, fence;
+    long long reentry, wait_ms, hold_ms, late_ms, crash, lose, fence, consumer_crash;
     char shown[48];
     int i;
 
@@ -346,7 +353,8 @@ int request_sale(struct request *r, const struct config *cfg, struct sale_args *
         request_int(r, P_LATE_MS, 0, cfg->max_wait_ms, 0, &late_ms) ||
         request_int(r, P_CRASH, 0, 1, 0, &crash) ||
         request_int(r, P_LOSE_ANSWER, 0, 1, 0, &lose) ||
-        request_int(r, P_FENCE, 0, 1, 0, &fence))
+        request_int(r, P_FENCE, 0, 1, 0, &fence) ||
+        request_int(r, P_CONSUMER_CRASH, 0, 1, 0, &consumer_crash))
         return r->status;
     if (fence && out->ops->fence == NULL)
         return request_fail(r, 400, "bad_request", P_FENCE, "%s cannot issue a fencing "
@@ -363,6 +371,39 @@ int request_sale(struct request *r, const struct config *cfg, struct sale_args *
     out->crash = (int)crash;
     out->lose_answer = (int)lose;
     out->fence = (int)fence;
+    out->consumer_crash = (int)consumer_crash;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- an order */
+
+/* An order number or a user (order_name_valid()), when given. */
+static int name_param(struct request *r, enum param_id id, const char **out)
+{
+    *out = r->param[id];
+    if (*out == NULL || order_name_valid(*out))
+        return 0;
+    return request_fail(r, 400, "bad_request", id, "%s must be 1 to %d characters of "
+                        "[A-Za-z0-9_-]", param_names[id], ORDER_NO_MAX);
+}
+
+int request_order(struct request *r, struct order_args *out)
+{
+    long long qty, one;
+
+    memset(out, 0, sizeof *out);
+    if (r->param[P_ORDER_NO] == NULL)
+        return request_fail(r, 400, "bad_request", P_ORDER_NO, "order_no is required: an "
+                            "order number names one purchase, whatever its attempts");
+    if (name_param(r, P_ORDER_NO, &out->order_no) || name_param(r, P_USER, &out->user) ||
+        request_int(r, P_QTY, 1, REQUEST_QTY_MAX, 1, &qty) ||
+        request_int(r, P_ONE_PER_USER, 0, 1, 0, &one))
+        return r->status;
+    if (one && out->user == NULL)
+        return request_fail(r, 400, "bad_request", P_ONE_PER_USER,
+                            "one_per_user=1 needs the user (user=)");
+    out->qty = (int)qty;
+    out->one_per_user = (int)one;
     return 0;
 }
 

@@ -54,12 +54,15 @@ size_t request_unescape(char *s);
 
 enum route_id {
     ROUTE_SALE, ROUTE_STOCK, ROUTE_STOCK_RESET, ROUTE_LOCKS, ROUTE_STATS,
-    ROUTE_STATS_RESET, ROUTE_HEALTH
+    ROUTE_STATS_RESET, ROUTE_HEALTH,
+    ROUTE_ORDER
 };
 
 enum param_id {
     P_LOCK, P_PRODUCT, P_COUNT, P_REENTRY, P_WAIT_MS, P_FENCE,
     P_HOLD_MS, P_LATE_MS, P_CRASH, P_LOSE_ANSWER,   /* the fault switches */
+    P_ORDER_NO, P_QTY, P_USER, P_ONE_PER_USER,      /* POST /order's */
+    P_CONSUMER_CRASH,                               /* a fault switch too */
     P_MAX
 };
 
@@ -118,6 +121,9 @@ struct sale_args {
     const struct lock_ops *ops;
     const char *product;
     int         reentry, wait_ms, hold_ms, late_ms, crash, lose_answer, fence;
+    int         consumer_crash;     /* fault: the Redis stock's consumer of
+                                     * this instance dies after its next
+                                     * COMMIT, before its XACK */
 };
 
 /* GET /check/lock's parameters, checked against cfg: a known strategy, a
@@ -126,6 +132,22 @@ struct sale_args {
  * wait_ms and hold_ms within --max-wait-ms, and the fault switches only on
  * a server started with --allow-faults. 0, or the status. */
 int request_sale(struct request *r, const struct config *cfg, struct sale_args *out);
+
+/* ---------------------------------------------------------------- an order */
+
+#define REQUEST_QTY_MAX 10000
+
+struct order_args {
+    const char *order_no;           /* [A-Za-z0-9_-], 1..64 (order.h)    */
+    const char *user;               /* the same, or NULL                  */
+    int         qty, one_per_user;
+};
+
+/* POST /order's own parameters, after request_sale() has checked the
+ * purchase's: order_no required, qty 1..REQUEST_QTY_MAX (default 1), user
+ * well formed, one_per_user 0 or 1 and 1 only with a user. 0, or the
+ * status. */
+int request_order(struct request *r, struct order_args *out);
 
 /* ---------------------------------------------------------------- answers */
 

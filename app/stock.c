@@ -55,17 +55,7 @@ static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int stock_code_valid(const char *code)
 {
-    size_t i, n = strlen(code);
-
-    if (n == 0 || n > STOCK_CODE_MAX)
-        return 0;
-    for (i = 0; i < n; i++) {
-        char c = code[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-              (c >= '0' && c <= '9') || c == '-' || c == '_'))
-            return 0;
-    }
-    return 1;
+    return word_valid(code, STOCK_CODE_MAX);
 }
 
 static int cache_lookup(const char *code, struct product *p)
@@ -186,17 +176,17 @@ static int write_sale(struct lock_ctx *ctx, const struct product *p, long long r
     int rc;
 
     if (!ctx->cfg->ledger)
-        return stock_write(ctx, p, read - 1);
+        return stock_write(ctx, p, read - ctx->qty);
     if ((rc = db_begin(ctx)) != LL_OK)
         return rc;
-    if ((rc = stock_write(ctx, p, read - 1)) != LL_OK) {
+    if ((rc = stock_write(ctx, p, read - ctx->qty)) != LL_OK) {
         db_rollback(ctx);
         return rc;
     }
     /* The section ends when the write is in place (its answer back, the row
      * locked until the COMMIT): a holder paused while it was on its way
      * shows as the long section it was. */
-    return stock_ledger_commit(ctx, p, read, read - 1, ctx->held_since_us, now_us());
+    return stock_ledger_commit(ctx, p, read, read - ctx->qty, ctx->held_since_us, now_us());
 }
 
 int stock_write_commit(struct lock_ctx *ctx, const struct product *p, long long count)
@@ -257,7 +247,7 @@ static int sell_guarded(struct lock_ctx *ctx, const struct product *p, long long
     rc = stock_read(ctx, p, &count);
     if (rc != LL_OK)
         return rc;
-    if (count <= 0)
+    if (count < ctx->qty)           /* qty units or none (seed 003) */
         return LL_SOLD_OUT;
     stock_hold(ctx);    /* the window between read and write, stretched */
     if ((rc = lock_check(ctx, p->key)) != LL_OK)
@@ -270,7 +260,7 @@ static int sell_guarded(struct lock_ctx *ctx, const struct product *p, long long
         sleep_us((int64_t)ctx->late_ms * 1000);
     rc = write_sale(ctx, p, count);
     if (rc == LL_OK)
-        *remaining = count - 1;
+        *remaining = count - ctx->qty;
     return rc;
 }
 

@@ -133,3 +133,18 @@ int fd_peer_closed(int fd)
         return 0;
     return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
 }
+
+int word_valid(const char *s, size_t max)
+{
+    size_t i, n = strlen(s);
+
+    if (n == 0 || n > max)
+        return 0;
+    for (i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_'))
+            return 0;
+    }
+    return 1;
+}

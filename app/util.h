@@ -26,6 +26,10 @@ int64_t  rand_range(int64_t lo, int64_t hi);
 /* Copy at most size-1 bytes and always terminate. Returns strlen(src). */
 size_t strlcopy(char *dst, const char *src, size_t size);
 
+/* Is s 1 to max characters of [A-Za-z0-9_-] (a product code, an order
+ * number, a user)? */
+int word_valid(const char *s, size_t max);
+
 /* Parse all of s as a decimal integer in [min, max]. 0 on success. */
 int parse_int(const char *s, long long min, long long max, long long *out);
 

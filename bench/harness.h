@@ -67,6 +67,13 @@ double harness_held_share(long long held_us, double seconds);
 #define CEIL_SERIAL_MYSQL   "serial_mysql"      /* SELECT + UPDATE, one client            */
 #define CEIL_SERIAL_REDIS   "serial_redis"      /* SET NX PX, SELECT + UPDATE, Lua del    */
 #define CEIL_SERIAL_ZK      "serial_zk"         /* create EPHEMERAL, SELECT + UPDATE, del */
+/* The stock in Redis (locks/redis_stock.h): Redis alone, no MariaDB. */
+#define CEIL_REDIS_DECR     "redis_decr"        /* the decrement script, concurrent       */
+#define CEIL_REDIS_WATCH    "redis_watch"       /* WATCH, GET, MULTI … EXEC, concurrent   */
+#define CEIL_SERIAL_REDIS_STOCK "serial_redis_stock" /* SET NX PX, GET, MULTI/EXEC, del   */
+/* Not ll-limits': bench/compare measures the HTTP tier itself, GET /health
+ * through the same front end over the same connections (raw/http.load.json). */
+#define CEIL_HTTP           "http"              /* GET /health through nginx × 3          */
 
 /* A one-line description of a ceiling key, for reports; "" when unknown. */
 const char *harness_ceiling_text(const char *key);

@@ -30,6 +30,16 @@
  *                     script — one lock round trip on each side.
  *   serial_zk         one session: create(EPHEMERAL), the SELECT + UPDATE,
  *                     delete — what a ZooKeeper lock costs at the least.
+ *   redis_decr        N connections, each looping EVALSHA of redis-decr's
+ *                     own script for one purchase (DECRBY, INCRBY, XADD) on
+ *                     scratch keys locklab:limits:stock…: what Redis takes
+ *                     of the seckill sale, one call a sale, no MariaDB.
+ *   redis_watch       redis-watch's attempt (WATCH + MGET, then MULTI
+ *                     DECRBY INCRBY XADD EXEC) looped from 1, 2, 3, 4, 6 and
+ *                     8 connections, S/6 seconds each, the best kept; only
+ *                     the EXECs that committed count.
+ *   serial_redis_stock one client: redis-lock-stock's sale, SET NX PX, MGET,
+ *                     MULTI SET INCRBY XADD EXEC, EVALSHA compare-and-delete.
  * A serial ceiling is the rate of a strategy that lets one sale at a time
  * through at no cost beyond its backend's round trips: no strategy of that
  * family can sell faster through the same row, except by taking a round
@@ -55,6 +65,7 @@
 #define _GNU_SOURCE            /* clock_gettime, nanosleep, pthread barriers */
 #include "harness.h"
 #include "../app/db_pipe.h"
+#include "../locks/redis_stock.h"
 
 #include <errno.h>
 #include <hiredis/hiredis.h>
@@ -104,7 +115,7 @@ static const char usage[] =
 "                 [--mysql-password P] [--mysql-db D] [--mysql-socket PATH]\n"
 "                 [--redis H:P] [--zk H:P,...]\n"
 "keys: mysql_update mysql_update_peak mysql_for_update serial_mysql serial_redis\n"
-"      serial_zk\n";
+"      serial_zk redis_decr redis_watch serial_redis_stock\n";
 
 static const char *env_or(const char *name, const char *def)
 {
@@ -390,11 +401,16 @@ static int sale_decrement(struct db *d, char *err)
 
 /* N workers each open a connection, meet at the barrier, then sell until
  * the main thread raises `stop` S seconds later: connect time is not
- * counted, and every worker runs for the same interval. */
+ * counted, and every worker runs for the same interval. A worker sells on
+ * MariaDB (worker_main: sale on row id) or on Redis (rworker_main: step,
+ * with script loaded first). */
+struct rconn;
 struct race {
     const struct opts *o;
     long long          id;
     int              (*sale)(struct db *d, char *err);
+    int              (*step)(struct rconn *rc, char *err);
+    const char        *script;
     pthread_barrier_t  start;
     atomic_int         stop;
 };
@@ -422,38 +438,36 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-static void measure_concurrent(const struct opts *o, long long id,
-                               int (*sale)(struct db *, char *), struct ceiling *c)
+/* Run o->connections workers of `main` in race r for o->seconds; their
+ * sales and first error into c. */
+static void race_run(const struct opts *o, struct race *r, void *(*main)(void *),
+                     struct ceiling *c)
 {
     struct worker *w = calloc((size_t)o->connections, sizeof *w);
     struct timespec nap;
-    struct race r;
     double t0;
     int i;
 
     if (w == NULL)
         abort();                              /* out of memory: nothing to save */
-    memset(c, 0, sizeof *c);
     c->connections = o->connections;
-    r.o = o;
-    r.id = id;
-    r.sale = sale;
-    atomic_init(&r.stop, 0);
-    pthread_barrier_init(&r.start, NULL, (unsigned)o->connections + 1);
+    r->o = o;
+    atomic_init(&r->stop, 0);
+    pthread_barrier_init(&r->start, NULL, (unsigned)o->connections + 1);
     for (i = 0; i < o->connections; i++) {
-        w[i].race = &r;
-        if (pthread_create(&w[i].tid, NULL, worker_main, &w[i]) != 0) {
+        w[i].race = r;
+        if (pthread_create(&w[i].tid, NULL, main, &w[i]) != 0) {
             fprintf(stderr, "ll-limits: cannot start thread %d\n", i);
             abort();                          /* the barrier would wait forever */
         }
     }
-    pthread_barrier_wait(&r.start);
+    pthread_barrier_wait(&r->start);
     t0 = now_s();
     nap.tv_sec = (time_t)o->seconds;
     nap.tv_nsec = (long)((o->seconds - (double)nap.tv_sec) * 1e9);
     while (nanosleep(&nap, &nap) != 0 && errno == EINTR)
         ;
-    atomic_store(&r.stop, 1);
+    atomic_store(&r->stop, 1);
     for (i = 0; i < o->connections; i++)
         pthread_join(w[i].tid, NULL);
     c->seconds = now_s() - t0;
@@ -462,8 +476,17 @@ static void measure_concurrent(const struct opts *o, long long id,
         if (w[i].err[0])
             set_err(c->err, "%s", w[i].err);
     }
-    pthread_barrier_destroy(&r.start);
+    pthread_barrier_destroy(&r->start);
     free(w);
+}
+
+static void measure_concurrent(const struct opts *o, long long id,
+                               int (*sale)(struct db *, char *), struct ceiling *c)
+{
+    struct race r = { .id = id, .sale = sale };
+
+    memset(c, 0, sizeof *c);
+    race_run(o, &r, worker_main, c);
 }
 
 /* ---------------------------------------------------------------- serial */
@@ -559,6 +582,229 @@ out:
         redisFree(r.rc);
 }
 
+/* ---------------------------------------------------------------- the Redis stock */
+
+/* What Redis alone takes of the Redis stock's sales (locks/redis_stock.h),
+ * with the strategies' own commands on scratch keys: no MariaDB on the path,
+ * as none is on theirs (the consumer applies the stream afterwards). */
+#define RS_STOCK  "locklab:limits:stock"
+#define RS_SOLD   RS_STOCK ":sold"
+#define RS_SALES  RS_STOCK ":sales"
+#define RS_EPOCH  RS_STOCK ":epoch"
+#define RS_BUYERS RS_STOCK ":buyers"
+
+static const char decr_lua[] = REDIS_STOCK_DECR_LUA;
+
+struct rconn {
+    redisContext *c;
+    char          sha[48];          /* the decrement script, or the release's */
+    long long     n;
+};
+
+static redisContext *redis_open(const struct opts *o, char *err)
+{
+    struct timeval tv = { 5, 0 };
+    redisContext *c = redisConnectWithTimeout(o->redis_host, o->redis_port, tv);
+
+    if (c == NULL || c->err) {
+        set_err(err, "redis %s:%d: %s", o->redis_host, o->redis_port,
+                c ? c->errstr : "out of memory");
+        if (c)
+            redisFree(c);
+        return NULL;
+    }
+    redisSetTimeout(c, tv);
+    return c;
+}
+
+/* A reply of the expected type, or the error in err; the reply is freed. */
+static int redis_ok(redisContext *c, redisReply *r, int type, const char *what, char *err)
+{
+    int ok = r && r->type == type;
+
+    if (!ok)
+        set_err(err, "redis: %s: %s", what, r ? (r->type == REDIS_REPLY_ERROR ? r->str :
+                "unexpected reply") : c->errstr);
+    freeReplyObject(r);
+    return ok ? 0 : -1;
+}
+
+/* The scratch stock: 10^9 units, nothing sold, an empty stream. */
+static int redis_stock_fill(redisContext *c, char *err)
+{
+    redisReply *r = redisCommand(c, "DEL %s %s %s %s %s", RS_STOCK, RS_SOLD, RS_SALES,
+                                 RS_EPOCH, RS_BUYERS);
+    if (redis_ok(c, r, REDIS_REPLY_INTEGER, "DEL", err) != 0)
+        return -1;
+    r = redisCommand(c, "SET %s %lld", RS_STOCK, ROW_FILL);
+    return redis_ok(c, r, REDIS_REPLY_STATUS, "SET", err);
+}
+
+static int step_decr(struct rconn *rc, char *err)
+{
+    redisReply *r = redisCommand(rc->c, "EVALSHA %s 6 %s %s %s %s %s %s ll-limits limits "
+                                 "1 %s %s 0", rc->sha, RS_STOCK, RS_SOLD, RS_SALES, RS_EPOCH,
+                                 RS_BUYERS, RS_STOCK, "", "");
+    int ok = r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+             r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements == 2 &&
+             !strcmp(r->element[0]->element[0]->str, "sold");
+
+    if (!ok)
+        return redis_ok(rc->c, r, -1, "the decrement script", err);
+    freeReplyObject(r);
+    return 0;
+}
+
+/* The replies of n pipelined commands; the last one is returned, unfreed. */
+static redisReply *pipe_replies(redisContext *c, int n, const char *what, char *err)
+{
+    redisReply *r = NULL;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        if (r)
+            freeReplyObject(r);
+        if (redisGetReply(c, (void **)&r) != REDIS_OK || r == NULL ||
+            r->type == REDIS_REPLY_ERROR) {
+            redis_ok(c, r, -1, what, err);
+            return NULL;
+        }
+    }
+    return r;
+}
+
+/* The write of a sale of one unit from a count read, as redis-watch
+ * (DECRBY) and redis-lock-stock (SET to the count read less one) send it:
+ * MULTI, the unit, INCRBY sold, XADD, EXEC; EXEC's reply, or NULL. */
+static redisReply *sale_write(struct rconn *rc, int absolute, long long count, char *err)
+{
+    redisAppendCommand(rc->c, "MULTI");
+    if (absolute)
+        redisAppendCommand(rc->c, "SET %s %lld", RS_STOCK, count - 1);
+    else
+        redisAppendCommand(rc->c, "DECRBY %s 1", RS_STOCK);
+    redisAppendCommand(rc->c, "INCRBY %s 1", RS_SOLD);
+    redisAppendCommand(rc->c, "XADD %s * epoch 0 qty 1 order %s user %s lock ll-limits "
+                       "remaining %lld", RS_SALES, "", "", count - 1);
+    redisAppendCommand(rc->c, "EXEC");
+    return pipe_replies(rc->c, 5, "MULTI … EXEC", err);
+}
+
+/* One WATCH attempt, as redis-watch makes it: 1 when EXEC committed. */
+static int watch_attempt(struct rconn *rc, char *err)
+{
+    redisReply *r, *exec;
+    long long count;
+    int won;
+
+    redisAppendCommand(rc->c, "WATCH %s", RS_STOCK);
+    redisAppendCommand(rc->c, "MGET %s %s", RS_STOCK, RS_EPOCH);
+    if ((r = pipe_replies(rc->c, 2, "WATCH, MGET", err)) == NULL)
+        return -1;
+    count = r->element[0]->type == REDIS_REPLY_STRING ? atoll(r->element[0]->str) : 0;
+    freeReplyObject(r);
+    if ((exec = sale_write(rc, 0, count, err)) == NULL)
+        return -1;
+    won = exec->type == REDIS_REPLY_ARRAY;
+    freeReplyObject(exec);
+    return won;
+}
+
+/* Concurrent WATCH attempts: only those that committed count as sales. */
+static int step_watch(struct rconn *rc, char *err)
+{
+    int won;
+
+    while ((won = watch_attempt(rc, err)) == 0)
+        ;
+    return won < 0 ? -1 : 0;
+}
+
+static int script_load(redisContext *c, const char *text, char *sha, char *err)
+{
+    redisReply *r = redisCommand(c, "SCRIPT LOAD %s", text);
+
+    if (r == NULL || r->type != REDIS_REPLY_STRING)
+        return redis_ok(c, r, REDIS_REPLY_STRING, "SCRIPT LOAD", err);
+    snprintf(sha, 48, "%s", r->str);
+    freeReplyObject(r);
+    return 0;
+}
+
+static void *rworker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct race *r = w->race;
+    struct rconn rc = { NULL, "", 0 };
+    int ok = (rc.c = redis_open(r->o, w->err)) != NULL &&
+             (r->script == NULL || script_load(rc.c, r->script, rc.sha, w->err) == 0);
+
+    pthread_barrier_wait(&r->start);
+    while (ok && !atomic_load_explicit(&r->stop, memory_order_relaxed) &&
+           r->step(&rc, w->err) == 0)
+        w->ops++;
+    if (rc.c)
+        redisFree(rc.c);
+    return NULL;
+}
+
+/* N clients each looping step: one thread and connection each. */
+static void measure_redis_concurrent(const struct opts *o, int (*step)(struct rconn *, char *),
+                                     const char *script, struct ceiling *c)
+{
+    struct race r = { .step = step, .script = script };
+    redisContext *setup;
+
+    memset(c, 0, sizeof *c);
+    if ((setup = redis_open(o, c->err)) != NULL && redis_stock_fill(setup, c->err) == 0) {
+        race_run(o, &r, rworker_main, c);
+        redis_stock_fill(setup, c->err);      /* the stream's entries go */
+    }
+    if (setup)
+        redisFree(setup);
+}
+
+/* One client: redis-lock-stock's sale, back to back. */
+static int step_redis_stock(void *arg, struct db *d, char *err)
+{
+    struct rconn *rc = arg;
+    redisReply *r, *exec;
+    char token[64];
+    long long count;
+
+    (void)d;
+    snprintf(token, sizeof token, "limits-%ld-%lld", (long)getpid(), rc->n++);
+    r = redisCommand(rc->c, "SET %s %s NX PX 30000", REDIS_KEY, token);
+    if (redis_ok(rc->c, r, REDIS_REPLY_STATUS, "SET NX PX", err) != 0)
+        return -1;
+    r = redisCommand(rc->c, "MGET %s %s", RS_STOCK, RS_EPOCH);
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY)
+        return redis_ok(rc->c, r, REDIS_REPLY_ARRAY, "MGET", err);
+    count = r->element[0]->type == REDIS_REPLY_STRING ? atoll(r->element[0]->str) : 0;
+    freeReplyObject(r);
+    if ((exec = sale_write(rc, 1, count, err)) == NULL)
+        return -1;
+    freeReplyObject(exec);
+    r = redisCommand(rc->c, "EVALSHA %s 1 %s %s", rc->sha, REDIS_KEY, token);
+    if (r == NULL || r->type != REDIS_REPLY_INTEGER || r->integer != 1)
+        return redis_ok(rc->c, r, -1, "release", err);
+    freeReplyObject(r);
+    return 0;
+}
+
+static void measure_redis_stock_serial(const struct opts *o, struct db *d, struct ceiling *c)
+{
+    struct rconn rc = { NULL, "", 0 };
+
+    memset(c, 0, sizeof *c);
+    if ((rc.c = redis_open(o, c->err)) == NULL)
+        return;
+    if (redis_stock_fill(rc.c, c->err) == 0 && script_load(rc.c, release_lua, rc.sha, c->err) == 0)
+        measure_serial(o, d, step_redis_stock, &rc, c);
+    redis_stock_fill(rc.c, c->err);
+    redisFree(rc.c);
+}
+
 /* ZooKeeper: create an ephemeral node around the sale, delete it after. */
 static void zk_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
@@ -633,6 +879,12 @@ static void measure_once(const struct opts *o, const char *key, struct db *d, lo
         measure_serial(o, d, step_mysql, NULL, c);
     else if (!strcmp(key, CEIL_SERIAL_REDIS))
         measure_redis(o, d, c, redis_version);
+    else if (!strcmp(key, CEIL_REDIS_DECR))
+        measure_redis_concurrent(o, step_decr, decr_lua, c);
+    else if (!strcmp(key, CEIL_REDIS_WATCH))
+        measure_redis_concurrent(o, step_watch, NULL, c);
+    else if (!strcmp(key, CEIL_SERIAL_REDIS_STOCK))
+        measure_redis_stock_serial(o, d, c);
     else
         measure_zk(o, d, c);
 }
@@ -653,12 +905,21 @@ static void keep_best(struct ceiling *best, const struct ceiling *c, json_t *tri
         *best = *c;
 }
 
+/* A ceiling measured as the best over a sweep of client counts, not the
+ * best of --trials runs at --connections. */
+static int swept(const char *key)
+{
+    return !strcmp(key, CEIL_UPDATE_PEAK) || !strcmp(key, CEIL_REDIS_WATCH);
+}
+
 /* A ceiling is an upper bound, and on a shared machine a trial can only be
  * slowed down by the rest of it: each ceiling is the best of --trials runs
  * of seconds/trials. mysql_update_peak runs the hot-row UPDATE from 1, 2,
  * 3, 4, 6 and 8 connections instead and keeps the best: InnoDB makes
  * waiters on a row lock sleep and wake, so the row takes the most UPDATEs
- * from a few clients and far fewer from --connections of them. */
+ * from a few clients and far fewer from --connections of them. redis_watch
+ * is swept the same way: the more clients WATCH one key, the more of their
+ * EXECs lose, so the key takes the most WATCH sales from a few. */
 static void measure_best(const struct opts *o, const char *key, struct db *d, long long id,
                          struct ceiling *best, char *redis_version)
 {
@@ -669,7 +930,7 @@ static void measure_best(const struct opts *o, const char *key, struct db *d, lo
     int t, again, n = o->trials;
 
     memset(best, 0, sizeof *best);
-    if (!strcmp(key, CEIL_UPDATE_PEAK))
+    if (swept(key))
         n = (int)(sizeof sweep / sizeof sweep[0]);
     one.seconds = o->seconds / n;
     /* Trial -1 is not kept: a server just started (ZooKeeper's JVMs
@@ -677,8 +938,8 @@ static void measure_best(const struct opts *o, const char *key, struct db *d, lo
      * peak's sweep has none. A failed trial, that one included, runs again,
      * at most n times in all: the ceiling stays the best of n trials, and is
      * an error only when none succeeded. */
-    for (t = strcmp(key, CEIL_UPDATE_PEAK) ? -1 : 0, again = 0; t < n; t++) {
-        if (!strcmp(key, CEIL_UPDATE_PEAK))
+    for (t = swept(key) ? 0 : -1, again = 0; t < n; t++) {
+        if (swept(key))
             one.connections = sweep[t];
         measure_once(&one, key, d, id, &c, redis_version);
         if (t >= 0)
@@ -765,7 +1026,8 @@ int main(int argc, char **argv)
     } else {
         static const char *const keys[] = {
             CEIL_MYSQL_UPDATE, CEIL_UPDATE_PEAK, CEIL_FOR_UPDATE, CEIL_SERIAL_MYSQL,
-            CEIL_SERIAL_REDIS, CEIL_SERIAL_ZK,
+            CEIL_SERIAL_REDIS, CEIL_SERIAL_ZK, CEIL_REDIS_DECR, CEIL_REDIS_WATCH,
+            CEIL_SERIAL_REDIS_STOCK,
         };
         size_t k;
         for (k = 0; k < sizeof keys / sizeof keys[0]; k++) {

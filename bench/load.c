@@ -5,7 +5,7 @@
  * by the JSON "result" field of each answer. ll-load does only that:
  *
  *     ll-load [-c CONNECTIONS] [-n REQUESTS | -d SECONDS] [-m GET|POST]
- *             [-t TIMEOUT_S] [--json] [--progress] URL
+ *             [-t TIMEOUT_S] [--copies K] [--json] [--progress] URL [URL…]
  *
  * How it works. One thread per connection, each keeping one keep-alive TCP
  * connection (TCP_NODELAY, non-blocking, waited on with poll so that every
@@ -15,6 +15,15 @@
  * requests already in flight finish. A thread (re)connects lazily, when it
  * has a ticket and no open connection, and closes after "Connection: close",
  * a close-delimited body, a timeout or any transport failure.
+ *
+ * Several URLs, and copies. Request t (its ticket, from 0) is copy t mod K
+ * of purchase j = t div K (K = --copies, default 1) and goes to URL number
+ * (j + copy) mod the number of URLs: with the instances' URLs and K = 2,
+ * every purchase goes twice, its two copies to two different instances and
+ * one right after the other, so that they race (the retry storm of POST
+ * /order). "{n}" in a URL is replaced by j, so that both copies carry the
+ * same order number and no other purchase does. A thread keeps one
+ * keep-alive connection per URL.
  *
  * A request is never replayed: a purchase must not be sold twice. A request
  * that fails below HTTP — refused connect, reset or EOF before the whole
@@ -69,12 +78,22 @@
 /* ---------------------------------------------------------------- limits */
 
 #define MAX_CONNS    4096               /* -c upper bound                    */
+#define MAX_URLS     16
 #define STACK_SIZE   (256 * 1024)
 #define NS_PER_S     INT64_C(1000000000)
 
 enum exit_code { EXIT_RAN = 0, EXIT_NOCONNECT = 1, EXIT_USAGE = 2 };
 
 /* ---------------------------------------------------------------- types */
+
+/* One URL: where it goes and the request it sends. */
+struct target {
+    char        authority[256];         /* host[:port] as given, for Host:   */
+    struct sockaddr_in addr;
+    char       *request;                /* the whole request, built once     */
+    size_t      request_len;
+    bool        numbered;               /* holds "{n}": built per request    */
+};
 
 struct load_opts {
     int         conns;                  /* -c                                */
@@ -83,10 +102,9 @@ struct load_opts {
     int64_t     timeout_ns;             /* -t                                */
     const char *method;                 /* "GET" or "POST"                   */
     bool        json, progress;
-    char        authority[256];         /* host[:port] as given, for Host:   */
-    struct sockaddr_in addr;
-    char       *request;                /* the whole request, built once     */
-    size_t      request_len;
+    int         copies;                 /* --copies                          */
+    struct target target[MAX_URLS];
+    int         ntargets;
 };
 
 struct conn {
@@ -111,7 +129,9 @@ struct worker {
     struct load   *load;
     pthread_t      tid;
     int            connect_errno;       /* first connect failure             */
-    struct conn    conn;
+    struct conn    conn[MAX_URLS];      /* one per URL                       */
+    char          *buf;                 /* a numbered request, built here    */
+    size_t         buf_cap;
     struct response resp;
     struct tally   tally;
 };
@@ -168,17 +188,21 @@ static void sleep_ns(int64_t ns)
 
 static const char usage_text[] =
     "usage: ll-load [-c CONNECTIONS] [-n REQUESTS | -d SECONDS] [-m GET|POST]\n"
-    "               [-t TIMEOUT_S] [--json] [--progress] URL\n"
+    "               [-t TIMEOUT_S] [--copies K] [--json] [--progress] URL [URL...]\n"
     "\n"
     "  -c, --connections N  keep-alive connections, one thread each (default 64)\n"
     "  -n, --requests N     send exactly N requests in total (default 1000)\n"
     "  -d, --duration S     send requests for S seconds instead of -n\n"
     "  -m, --method M       GET or POST (default GET)\n"
     "  -t, --timeout S      per-request timeout in seconds (default 30)\n"
+    "      --copies K       send every purchase K times, its copies one after the\n"
+    "                       other to K different URLs (default 1)\n"
     "      --json           print one JSON object instead of key=value lines\n"
     "      --progress       print progress to stderr every second (default:\n"
     "                       only when stderr is a terminal)\n"
-    "  URL                  http://host[:port]/path?query (IPv4 or a name)\n";
+    "  URL                  http://host[:port]/path?query (IPv4 or a name); with\n"
+    "                       several, purchase j's copy c goes to URL (j + c) mod\n"
+    "                       their number; {n} in a URL is replaced by j\n";
 
 static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
@@ -240,7 +264,7 @@ static void url_resolve(const char *host, int port, struct sockaddr_in *addr)
 }
 
 /* Split "host[:port]" and resolve it. */
-static void url_authority(const char *auth, size_t len, struct load_opts *o)
+static void url_authority(const char *auth, size_t len, struct target *o)
 {
     if (len == 0 || len >= sizeof o->authority)
         usage_error("URL has an empty or overlong host");
@@ -263,7 +287,7 @@ static void url_authority(const char *auth, size_t len, struct load_opts *o)
 }
 
 /* Parse http://host[:port]/path?query and build the request once. */
-static void url_parse(const char *url, struct load_opts *o)
+static void url_parse(const char *url, const char *method, struct target *o)
 {
     for (const char *p = url; *p; p++)
         if ((unsigned char)*p <= ' ' || *p == 0x7f)
@@ -281,21 +305,54 @@ static void url_parse(const char *url, struct load_opts *o)
     size_t target_len = strcspn(target, "#");
     const char *slash = (target_len == 0 || target[0] == '?') ? "/" : "";
 
-    const char *extra = strcmp(o->method, "POST") == 0 ? "Content-Length: 0\r\n" : "";
+    const char *extra = strcmp(method, "POST") == 0 ? "Content-Length: 0\r\n" : "";
     const char *fmt = "%s %s%.*s HTTP/1.1\r\nHost: %s\r\nUser-Agent: ll-load\r\n"
                       "Accept: */*\r\n%s\r\n";
-    int n = snprintf(NULL, 0, fmt, o->method, slash, (int)target_len, target,
+    int n = snprintf(NULL, 0, fmt, method, slash, (int)target_len, target,
                      o->authority, extra);
     assert(n > 0);
     o->request = xcalloc((size_t)n + 1, 1);
-    snprintf(o->request, (size_t)n + 1, fmt, o->method, slash, (int)target_len, target,
+    snprintf(o->request, (size_t)n + 1, fmt, method, slash, (int)target_len, target,
              o->authority, extra);
     o->request_len = (size_t)n;
+    o->numbered = strstr(o->request, "{n}") != NULL;
+}
+
+/* The request of target t for purchase j: "{n}" replaced by j. Returns its
+ * length; the text is t->request itself when it is not numbered. */
+static const char *request_for(const struct target *t, uint64_t j, char **buf, size_t *cap,
+                               size_t *len)
+{
+    char num[24];
+    const char *p, *at;
+    size_t k, need;
+
+    if (!t->numbered) {
+        *len = t->request_len;
+        return t->request;
+    }
+    k = (size_t)snprintf(num, sizeof num, "%llu", (unsigned long long)j);
+    need = t->request_len * (k + 1) + 1;        /* every "{n}" at most k long */
+    if (*cap < need) {
+        free(*buf);
+        *buf = xcalloc(need, 1);
+        *cap = need;
+    }
+    *len = 0;
+    for (p = t->request; (at = strstr(p, "{n}")) != NULL; p = at + 3) {
+        memcpy(*buf + *len, p, (size_t)(at - p));
+        *len += (size_t)(at - p);
+        memcpy(*buf + *len, num, k);
+        *len += k;
+    }
+    memcpy(*buf + *len, p, strlen(p) + 1);
+    *len += strlen(p);
+    return *buf;
 }
 
 /* ---------------------------------------------------------------- options */
 
-enum { OPT_JSON = 256, OPT_PROGRESS };
+enum { OPT_JSON = 256, OPT_PROGRESS, OPT_COPIES };
 
 static const struct option long_options[] = {
     { "connections", required_argument, NULL, 'c' },
@@ -305,6 +362,7 @@ static const struct option long_options[] = {
     { "timeout",     required_argument, NULL, 't' },
     { "json",        no_argument,       NULL, OPT_JSON },
     { "progress",    no_argument,       NULL, OPT_PROGRESS },
+    { "copies",      required_argument, NULL, OPT_COPIES },
     { "help",        no_argument,       NULL, 'h' },
     { NULL, 0, NULL, 0 }
 };
@@ -313,7 +371,8 @@ static void opts_parse(int argc, char **argv, struct load_opts *o)
 {
     bool have_n = false;
     *o = (struct load_opts){ .conns = 64, .requests = 1000, .timeout_ns = 30 * NS_PER_S,
-                             .method = "GET", .progress = isatty(STDERR_FILENO) };
+                             .method = "GET", .progress = isatty(STDERR_FILENO),
+                             .copies = 1 };
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, ":c:n:d:m:t:h", long_options, NULL)) != -1) {
@@ -328,6 +387,7 @@ static void opts_parse(int argc, char **argv, struct load_opts *o)
         case 't': o->timeout_ns = opt_seconds(optarg, "-t"); break;
         case OPT_JSON: o->json = true; break;
         case OPT_PROGRESS: o->progress = true; break;
+        case OPT_COPIES: o->copies = (int)opt_count(optarg, "--copies", 1, MAX_URLS); break;
         case 'h': fputs(usage_text, stdout); exit(EXIT_RAN);
         case ':': usage_error("option '%s' needs a value", argv[optind - 1]);
         default:
@@ -340,9 +400,15 @@ static void opts_parse(int argc, char **argv, struct load_opts *o)
         usage_error("give -n or -d, not both");
     if (o->duration_ns)
         o->requests = 0;
-    if (optind != argc - 1)
-        usage_error(optind == argc ? "missing URL" : "exactly one URL, please");
-    url_parse(argv[optind], o);
+    if (optind == argc)
+        usage_error("missing URL");
+    if (argc - optind > MAX_URLS)
+        usage_error("at most %d URLs", MAX_URLS);
+    for (; optind < argc; optind++)
+        url_parse(argv[optind], o->method, &o->target[o->ntargets++]);
+    if (o->copies > o->ntargets)
+        usage_error("--copies %d needs as many URLs (%d given): copies go to different ones",
+                    o->copies, o->ntargets);
 }
 
 /* ---------------------------------------------------------------- connection */
@@ -453,14 +519,14 @@ static int conn_recv(void *src, char *buf, size_t cap, size_t *got, int64_t dead
 
 /* ---------------------------------------------------------------- worker */
 
-static int worker_connect(struct worker *w, int64_t deadline)
+static int worker_connect(struct worker *w, int k, int64_t deadline)
 {
-    struct conn *c = &w->conn;
+    struct conn *c = &w->conn[k];
     if (c->fd >= 0 && conn_is_stale(c))
         conn_close(c);
     if (c->fd >= 0)
         return IO_OK;
-    int err = conn_open(c, &w->load->opts->addr, deadline);
+    int err = conn_open(c, &w->load->opts->target[k].addr, deadline);
     if (err != 0) {
         if (w->connect_errno == 0)
             w->connect_errno = err;
@@ -470,43 +536,47 @@ static int worker_connect(struct worker *w, int64_t deadline)
     return IO_OK;
 }
 
-static void worker_failed(struct worker *w, int rc)
+static void worker_failed(struct worker *w, int k, int rc)
 {
     tally_failure(&w->tally, rc);
-    conn_close(&w->conn);
+    conn_close(&w->conn[k]);
     /* In duration mode, do not spin on a refused port. */
     if (rc == IO_CONNECT && w->load->opts->duration_ns)
         sleep_ns(10 * 1000 * 1000);
 }
 
-/* One ticket: (re)connect if needed, send, read the whole answer. */
-static void worker_request(struct worker *w)
+/* One ticket: (re)connect if needed, send, read the whole answer. Ticket t
+ * is copy t mod K of purchase t div K, sent to its URL (see the top). */
+static void worker_request(struct worker *w, uint64_t ticket)
 {
     const struct load_opts *o = w->load->opts;
+    uint64_t j = ticket / (uint64_t)o->copies, copy = ticket % (uint64_t)o->copies;
+    int k = (int)((j + copy) % (uint64_t)o->ntargets);
     int64_t start = now_ns();
     int64_t deadline = start + o->timeout_ns;
+    size_t len;
+    const char *req = request_for(&o->target[k], j, &w->buf, &w->buf_cap, &len);
 
-    int rc = worker_connect(w, deadline);
+    int rc = worker_connect(w, k, deadline);
     if (rc == IO_OK)
-        rc = conn_send_all(&w->conn, o->request, o->request_len, deadline);
+        rc = conn_send_all(&w->conn[k], req, len, deadline);
     if (rc == IO_OK)
-        rc = resp_read(&w->conn.in, &w->resp, deadline);
+        rc = resp_read(&w->conn[k].in, &w->resp, deadline);
     if (rc != IO_OK) {
-        worker_failed(w, rc);
+        worker_failed(w, k, rc);
         return;
     }
     tally_answer(&w->tally, &w->resp, now_ns() - start);
     if (w->resp.close)
-        conn_close(&w->conn);
+        conn_close(&w->conn[k]);
 }
 
-static bool load_take_ticket(struct load *l)
+static bool load_take_ticket(struct load *l, uint64_t *ticket)
 {
     if (atomic_load_explicit(&l->stop, memory_order_relaxed))
         return false;
-    if (l->opts->requests == 0)         /* duration mode */
-        return true;
-    return atomic_fetch_add_explicit(&l->issued, 1, memory_order_relaxed) < l->opts->requests;
+    *ticket = atomic_fetch_add_explicit(&l->issued, 1, memory_order_relaxed);
+    return l->opts->requests == 0 || *ticket < l->opts->requests;  /* 0: duration mode */
 }
 
 static void *worker_main(void *arg)
@@ -519,12 +589,14 @@ static void *worker_main(void *arg)
         pthread_cond_wait(&l->go_cond, &l->mu);
     pthread_mutex_unlock(&l->mu);
 
-    uint64_t done = 0;
-    while (load_take_ticket(l)) {
-        worker_request(w);
+    uint64_t done = 0, ticket;
+    while (load_take_ticket(l, &ticket)) {
+        worker_request(w, ticket);
         atomic_store_explicit(&w->done, ++done, memory_order_relaxed);
     }
-    conn_close(&w->conn);
+    for (int k = 0; k < l->opts->ntargets; k++)
+        conn_close(&w->conn[k]);
+    free(w->buf);
 
     pthread_mutex_lock(&l->mu);
     l->finished++;
@@ -570,8 +642,10 @@ static struct worker *load_spawn(struct load *l)
     pthread_attr_setstacksize(&attr, STACK_SIZE);
     for (int i = 0; i < n; i++) {
         w[i].load = l;
-        w[i].conn.fd = -1;
-        reader_init(&w[i].conn.in, conn_recv, &w[i].conn);
+        for (int k = 0; k < MAX_URLS; k++) {
+            w[i].conn[k].fd = -1;
+            reader_init(&w[i].conn[k].in, conn_recv, &w[i].conn[k]);
+        }
         atomic_init(&w[i].done, 0);
         tally_init(&w[i].tally);
         int rc = pthread_create(&w[i].tid, &attr, worker_main, &w[i]);
@@ -838,7 +912,7 @@ int main(int argc, char **argv)
     static struct summary summary;
 
     opts_parse(argc, argv, &opts);
-    load_raise_nofile(opts.conns);
+    load_raise_nofile(opts.conns * opts.ntargets);
     load_init(&load, &opts);
 
     struct worker *w = load_spawn(&load);
@@ -855,9 +929,11 @@ int main(int argc, char **argv)
 
     int err = load_connect_failure(w, opts.conns, &summary.total);
     free(w);
-    free(opts.request);
+    for (int k = 0; k < opts.ntargets; k++)
+        free(opts.target[k].request);
     if (err) {
-        fprintf(stderr, "ll-load: could not connect to %s: %s\n", opts.authority, strerror(err));
+        fprintf(stderr, "ll-load: could not connect to %s%s: %s\n", opts.target[0].authority,
+                opts.ntargets > 1 ? " and the others" : "", strerror(err));
         return EXIT_NOCONNECT;
     }
     return EXIT_RAN;

@@ -4,9 +4,12 @@
  * RUN/raw/; everything that parses JSON or does arithmetic is here, with
  * the arithmetic itself in harness.c:
  *
- *   ll-report locks LOCKS.json          GET /locks → "name<TAB>family" lines
- *   ll-report line STOCK LOAD.json STOCK.json
+ *   ll-report locks LOCKS.json          GET /locks → "name<TAB>family<TAB>stock"
+ *                                       lines (stock: mysql or redis)
+ *   ll-report line STOCK LOAD.json STOCK.json [--redis] [NAME STATS.json…]
  *                                       one progress line for a finished run
+ *                                       (--redis: the stock is Redis's, and
+ *                                       the line shows the three stores)
  *   ll-report build RUN                 RUN/raw/ → RUN/results.json,
  *                                       RUN/report.md, RUN/report.html, and
  *                                       the table on stdout
@@ -28,7 +31,11 @@
  * strategy's ceiling), runs.tsv (one line per strategy:
  * index, name, family) and for run NN: NN.load.json (ll-load --json or
  * wrk-count.lua), NN.stock.json (GET /stock after the run), NN.stats-I.json
- * (GET /stats of instance I) and NN.cost.json (ll-report cost).
+ * (GET /stats of instance I) and NN.cost.json (ll-report cost); and, when
+ * compare measured them, http.load.json (GET /health through the same
+ * front end: the HTTP tier's ceiling) and the retry storms of orders
+ * (storms.tsv: index, strategy, stock source, copies; storm-NN.load.json,
+ * storm-NN.stock.json, storm-NN.stats-I.json). report_stock.c reads those.
  *
  * results.json keeps the raw answers (limits, every instance's stats) next
  * to the derived numbers, so that a report can be rebuilt or re-checked.
@@ -51,19 +58,23 @@ static int cmd_locks(const char *path)
     size_t i;
 
     json_array_foreach(json_object_get(j, "strategies"), i, s)
-        printf("%s\t%s\t%s\t%d\n", jstr(s, "name", "?"), jstr(s, "family", "-"),
-               jstr(s, "fence", "-"), json_is_true(json_object_get(s, "distributed")));
+        printf("%s\t%s\t%s\t%d\t%s\n", jstr(s, "name", "?"), jstr(s, "family", "-"),
+               jstr(s, "fence", "-"), json_is_true(json_object_get(s, "distributed")),
+               jstr(s, "stock", "mysql"));
     json_decref(j);
     return 0;
 }
 
 /* One run's live line. With NAME and the instances' stats, sold is their
- * count for NAME (as in results.json); without, the client's 200s. */
+ * count for NAME (as in results.json); without, the client's 200s. With
+ * `redis`, the stock is Redis's, and the line ends with the three stores. */
 static int cmd_line(const char *stock_s, const char *load_path, const char *stock_path,
-                    const char *name, int nstats, char **stats_paths)
+                    int redis, const char *name, int nstats, char **stats_paths)
 {
     json_t *load = load_json(load_path), *after = load_json(stock_path);
-    long long stock = atoll(stock_s), fin = jint(after, "count"), sold;
+    json_t *rc = redis ? derive_reconcile(after) : NULL;
+    long long stock = atoll(stock_s), sold;
+    long long fin = redis ? jint(rc, "redis") : jint(after, "count");
     struct answers a;
     int i;
 
@@ -75,10 +86,17 @@ static int cmd_line(const char *stock_s, const char *load_path, const char *stoc
         json_decref(st);
     }
     printf("sold %lld  sold_out %lld  failed %lld  unknown %lld  final %lld  oversold %lld  "
-           "lost %lld  %.1f req/s  p99 %.1f ms\n", sold, a.sold_out,
+           "lost %lld  %.1f req/s  p99 %.1f ms", sold, a.sold_out,
            a.timeouts + a.unavailable + a.errors + a.other + a.transport, a.unknown, fin,
            harness_oversold(stock, sold), harness_lost(stock, sold, fin),
            jnum(load, "rps"), jnum(load, "lat_p99_ms"));
+    if (rc)
+        printf("  mysql %lld  in flight %lld  %s", jint(rc, "mysql"), jint(rc, "in_flight"),
+               !json_is_true(json_object_get(rc, "reconciled")) ? "NOT RECONCILED"
+               : json_is_true(json_object_get(rc, "drained")) ? "reconciled, drained"
+                                                               : "reconciled");
+    putchar('\n');
+    json_decref(rc);
     json_decref(load);
     json_decref(after);
     return 0;
@@ -96,41 +114,17 @@ static json_t *build_runs(const char *raw, long long stock, int with_seed, const
         die("%s: %s", tsv, strerror(errno));
     while (fgets(line, sizeof line, f)) {
         char idx[16], name[NAME_LEN], family[NAME_LEN], variant[NAME_LEN] = "-";
-        char file[NAME_LEN + 32], *p;
-        json_t *load, *after, *cost, *check, *inst = json_array(), *run;
-        int k;
+        char file[NAME_LEN + 32];
+        json_t *load, *after, *cost, *check, *inst, *run;
 
         if (sscanf(line, "%15s %63s %63s %63s", idx, name, family, variant) < 3)
             continue;
-        snprintf(file, sizeof file, "%s.load.json", idx);
-        p = path_join(raw, file);
-        load = load_json(p);
-        free(p);
-        snprintf(file, sizeof file, "%s.stock.json", idx);
-        p = path_join(raw, file);
-        after = load_json(p);
-        free(p);
-        snprintf(file, sizeof file, "%s.cost.json", idx);
-        p = path_join(raw, file);
-        cost = json_load_file(p, 0, NULL);      /* NULL: not measured */
-        free(p);
-        snprintf(file, sizeof file, "%s.check.json", idx);
-        p = path_join(raw, file);
-        check = json_load_file(p, 0, NULL);     /* NULL: no ledger checked */
-        free(p);
-        for (k = 0;; k++) {
-            FILE *probe;
-            snprintf(file, sizeof file, "%s.stats-%d.json", idx, k);
-            p = path_join(raw, file);
-            probe = fopen(p, "r");
-            if (probe)
-                fclose(probe);
-            if (probe)
-                json_array_append_new(inst, load_json(p));
-            free(p);
-            if (probe == NULL)
-                break;
-        }
+        load = load_part(raw, "%s.load.json", idx, 0);
+        after = load_part(raw, "%s.stock.json", idx, 0);
+        cost = load_part(raw, "%s.cost.json", idx, 1);     /* NULL: not measured */
+        check = load_part(raw, "%s.check.json", idx, 1);   /* NULL: no ledger checked */
+        snprintf(file, sizeof file, "%s.stats", idx);
+        inst = load_numbered(raw, file);
         run = derive_run(name, family, stock, with_seed, load, after, inst, limits, locks, cost);
         /* A fault scenario's run: with ?fence=1 or not, and ll-check's
          * verdict on the ledger. */
@@ -180,6 +174,15 @@ static int cmd_build(const char *dir)
     if (limits == NULL)
         limits = json_pack("{s:{}}", "ceilings");
     stock = jint(settings, "stock");
+    /* The HTTP tier's ceiling, measured by compare itself (report_stock.c). */
+    p = path_join(raw, "http.load.json");
+    {
+        json_t *hl = json_load_file(p, 0, NULL), *http = derive_http(hl, jint(settings, "connections"));
+        if (http)
+            json_object_set_new(json_object_get(limits, "ceilings"), CEIL_HTTP, http);
+        json_decref(hl);
+    }
+    free(p);
     p = path_join(raw, "machine.env");
     res = json_pack("{s:i,s:s,s:o,s:o,s:o}", "version", 1, "tool", "locklab bench/compare",
                     "settings", settings, "machine", load_env(p), "limits", limits);
@@ -195,6 +198,7 @@ static int cmd_build(const char *dir)
     }
     json_object_set_new(res, "runs", build_runs(raw, stock,
                             !strcmp(jstr(settings, "scenario", ""), "seeds"), limits));
+    json_object_set_new(res, "storms", build_storms(raw, jint(settings, "storm_stock")));
     p = path_join(dir, "results.json");
     if (json_dump_file(res, p, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0)
         die("%s: cannot write", p);
@@ -203,6 +207,9 @@ static int cmd_build(const char *dir)
     write_file(dir, "report.html", write_html, res);
     print_table(stdout, res);
     print_faults(stdout, json_object_get(res, "runs"), FMT_TEXT);
+    print_front(stdout, res, FMT_TEXT);
+    print_reconcile(stdout, json_object_get(res, "runs"), FMT_TEXT);
+    print_storms(stdout, res, FMT_TEXT);
     print_cost(stdout, json_object_get(res, "runs"), FMT_TEXT);
     print_topology(stdout, res, FMT_TEXT);
     json_decref(res);
@@ -282,6 +289,7 @@ static int cmd_check(const char *path)
                jint(json_object_get(run, "server"), "sold"), a.sold);
     }
 #undef EXPECT
+    bad += check_stock(res, path);
     json_decref(res);
     if (bad == 0)
         printf("%s: valid\n", path);
@@ -327,7 +335,7 @@ static int cmd_get(const char *path, const char *keys)
 
 static const char usage[] =
 "usage: ll-report locks LOCKS.json\n"
-"       ll-report line STOCK LOAD.json STOCK.json [NAME STATS.json...]\n"
+"       ll-report line STOCK LOAD.json STOCK.json [--redis] [NAME STATS.json...]\n"
 "       ll-report build RUNDIR\n"
 "       ll-report table RESULTS.json      (the main table only)\n"
 "       ll-report check RESULTS.json\n"
@@ -341,9 +349,11 @@ int main(int argc, char **argv)
 
     if (!strcmp(cmd, "locks") && argc == 3)
         return cmd_locks(argv[2]);
-    if (!strcmp(cmd, "line") && argc >= 5)
-        return cmd_line(argv[2], argv[3], argv[4], argc > 5 ? argv[5] : NULL,
-                        argc > 6 ? argc - 6 : 0, argv + 6);
+    if (!strcmp(cmd, "line") && argc >= 5) {
+        int redis = argc > 5 && !strcmp(argv[5], "--redis");
+        return cmd_line(argv[2], argv[3], argv[4], redis, argc > 5 + redis ? argv[5 + redis] : NULL,
+                        argc > 6 + redis ? argc - 6 - redis : 0, argv + 6 + redis);
+    }
     if (!strcmp(cmd, "build") && argc == 3)
         return cmd_build(argv[2]);
     if (!strcmp(cmd, "table") && argc == 3)

@@ -133,6 +133,19 @@ static const char *lock_ceiling(const json_t *locks, const char *name)
     return NULL;
 }
 
+/* Where strategy `name` sells from, as GET /locks says: "redis" for the
+ * Redis stock, else "mysql" (an older locks.json names none). */
+static const char *lock_stock(const json_t *locks, const char *name)
+{
+    const json_t *s;
+    size_t i;
+
+    json_array_foreach(json_object_get(locks, "strategies"), i, s)
+        if (!strcmp(jstr(s, "name", ""), name))
+            return jstr(s, "stock", "mysql");
+    return "mysql";
+}
+
 static double ceiling_rate(const json_t *limits, const char *key)
 {
     json_t *c = json_object_get(json_object_get(limits, "ceilings"), key ? key : "");
@@ -151,15 +164,19 @@ json_t *derive_run(const char *name, const char *family, long long stock,
                    int with_seed, json_t *load, json_t *stock_after, json_t *instances,
                    const json_t *limits, const json_t *locks, const json_t *cost)
 {
-    const char *ceiling = lock_ceiling(locks, name);
+    const char *ceiling = lock_ceiling(locks, name), *src = lock_stock(locks, name);
     double elapsed = jnum(load, "elapsed_s"), ceil_rate = ceiling_rate(limits, ceiling);
     const struct seed_result *seed = with_seed ? seed_find(name) : NULL;
     struct answers a;
-    json_t *run, *final_v = json_object_get(stock_after, "count");
+    json_t *run, *final_v;
     struct lat_summary client;
     json_t *server = server_side(name, instances), *costs;
     long long sold, unknown;
 
+    /* The stock the strategy sells from: db_stock's count, or for the
+     * Redis stock Redis's (report_stock.c reconciles the two). */
+    final_v = !strcmp(src, "redis") ? json_object_get(json_object_get(stock_after, "redis"), "count")
+                                    : json_object_get(stock_after, "count");
     count_answers(load, &a);
     /* The units sold are the instances' count: it includes purchases the
      * client gave up on (wrk at the end of its time) that still sold. The
@@ -200,6 +217,13 @@ json_t *derive_run(const char *name, const char *family, long long stock,
         json_object_set_new(run, "lost_updates_max", json_null());
     }
     json_object_set_new(run, "unknown", json_integer(unknown));
+    json_object_set_new(run, "stock", json_string(src));
+    if (!strcmp(src, "redis"))
+        json_object_set_new(run, "reconcile", derive_reconcile(stock_after));
+    json_object_set_new(run, "http_share", num_or_null(harness_efficiency(
+        harness_rate(a.sold, elapsed), ceiling_rate(limits, CEIL_HTTP))));
+    json_object_set_new(run, "retries_per_sale", num_or_null(jint(server, "sold") > 0 ?
+        (double)jint(server, "retries") / (double)jint(server, "sold") : -1.0));
     json_object_set_new(run, "ceiling", ceiling ? json_string(ceiling) : json_null());
     json_object_set_new(run, "ceiling_rate", json_real(ceil_rate));
     json_object_set_new(run, "efficiency",

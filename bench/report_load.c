@@ -92,3 +92,35 @@ const char *jstr(const json_t *o, const char *key, const char *def)
     const char *s = json_string_value(json_object_get(o, key));
     return s ? s : def;
 }
+
+json_t *load_numbered(const char *dir, const char *stem)
+{
+    json_t *all = json_array();
+    char name[256], *p;
+    FILE *probe;
+    int k;
+
+    for (k = 0;; k++) {
+        snprintf(name, sizeof name, "%s-%d.json", stem, k);
+        p = path_join(dir, name);
+        if ((probe = fopen(p, "r")) != NULL) {
+            fclose(probe);
+            json_array_append_new(all, load_json(p));
+        }
+        free(p);
+        if (probe == NULL)
+            return all;
+    }
+}
+
+json_t *load_part(const char *dir, const char *fmt, const char *idx, int optional)
+{
+    char name[256], *p;
+    json_t *j;
+
+    snprintf(name, sizeof name, fmt, idx);
+    p = path_join(dir, name);
+    j = optional ? json_load_file(p, 0, NULL) : load_json(p);
+    free(p);
+    return j;
+}

@@ -27,6 +27,8 @@ const char *const setting_keys[][2] = {
     { "warmup_s", "warm-up before each run, not counted (s)" },
     { "redis_servers", "Redis servers (redlock's quorum: N/2 + 1)" },
     { "zk_servers", "ZooKeeper servers (1: standalone)" },
+    { "storm_orders", "orders of each retry storm, each sent twice" },
+    { "storm_stock", "initial stock of each retry storm" },
 };
 
 const size_t nmachine_keys = sizeof machine_keys / sizeof machine_keys[0];
@@ -68,6 +70,9 @@ void write_md(FILE *f, const json_t *res)
     print_concurrent(f, runs, FMT_MD);
     print_topology(f, res, FMT_MD);
     print_faults(f, runs, FMT_MD);
+    print_front(f, res, FMT_MD);
+    print_reconcile(f, runs, FMT_MD);
+    print_storms(f, res, FMT_MD);
     print_cost(f, runs, FMT_MD);
     fprintf(f, "## Ceilings (ll-limits)\n\n%s\n\n| ceiling | per second | trials | what |\n"
             "|---|--:|--:|---|\n", trials_note);

@@ -35,6 +35,15 @@ json_t *load_json(const char *path);
 /* dir/name, malloc'ed. */
 char *path_join(const char *dir, const char *name);
 
+/* The run's file dir/<fmt with idx>, as load_json(), or NULL without it
+ * when optional. */
+json_t *load_part(const char *dir, const char *fmt, const char *idx, int optional)
+    __attribute__((format(printf, 2, 0)));
+
+/* dir/STEM-0.json, dir/STEM-1.json … up to the first missing, loaded into
+ * an array (the instances' answers of a run: "01.stats" …). */
+json_t *load_numbered(const char *dir, const char *stem);
+
 /* key=value lines into a JSON object of strings; {} without the file. */
 json_t *load_env(const char *path);
 
@@ -96,6 +105,22 @@ void print_faults(FILE *f, const json_t *runs, enum fmt fmt);
 /* How a run is named in every table: its strategy, with " +fence" when it
  * ran with ?fence=1. Returns buf. */
 const char *run_label(const json_t *run, char *buf, size_t n);
+
+/* ---------------------------------------------------------------- the front end, the Redis stock */
+
+/* report_stock.c: the HTTP tier's ceiling from compare's GET /health load
+ * (NULL without one); a Redis stock's run's three stores from GET /stock;
+ * the retry storms of raw/storms.tsv (stock: the storms' initial stock). */
+json_t *derive_http(const json_t *load, long long connections);
+json_t *derive_reconcile(const json_t *stock_after);
+json_t *build_storms(const char *raw, long long stock);
+
+/* Their tables, in the three formats, and their part of ll-report check
+ * (problems on stderr, naming path; returns how many). */
+void print_front(FILE *f, const json_t *res, enum fmt fmt);
+void print_reconcile(FILE *f, const json_t *runs, enum fmt fmt);
+void print_storms(FILE *f, const json_t *res, enum fmt fmt);
+int  check_stock(const json_t *res, const char *path);
 
 /* ---------------------------------------------------------------- reports */
 

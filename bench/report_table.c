@@ -12,8 +12,8 @@
 /* A ceiling is the best of its trials, and the trials show how far the
  * yardstick itself moved within the run: efficiency moves with it. */
 const char trials_note[] =
-    "Each ceiling is the best of its trials (for mysql_update_peak, one trial per "
-    "connection count). The trials show how much the ceiling itself moved within this "
+    "Each ceiling is the best of its trials (for mysql_update_peak and redis_watch, one "
+    "trial per connection count). The trials show how much the ceiling itself moved within this "
     "run; a strategy's efficiency moves with it.";
 
 void print_trials(FILE *f, const json_t *ceiling)

@@ -78,6 +78,12 @@ const char *ll_status_name(int status);
 #define LOCK_CEIL_SERIAL_MYSQL "serial_mysql"      /* SELECT + UPDATE, one client          */
 #define LOCK_CEIL_SERIAL_REDIS "serial_redis"      /* SET NX PX, SELECT + UPDATE, Lua del  */
 #define LOCK_CEIL_SERIAL_ZK    "serial_zk"         /* create, SELECT + UPDATE, delete      */
+/* The stock in Redis (locks/redis_stock.h): what Redis itself takes of a
+ * strategy's sale, with no MariaDB on the path (the consumer writes it
+ * afterwards). */
+#define LOCK_CEIL_REDIS_DECR   "redis_decr"        /* the decrement script, concurrent     */
+#define LOCK_CEIL_REDIS_WATCH  "redis_watch"       /* WATCH … MULTI/EXEC, concurrent       */
+#define LOCK_CEIL_SERIAL_REDIS_STOCK "serial_redis_stock" /* SET NX PX, GET, MULTI/EXEC, Lua del */
 
 /* ---------------------------------------------------------------- context */
 
@@ -88,6 +94,7 @@ struct lock_room;
 struct mysql_slot;      /* locks/mysql_queue.c */
 struct redis_set;       /* locks/redis_private.h */
 struct zk_slot;         /* locks/zk_client.c */
+struct order;           /* app/order.h: POST /order's purchase */
 
 #define LOCK_MAX_DEPTH 8    /* deepest re-entry a request may ask for */
 
@@ -112,6 +119,9 @@ struct lock_ctx {
     int         crash;              /* fault: _exit() while holding the lock  */
     int         lose_answer;        /* fault: the sale's answer from MariaDB
                                      * never arrives (app/db.c)               */
+    int         qty;                /* units this purchase takes: 1, or what
+                                     * POST /order's qty asks (all or none)   */
+    struct order *order;            /* POST /order's order, or NULL           */
     unsigned    retries;            /* spins / optimistic retries this request*/
     unsigned    backend_ops;        /* ZooKeeper/Redis round trips (stats)    */
     unsigned    wakeups;            /* watch / pub-sub wake-ups (stats)       */
@@ -201,6 +211,9 @@ struct lock_ops {
     const char *flaw;       /* what it still gets wrong, or NULL             */
     unsigned    props;      /* LOCK_* bits                                   */
     const char *ceiling;    /* the limit it is measured against: LOCK_CEIL_* */
+    const char *stock;      /* where the stock it sells lives: NULL for
+                             * MariaDB's db_stock, "redis" for stock:P
+                             * (locks/redis_stock.h); GET /locks says which */
 
     /* The strategy's parameters for methods its family shares between
      * several strategies, which read them from ctx->ops (SQLite builds a

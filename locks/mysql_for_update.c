@@ -63,29 +63,29 @@ static int for_update_once(struct lock_ctx *ctx, const struct product *p, long l
         rc = db_exec(ctx, sql_select, &rows, "l>l", p->id, &count);
     if (rc == LL_OK && rows == 0)
         rc = lock_error(ctx, LL_ERROR, "mysql", "db_stock row %lld vanished", p->id);
-    if (rc == LL_OK && count <= 0) {
+    if (rc == LL_OK && count < ctx->qty) {
         rc = db_commit(ctx);
         return rc == LL_OK ? LL_SOLD_OUT : rc;
     }
     if (rc == LL_OK && ctx->cfg->ledger) {  /* the row is ours from here */
         int64_t since = now_us();
         stock_hold(ctx);
-        if ((rc = stock_write(ctx, p, count - 1)) == LL_OK)     /* ends when in place */
-            rc = stock_ledger_commit(ctx, p, count, count - 1, since, now_us());
+        if ((rc = stock_write(ctx, p, count - ctx->qty)) == LL_OK)  /* ends when in place */
+            rc = stock_ledger_commit(ctx, p, count, count - ctx->qty, since, now_us());
     } else if (rc == LL_OK) {
         stock_hold(ctx);
         if ((next = mysql_queue_claim(ctx)) != NULL) {
-            rc = stock_write_commit_next(ctx, p, count - 1, sql_select, &began);
+            rc = stock_write_commit_next(ctx, p, count - ctx->qty, sql_select, &began);
             mysql_queue_pass(ctx, next, began);
         } else {
-            rc = stock_write_commit(ctx, p, count - 1);
+            rc = stock_write_commit(ctx, p, count - ctx->qty);
         }
     }
     if (rc != LL_OK) {
         db_rollback(ctx);           /* nothing left to do if the commit ran */
         return rc;
     }
-    *remaining = count - 1;
+    *remaining = count - ctx->qty;
     return LL_OK;
 }
 

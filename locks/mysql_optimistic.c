@@ -62,24 +62,24 @@ int mysql_optimistic_attempt(struct lock_ctx *ctx, const struct product *p,
     rc = db_exec(ctx, read_sql, &rows, "l>ll", p->id, &count, &version);
     if (rc == LL_OK && rows == 0)
         rc = lock_error(ctx, LL_ERROR, "mysql", "db_stock row %lld vanished", p->id);
-    if (rc == LL_OK && count <= 0)
+    if (rc == LL_OK && count < ctx->qty)
         rc = LL_SOLD_OUT;
     if (rc == LL_OK) {
         stock_hold(ctx);
-        rc = db_exec(ctx, write_sql, &rows, "!lll", count - 1, p->id, version);
+        rc = db_exec(ctx, write_sql, &rows, "!lll", count - ctx->qty, p->id, version);
     }
     if (!ctx->cfg->ledger) {
         /* nothing more */
     } else if (rc != LL_OK && rc != LL_SOLD_OUT) {
         db_rollback(ctx);
     } else if (rc == LL_OK && rows == 1) {  /* --ledger: the row, and the COMMIT */
-        rc = stock_ledger_commit(ctx, p, count, count - 1, 0, 0);
+        rc = stock_ledger_commit(ctx, p, count, count - ctx->qty, 0, 0);
     } else {
         int crc = db_commit(ctx);           /* sold out, or lost the race */
         rc = rc == LL_OK ? crc : rc;
     }
     if (rc == LL_OK && rows == 1) {
-        *remaining = count - 1;
+        *remaining = count - ctx->qty;
         *won = 1;
     }
     return rc;
@@ -127,11 +127,11 @@ static int optimistic_retry(struct lock_ctx *ctx, const struct product *p, long 
         return optimistic_ledger(ctx, p, remaining);
     rc = db_exec(ctx, read_sql, &found, "l>ll", id, &row[0], &row[1]);
     for (attempt = 0; rc == LL_OK && attempt < OPT_MAX_ATTEMPTS; attempt++) {
-        const long long write[3] = { row[0] - 1, id, row[1] };
+        const long long write[3] = { row[0] - ctx->qty, id, row[1] };
 
         if (found == 0)
             return lock_error(ctx, LL_ERROR, "mysql", "db_stock row %lld vanished", id);
-        if (row[0] <= 0)
+        if (row[0] < ctx->qty)
             return LL_SOLD_OUT;
         stock_hold(ctx);
         rc = db_exec_query(ctx, write_sql, &won, write, 3, read_sql, &id, 1, row, &found);

@@ -137,7 +137,8 @@ static void unlink_purchase(struct queue *q, struct purchase *p)
 }
 
 /* Take me and up to max − 1 purchases of my row and kind, in order.
- * Under q->lock. */
+ * A batch sells units, one a purchase: a purchase of several (POST /order's
+ * qty) is sold alone. Under q->lock. */
 static int take_batch(struct queue *q, struct purchase *me, struct purchase **batch, int max)
 {
     struct purchase *p, *next;
@@ -145,9 +146,11 @@ static int take_batch(struct queue *q, struct purchase *me, struct purchase **ba
 
     unlink_purchase(q, me);
     batch[n++] = me;
+    if (me->ctx->qty != 1)
+        max = 1;
     for (p = q->head; p && n < max; p = next) {
         next = p->next;
-        if (p->prod->id != me->prod->id || p->sell != me->sell)
+        if (p->prod->id != me->prod->id || p->sell != me->sell || p->ctx->qty != 1)
             continue;
         unlink_purchase(q, p);
         p->taken = 1;
@@ -156,18 +159,22 @@ static int take_batch(struct queue *q, struct purchase *me, struct purchase **ba
     return n;
 }
 
-/* One unit, the seeds' statement (seed 001). */
-/* --ledger: the same statement in a transaction with its ledger row (the
+static int sell_n(struct lock_ctx *ctx, long long id, long long n);
+
+/* --ledger: qty units or none, in a transaction with its ledger row (the
  * count it left read back under the row lock it holds). */
-static int sell_one_ledger(struct lock_ctx *ctx, const struct product *prod, const char *sql,
-                           long long *remaining)
+static int sell_ledger(struct lock_ctx *ctx, const struct product *prod, long long *remaining)
 {
+    static const char sql[] =
+        "UPDATE db_stock SET count = count - ? WHERE id = ? AND count >= ?";
+    const long long n = ctx->qty;
     long long rows = 0, left = 0;
     int rc;
 
+    ctx->backend_ops++;
     if ((rc = db_begin(ctx)) != LL_OK)
         return rc;
-    rc = db_exec(ctx, sql, &rows, "l", prod->id);
+    rc = db_exec(ctx, sql, &rows, "lll", n, prod->id, n);
     if (rc == LL_OK && rows == 1)
         rc = stock_read(ctx, prod, &left);
     if (rc != LL_OK) {
@@ -178,11 +185,13 @@ static int sell_one_ledger(struct lock_ctx *ctx, const struct product *prod, con
         rc = db_commit(ctx);
         return rc == LL_OK ? LL_SOLD_OUT : rc;
     }
-    if ((rc = stock_ledger_commit(ctx, prod, left + 1, left, 0, 0)) == LL_OK)
+    if ((rc = stock_ledger_commit(ctx, prod, left + n, left, 0, 0)) == LL_OK)
         *remaining = left;
     return rc;
 }
 
+/* One unit, the seeds' statement (seed 001); a purchase of qty units
+ * (POST /order) sells them all or none, seed 003's statement. */
 int mysql_sell_one(struct lock_ctx *ctx, const struct product *prod, long long *remaining)
 {
     static const char sql[] =
@@ -191,9 +200,11 @@ int mysql_sell_one(struct lock_ctx *ctx, const struct product *prod, long long *
     int rc;
 
     *remaining = -1;
-    ctx->backend_ops++;
     if (ctx->cfg->ledger)
-        return sell_one_ledger(ctx, prod, sql, remaining);
+        return sell_ledger(ctx, prod, remaining);
+    if (ctx->qty > 1)
+        return sell_n(ctx, prod->id, ctx->qty);
+    ctx->backend_ops++;
     rc = db_exec(ctx, sql, &rows, "!l", prod->id);
     return rc != LL_OK ? rc : rows == 1 ? LL_OK : LL_SOLD_OUT;
 }

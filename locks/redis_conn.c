@@ -201,7 +201,7 @@ static int script_sha(redisContext *c, struct redis_script *s, char sha[41], uns
 redisReply *redis_eval_on(redisContext *c, struct redis_script *s,
                           int nkeys, int argc, const char **argv, unsigned *ops)
 {
-    const char *args[16];
+    const char *args[REDIS_EVAL_ARGS + 3];
     char sha[41], nk[12];
     redisReply *r;
     int i;

@@ -36,6 +36,7 @@
 #define REDIS_CMD_TIMEOUT_MS 1000   /* connect/command timeout, one server   */
 #define REDIS_RECONNECT_MS   200    /* least time between connects to a server */
 #define REDIS_TOKEN_MAX      96     /* "<instance uuid>:<slot>:<seq>" and more */
+#define REDIS_EVAL_ARGS      256    /* keys and arguments of one script call   */
 
 /* Fencing tokens of the plain Redis locks (?fence=1): INCR of the counter
  * "<key>:fence" in the step that takes the lock; they compare among the

@@ -71,3 +71,64 @@ CREATE TABLE IF NOT EXISTS db_ledger (
     PRIMARY KEY (id),
     KEY k_stock (stock_id, id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- The stock in Redis (locks/redis_stock.h): what MariaDB knows of it.
+-- POST /stock/reset loads a product's count into both stores and starts a
+-- new epoch of its Redis stock here first; the consumer of the sales
+-- stream stock:<P>:sales applies an entry only when its epoch is the
+-- product's epoch here, so an entry sold before a reset never lands on the
+-- count the reset wrote. `applied` counts the units applied in this epoch:
+-- count + applied is the count the reset loaded, whatever the consumer has
+-- done, which is what the three-way reconciliation of GET /stock adds up.
+CREATE TABLE IF NOT EXISTS db_redis_stock (
+    stock_id      BIGINT       NOT NULL,
+    epoch         BIGINT       NOT NULL DEFAULT 0,
+    applied       BIGINT       NOT NULL DEFAULT 0,
+    PRIMARY KEY (stock_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- One row per batch of a sales stream's entries applied to db_stock, written
+-- in the same transaction as the units it took: the entries with stream IDs
+-- (ms, seq) from first to last. A batch a consumer read as new entries
+-- (XREADGROUP … >) holds every entry of the stream between its first and
+-- last, and no other batch of new entries holds any of them, so under
+-- db_redis_stock's row lock an entry delivered again (claimed from a
+-- consumer that died between its COMMIT and its XACK) is found in its
+-- batch and applied no second time; one whose batch never committed is
+-- applied then, as a batch of its own. Rows of an earlier epoch are deleted
+-- by POST /stock/reset.
+CREATE TABLE IF NOT EXISTS db_redis_batch (
+    stock_id      BIGINT       NOT NULL,
+    epoch         BIGINT       NOT NULL,
+    first_ms      BIGINT       NOT NULL,
+    first_seq     BIGINT       NOT NULL,
+    last_ms       BIGINT       NOT NULL,
+    last_seq      BIGINT       NOT NULL,
+    entries       INT          NOT NULL,
+    units         BIGINT       NOT NULL,
+    PRIMARY KEY (stock_id, epoch, first_ms, first_seq)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- Orders (POST /order, app/order.h), seed 002's idempotent order: one row
+-- per order number, whatever the number of attempts. For the strategies
+-- that sell MariaDB's stock the row is claimed (state 'pending') before the
+-- sale and carries its outcome after; for the Redis stock the order is
+-- recorded in Redis by the step that sells it, and the consumer writes the
+-- row here afterwards. user_key is the user when the order asked for one
+-- order per user and product (NULL otherwise, which the unique key ignores).
+CREATE TABLE IF NOT EXISTS db_order (
+    id            BIGINT       NOT NULL AUTO_INCREMENT,
+    order_no      VARCHAR(64)  NOT NULL,
+    stock_id      BIGINT       NOT NULL,
+    qty           INT          NOT NULL,
+    user          VARCHAR(64)  DEFAULT NULL,
+    user_key      VARCHAR(64)  DEFAULT NULL,
+    strategy      VARCHAR(64)  NOT NULL,
+    state         VARCHAR(16)  NOT NULL COMMENT 'pending, sold, sold_out, unknown',
+    remaining     BIGINT       DEFAULT NULL,
+    instance      VARCHAR(64)  NOT NULL,
+    created       TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+    PRIMARY KEY (id),
+    UNIQUE KEY uk_order_no (order_no),
+    UNIQUE KEY uk_user (stock_id, user_key)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;

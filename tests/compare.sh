@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# compare.sh — bench/compare end to end, small: three strategies (one that
-# loses updates, two exact ones), 60 units against 3000 purchases, ceilings
-# measured for half a second each. 3000, not fewer: CPU time is read from
+# compare.sh — bench/compare end to end, small: four strategies (one that
+# loses updates, two exact ones on MariaDB's stock, redis-decr on Redis's),
+# 60 units against 3000 purchases, ceilings measured for half a second
+# each, the HTTP tier's own ceiling, and a retry storm of orders through
+# redis-decr and mysql-update. 3000, not fewer: CPU time is read from
 # /proc in 10 ms ticks, and each run must last long enough (0.3 s and more)
 # for MariaDB's share to be above one tick, or "where the time goes" is 0. Checks that the run produced a
 # results.json that ll-report finds valid (counts add up, derived numbers
@@ -17,8 +19,10 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 log=$OUT/compare.log
 before=$(t_stock 1002)
-"$T_ROOT/bench/compare" --scenario oversell --strategies none,mysql-update,mysql-for-update \
+"$T_ROOT/bench/compare" --scenario oversell \
+    --strategies none,mysql-update,mysql-for-update,redis-decr \
     --stock 60 --requests 3000 --connections 16 --limits-seconds 0.5 --warmup 1 \
+    --storm redis-decr,mysql-update --storm-orders 100 --storm-stock 60 \
     --out "$OUT" > "$log" 2>&1
 rc=$?
 after=$(t_stock 1002)
@@ -38,12 +42,12 @@ t_ok "$(grep -c -E '<(script|link|img)[ >]' "$html") -eq 0" "report.html is self
 wake=$(jq -r '.machine.wake // ""' "$run/results.json")
 t_ok "$(grep -c -E '^[0-9]+\.[0-9] us on one CPU(, [0-9]+\.[0-9] us across two)? \(pipe ping-pong\)$' <<< "$wake") -eq 1" \
      "the machine's wake-up cost measured by ll-wake ($wake)"
-for s in none mysql-update mysql-for-update; do
+for s in none mysql-update mysql-for-update redis-decr; do
     t_ok "$(grep -c "^$s " <<< "$("$T_BUILD/ll-report" table "$run/results.json")") -eq 1" \
          "the table has a row for $s"
 done
-t_ok "$(grep -c '^\[[1-3]/3\] .* sold ' "$log") -eq 3" "a result line per strategy, k of 3"
-t_ok "$(grep -c '^\[[1-3]/3\] .* warming up for 1 s' "$log") -eq 3" "a warm-up before each"
+t_ok "$(grep -c '^\[[1-4]/4\] .* sold ' "$log") -eq 4" "a result line per strategy, k of 4"
+t_ok "$(grep -c '^\[[1-4]/4\] .* warming up for 1 s' "$log") -eq 4" "a warm-up before each"
 t_ok "'$after' = '$before'" "the warm-up product's count is put back ($before, $after)"
 t_ok "$(jq -r .settings.warmup_s "$run/results.json") = 1" "results.json records the warm-up"
 
@@ -53,10 +57,31 @@ t_ok "$(jq -r .settings.warmup_s "$run/results.json") = 1" "results.json records
 # recomputed here from the instances' /stats and the stock after the run
 # (oversold = max(0, sold - 60), lost = sold - (60 - final)).
 row() { "$T_BUILD/ll-report" table "$run/results.json" | awk -v s="$1" '$1 == s'; }
-for s in mysql-update mysql-for-update; do
+for s in mysql-update mysql-for-update redis-decr; do
     read -r _ _ _ sold final oversold lost _ <<< "$(row $s)"
     t_ok "'$sold $final $oversold $lost' = '60 0 0 0'" "$s: sold 60, final 0, nothing oversold or lost"
 done
+# redis-decr sells from Redis: its final is Redis's count, read once the
+# consumers drained the stream, and MariaDB's equals it.
+t_ok "'$(jq -r '.runs[] | select(.strategy == "redis-decr") | [.stock, .final,
+        .reconcile.redis, .reconcile.mysql, .reconcile.in_flight, .reconcile.applied,
+        .reconcile.reconciled, .reconcile.drained] | map(tostring) | join(" ")' "$run/results.json")'
+        = 'redis 0 0 0 0 60 true true'" "redis-decr: Redis 0, MariaDB 0, 60 applied, reconciled, drained"
+t_ok "$(grep -c 'redis-decr .*mysql 0  in flight 0  reconciled, drained' "$log") -eq 1" \
+     "its live line says the three stores add up"
+t_ok "$(grep -c '^## The Redis stock' "$run/report.md") -eq 1" "report.md: the Redis stock's table"
+# The HTTP tier: GET /health with the same load, each run's share of it.
+t_ok "$(jq -r '.limits.ceilings.http.rate // 0 | floor' "$run/results.json") -gt 0" \
+     "the HTTP tier's ceiling measured ($(jq -r '.limits.ceilings.http.rate // 0 | floor' "$run/results.json")/s)"
+t_ok "$(jq '[.runs[] | select(.http_share > 0 and .http_share < 1.5)] | length' "$run/results.json") -eq 4" \
+     "every run's share of the HTTP tier"
+t_ok "$(grep -c '^## The HTTP tier' "$run/report.md") -eq 1" "report.md: the HTTP tier"
+# The storms: 100 orders twice each on 60 units: 60 sold, the stock fell by
+# 60, every copy of an accepted order answered sold, every second a replay.
+t_ok "'$(jq -r '[.storms[] | "\(.strategy):\(.sold):\(.stock_drop):\(.answered_sold):\(.replayed):\(.exact)"]
+        | join(" ")' "$run/results.json")' = 'redis-decr:60:60:120:100:true mysql-update:60:60:120:100:true'" \
+     "the storms sold each of 60 units once, through redis-decr and mysql-update"
+t_ok "$(grep -c '^## Orders: a retry storm' "$run/report.md") -eq 1" "report.md: the storms"
 idx=$(awk -F'\t' '$2 == "none" {print $1}' "$run/raw/runs.tsv")
 raw_sold=$(jq -s '[.[].strategies.none.sold] | add' "$run/raw/$idx".stats-*.json)
 raw_final=$(jq .count "$run/raw/$idx.stock.json")
@@ -67,22 +92,23 @@ t_ok "'$sold $final $oversold $lost' = '$want'" \
 # Where the time goes: every run has its CPU time per request, the
 # instances' and MariaDB's above 0 (all three strategies sell through it).
 n=$(jq '[.runs[] | select(.cost.cpu_us_per_request.total > 0 and
-        .cost.cpu_us_per_request.app > 0 and .cost.cpu_us_per_request.mysql > 0 and
-        .cost.busy > 0)] | length' "$run/results.json")
-t_ok "$n -eq 3" "every run says where its CPU time went ($n of 3)"
+        .cost.cpu_us_per_request.app > 0 and .cost.busy > 0 and
+        (if .stock == "redis" then .cost.cpu_us_per_request.redis
+         else .cost.cpu_us_per_request.mysql end) > 0)] | length' "$run/results.json")
+t_ok "$n -eq 4" "every run says where its CPU time went, its stock's server too ($n of 4)"
 # Each answered request puts its instance thread to sleep at least once (it
 # waits for the next request), and every sale here is a MariaDB statement.
 # The instances' count is process-wide (/stats): a thread that ended during
 # the run, or between the listing of /proc and its reading, still counts.
 n=$(jq '[.runs[] | select(.cost.switches_per_request.app > 0.5 and
-        .cost.switches_per_request.mysql > 0)] | length' "$run/results.json")
-t_ok "$n -eq 3" "every run counts the instances' and MariaDB's context switches ($n of 3)"
+        (.stock == "redis" or .cost.switches_per_request.mysql > 0))] | length' "$run/results.json")
+t_ok "$n -eq 4" "every run counts the instances' and MariaDB's context switches ($n of 4)"
 # The lock's hold: none acquires and releases (nothing), so its purchases
 # are timed; the two SQL strategies take no lock of ours and have none.
 n=$(jq '[.runs[] | select((.strategy == "none" and .lock_hold_us > 0 and .lock_held_share > 0)
         or (.strategy != "none" and .lock_hold_us == null and .lock_held_share == null))]
         | length' "$run/results.json")
-t_ok "$n -eq 3" "the lock's hold is timed where there is a lock ($n of 3)"
+t_ok "$n -eq 4" "the lock's hold is timed where there is a lock ($n of 4)"
 t_ok "$(grep -c '^## Where the time goes' "$run/report.md") -eq 1" "report.md: where the time goes"
 t_ok "$(grep -c '^where the time goes' "$log") -eq 1" "the terminal shows where the time goes"
 t_ok "$(jq '[.runs[] | select(.strategy == "mysql-update" and .ceiling == "mysql_update_peak")]
@@ -92,7 +118,8 @@ t_ok "$(jq '[.runs[] | select(.strategy == "mysql-update" and .efficiency_concur
        "$run/results.json") -eq 1" "... and against the concurrent ceiling too"
 t_ok "$(grep -c 'of the concurrent hot-row UPDATE ceiling' "$run/report.md") -eq 1" \
      "report.md says so"
-for key in mysql_update mysql_update_peak mysql_for_update serial_mysql serial_redis serial_zk; do
+for key in mysql_update mysql_update_peak mysql_for_update serial_mysql serial_redis serial_zk \
+           redis_decr redis_watch serial_redis_stock; do
     rate=$(jq -r ".limits.ceilings.$key.rate // 0 | floor" "$run/results.json")
     trials=$(jq -r ".limits.ceilings.$key.trials | length" "$run/results.json")
     t_ok "$rate -gt 0 -a $trials -ge 3" "ceiling $key measured ($rate/s, best of $trials trials)"

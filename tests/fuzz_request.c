@@ -9,7 +9,8 @@
  * token), the query split on '&' and '=' with '+' as a space, each name and
  * value unescaped and handed to request_param(), request_params_done(),
  * then the route's own checks (request_sale() with a configuration whose
- * fault switch comes from FLAGS, request_product(), request_int()). What
+ * fault switch comes from FLAGS, request_order(), request_product(),
+ * request_int()). What
  * must hold whatever the bytes:
  *   - nothing crashes, reads out of bounds or overflows (ASan, UBSan);
  *   - every refusal has a status among 400, 401, 404, 405, 414 and an
@@ -24,6 +25,7 @@
  * unit test of every build.
  */
 #include "../app/config.h"
+#include "../app/order.h"
 #include "../app/request.h"
 #include "../app/stock.h"
 #include "../locks/lock.h"
@@ -117,6 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct config cfg;
     struct request r;
     struct sale_args a;
+    struct order_args o;
     const char *code;
     long long count;
     char *query;
@@ -164,7 +167,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         MUST(a.late_ms >= 0 && a.late_ms <= cfg.max_wait_ms);
         MUST(a.fence == 0 || a.ops->fence != NULL);
         MUST(cfg.allow_faults || (a.hold_ms == 0 && a.late_ms == 0 && a.crash == 0 &&
-                                  a.lose_answer == 0));
+                                  a.lose_answer == 0 && a.consumer_crash == 0));
+        break;
+    case ROUTE_ORDER:
+        if (request_sale(&r, &cfg, &a) != 0 || request_order(&r, &o) != 0) {
+            check_answer(&r);
+            break;
+        }
+        MUST(a.ops != NULL && stock_code_valid(a.product) && a.reentry == 1);
+        MUST(order_name_valid(o.order_no) && (o.user == NULL || order_name_valid(o.user)));
+        MUST(o.qty >= 1 && o.qty <= REQUEST_QTY_MAX);
+        MUST(!o.one_per_user || o.user != NULL);
+        MUST(cfg.allow_faults || (a.hold_ms == 0 && a.late_ms == 0 && a.crash == 0 &&
+                                  a.lose_answer == 0 && a.consumer_crash == 0));
         break;
     case ROUTE_STOCK:
     case ROUTE_STOCK_RESET:

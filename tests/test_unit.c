@@ -1,7 +1,10 @@
 /* test_unit.c — the pieces that need no server: flag parsing, integer
  * parsing, the latency histogram, product codes, the registry and its
- * ceilings, and the polling locks' waiting room. */
+ * ceilings, POST /order's parameters, and the polling locks' waiting
+ * room. */
 #include "../app/config.h"
+#include "../app/order.h"
+#include "../app/request.h"
 #include "../app/stats.h"
 #include "../app/stock.h"
 #include "../app/util.h"
@@ -123,6 +126,8 @@ static void test_ceilings(const struct lock_ops *const *all, int n)
         { "mysql-optimistic", LOCK_CEIL_FOR_UPDATE },
         { "mysql-optimistic-recursive", LOCK_CEIL_FOR_UPDATE },
         { "mysql-lock-table", LOCK_CEIL_SERIAL_MYSQL },
+        { "redis-decr", LOCK_CEIL_REDIS_DECR }, { "redis-watch", LOCK_CEIL_REDIS_WATCH },
+        { "redis-lock-stock", LOCK_CEIL_SERIAL_REDIS_STOCK },
     };
     size_t k;
     int i;
@@ -131,6 +136,9 @@ static void test_ceilings(const struct lock_ops *const *all, int n)
         CHECK(strlen(harness_ceiling_text(all[i]->ceiling)) > 0);
         if (!strcmp(all[i]->family, "redis"))
             CHECK(!strcmp(all[i]->ceiling, CEIL_SERIAL_REDIS));
+        /* The Redis stock's family, and only it, sells from Redis. */
+        CHECK(!strcmp(all[i]->family, "redis-stock") == (all[i]->stock != NULL));
+        CHECK(all[i]->stock == NULL || !strcmp(all[i]->stock, "redis"));
         if (!strcmp(all[i]->family, "zookeeper"))
             CHECK(!strcmp(all[i]->ceiling, CEIL_SERIAL_ZK));
     }
@@ -161,6 +169,55 @@ static void test_codes_and_registry(void)
     test_table_check(all);
     test_ceilings(all, n);
     CHECK(!strcmp(ll_status_name(LL_OK), "sold") && !strcmp(ll_status_name(LL_TIMEOUT), "lock_timeout"));
+}
+
+/* ---------------------------------------------------------------- POST /order
+ *
+ * The order's own parameters, after the purchase's: a request built as
+ * app/http.c builds it (tests/fuzz_request.c throws arbitrary bytes at the
+ * same functions). Returns the status, 0 when accepted. */
+static int order_request(const char *query, struct sale_args *a, struct order_args *o)
+{
+    static struct config cfg = { .lock = "none", .lock_wait_ms = 10000, .max_wait_ms = 20000 };
+    struct request r;
+    char buf[512], *pair, *save = NULL, *eq;
+
+    if (request_begin(&r, "POST", "/order", NULL, NULL) != 0)
+        return r.status;
+    snprintf(buf, sizeof buf, "%s", query);
+    for (pair = strtok_r(buf, "&", &save); pair; pair = strtok_r(NULL, "&", &save)) {
+        eq = strchr(pair, '=');
+        if (eq)
+            *eq++ = '\0';
+        request_param(&r, pair, strlen(pair), eq, eq ? strlen(eq) : 0);
+    }
+    if (request_params_done(&r) || request_sale(&r, &cfg, a) || request_order(&r, o))
+        return r.status;
+    return 0;
+}
+
+static void test_order_request(void)
+{
+    struct sale_args a;
+    struct order_args o;
+
+    CHECK(order_request("order_no=A-1&lock=redis-decr", &a, &o) == 0);
+    CHECK(!strcmp(o.order_no, "A-1") && o.qty == 1 && o.user == NULL && !o.one_per_user);
+    CHECK(!strcmp(a.ops->name, "redis-decr") && !strcmp(a.product, "1001") && a.reentry == 1);
+    CHECK(order_request("order_no=B&qty=10000&user=u_1&one_per_user=1&product=1002", &a, &o) == 0);
+    CHECK(o.qty == 10000 && !strcmp(o.user, "u_1") && o.one_per_user == 1);
+    CHECK(order_request("lock=none", &a, &o) == 400);                  /* no order_no */
+    CHECK(order_request("order_no=a%20b", &a, &o) == 400);
+    CHECK(order_request("order_no=x&qty=0", &a, &o) == 400);
+    CHECK(order_request("order_no=x&qty=10001", &a, &o) == 400);
+    CHECK(order_request("order_no=x&one_per_user=1", &a, &o) == 400);  /* whose? */
+    CHECK(order_request("order_no=x&user=", &a, &o) == 400);
+    CHECK(order_request("order_no=x&reentry=2", &a, &o) == 400);       /* not an order's */
+    CHECK(order_request("order_no=x&consumer_crash=1", &a, &o) == 400);/* no --allow-faults */
+    CHECK(order_request("order_no=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+                        &a, &o) == 400);                                /* 65 characters */
+    CHECK(order_name_valid("0123456789012345678901234567890123456789012345678901234567890123"));
+    CHECK(!order_name_valid("") && !order_name_valid("a.b") && !order_name_valid("é"));
 }
 
 /* ---------------------------------------------------------------- lock_poll.c
@@ -308,6 +365,7 @@ int main(void)
     test_parse_int();
     test_hist();
     test_codes_and_registry();
+    test_order_request();
     test_lock_poll();
     printf("unit: %d passed, %d failed\n", passed, failed);
     return failed != 0;

@@ -6,7 +6,9 @@
 # live next to system services and other checkouts without touching them:
 #
 #   MariaDB    13306         .run/mysql/data, socket .run/mysql/mysqld.sock
-#   Redis K    16379+K-1     .run/redis/K (no persistence: locks only)
+#   Redis K    16379+K-1     .run/redis/K; server 1 keeps an append-only
+#                            file (--redis-aof, default everysec: it holds the
+#                            Redis stock), the others nothing (locks only)
 #   ZooKeeper  12181+K-1     .run/zk/K (myid, zoo.cfg, snapshots);
 #              quorum 12888+K-1, election 13888+K-1 when K > 1 servers
 #
@@ -154,6 +156,21 @@ mysql_up() {
 
 redis_port() { printf '%d\n' $((REDIS_BASE_PORT + $1 - 1)); }
 
+# redis_persist K: how server K keeps its data, as redis-server's flags.
+# Server 1 holds the stock of the redis-stock strategies (stock:P, the
+# sales streams, the orders), which must survive a restart: an append-only
+# file, written before each reply and synced to the disk by the policy of
+# --redis-aof (everysec, always; no: nothing kept, as for the locks). The
+# others hold Redlock's locks only and keep nothing, which is Redlock's own
+# lesson: a server restarted empty can grant a lock a second time.
+redis_persist() {
+    if (($1 == 1)) && [[ $TOPO_REDIS_AOF != no ]]; then
+        printf '%s\n' --appendonly yes --appendfsync "$TOPO_REDIS_AOF"
+    else
+        printf '%s\n' --appendonly no
+    fi
+}
+
 redis_ping() {
     [[ $(redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null) == PONG ]]
 }
@@ -169,6 +186,10 @@ redis_up() {
             say "redis:$k: listening addresses changed to $(backend_binds), restarting it"
             svc_stop "redis-$k" 10
         fi
+        if pid=$(svc_pid "redis-$k") && [[ $(cat "$dir/persist" 2>/dev/null) != "$(redis_persist "$k")" ]]; then
+            say "redis:$k: persistence changed to '$(redis_persist "$k" | xargs)', restarting it"
+            svc_stop "redis-$k" 10
+        fi
         if pid=$(svc_pid "redis-$k"); then
             say "redis:$k already running (pid $pid)"
             continue
@@ -177,18 +198,20 @@ redis_up() {
         mkdir -p "$dir"
         rm -f "$(pid_file "redis-$k")"
         printf '=== %s: redis-server on %s\n' "$(date '+%F %T')" "$port" >>"$log"
-        # Locks only: no RDB snapshots, no AOF. A restarted server is empty,
-        # which is exactly the failure the Redis strategies must survive.
+        # No RDB snapshots; an append-only file on server 1 only (see
+        # redis_persist). A restarted lock server is empty, which is exactly
+        # the failure the Redis lock strategies must survive.
         # Protected mode refuses every address but loopback's; with --netns
         # the instances come from the bridge, which only this machine has.
         # shellcheck disable=SC2046 # one word per address, as --bind takes them
         (cd "$dir" && "${BACKEND_PRIO[@]}" redis-server --bind $(backend_binds) --port "$port" --dir "$dir" \
-            --save '' --appendonly no --maxclients 10000 \
+            --save '' $(redis_persist "$k") --maxclients 10000 \
             --protected-mode "$( ((TOPO_NETNS)) && echo no || echo yes)" \
             --daemonize yes --pidfile "$(pid_file "redis-$k")" --logfile "$log" 9>&-) ||
             { log_tail "$log"; die "redis:$k failed to start"; }
         wait_for "redis:$k" "$STACK_TIMEOUT" - "$log" redis_ping "$port"
         backend_binds >"$dir/bind"
+        redis_persist "$k" >"$dir/persist"
         backend_first "redis:$k" "$(svc_pid "redis-$k")"
         say "redis:$k up on 127.0.0.1:$port"
     done

@@ -1,0 +1,217 @@
+/* order.c — POST /order: seed 002's idempotent order around any strategy
+ * (see order.h for where each store records it).
+ *
+ * For MariaDB's stock the order number is claimed before the sale:
+ *
+ *     INSERT INTO db_order (order_no, …, state) VALUES (?, …, 'pending')
+ *       duplicate → the order exists: SELECT its state; pending → its
+ *                   first attempt is still selling: wait (lock_backoff)
+ *                   until it is done or the request's wait is over
+ *       else      → stock_sell() with ctx->qty units, then the outcome:
+ *                   UPDATE db_order SET state = 'sold' | 'sold_out' |
+ *                   'unknown', or DELETE the claim when nothing was sold
+ *                   for certain (lock_timeout, unavailable, error)
+ *
+ * The unique key orders the copies whichever instance serves them: one
+ * INSERT wins, every other copy meets its row. A copy meets the claim or
+ * the outcome, never a half-made sale. What it cannot do is outlive its
+ * instance: one that dies between the claim and the outcome leaves the
+ * order pending (db_order.instance names it), and its copies wait, then
+ * answer lock_timeout.
+ *
+ * For Redis's stock the strategy's own atomic step finds or records the
+ * order (ctx->order), and this file only turns what it found into the
+ * answer.
+ */
+#include "order.h"
+#include "config.h"
+#include "db.h"
+#include "stock.h"
+#include "util.h"
+#include "../locks/lock.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { STATE_PENDING = 1, STATE_SOLD, STATE_SOLD_OUT, STATE_UNKNOWN };
+
+static _Atomic long long n_sold, n_sold_out, n_unknown, n_failed, n_replayed, n_user_limit,
+                         n_conflicts;
+
+int order_name_valid(const char *s)
+{
+    return word_valid(s, ORDER_NO_MAX);
+}
+
+/* ---------------------------------------------------------------- MariaDB */
+
+static const char sql_claim[] =
+    "INSERT INTO db_order (order_no, stock_id, qty, user, user_key, strategy, state, instance) "
+    "VALUES (?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, 'pending', ?)";
+static const char sql_find[] =
+    "SELECT FIELD(state, 'pending', 'sold', 'sold_out', 'unknown'), IFNULL(remaining, -1), "
+    "qty, stock_id FROM db_order WHERE order_no = ?";
+static const char sql_user[] = "SELECT id FROM db_order WHERE stock_id = ? AND user_key = ?";
+
+/* The order exists (a row found by sql_find): its first answer into o. */
+static void first_answer(struct order *o, const struct product *p, long long state,
+                         long long remaining, long long qty, long long stock_id)
+{
+    o->replayed = 1;
+    o->first_status = state == STATE_SOLD ? LL_OK : state == STATE_SOLD_OUT ? LL_SOLD_OUT
+                                                                             : LL_UNKNOWN;
+    o->first_remaining = remaining;
+    o->first_qty = qty;
+    if (stock_id == p->id)
+        snprintf(o->first_product, sizeof o->first_product, "%s", p->code);
+    else
+        snprintf(o->first_product, sizeof o->first_product, "#%lld", stock_id);
+}
+
+/* Claim o's number: LL_OK with *claimed when this request is the first
+ * attempt; LL_OK without it when the order exists (o->replayed) or the
+ * user has another (o->user_limit); a failure otherwise. */
+static int claim(struct lock_ctx *ctx, const struct lock_ops *ops, const struct product *p,
+                 struct order *o, int *claimed)
+{
+    const char *user = o->user ? o->user : "";
+    long long rows, state, remaining, qty, stock_id, other;
+    int rc;
+
+    *claimed = 0;
+    for (;;) {
+        rc = db_exec(ctx, sql_claim, NULL, "sllssss", o->no, p->id, (long long)ctx->qty, user,
+                     o->one_per_user ? user : "", ops->name, ctx->cfg->instance_id);
+        if (rc == LL_OK) {
+            *claimed = 1;
+            return LL_OK;
+        }
+        if (db_errno(ctx) != DB_ER_DUP_ENTRY)
+            return rc;
+        ctx->err = 0;
+        rc = db_exec(ctx, sql_find, &rows, "s>llll", o->no, &state, &remaining, &qty,
+                     &stock_id);
+        if (rc != LL_OK)
+            return rc;
+        if (rows == 1 && state != STATE_PENDING) {
+            first_answer(o, p, state, remaining, qty, stock_id);
+            return LL_OK;
+        }
+        if (rows == 0 && o->one_per_user) {     /* the user's key, not the order's */
+            rc = db_exec(ctx, sql_user, &rows, "ls>l", p->id, user, &other);
+            if (rc != LL_OK)
+                return rc;
+            if (rows == 1) {
+                o->user_limit = 1;
+                return LL_OK;
+            }
+        }
+        /* Pending: its first attempt is selling. Gone: the claim was given
+         * back (nothing sold), so claim it again. */
+        if (rows == 1 ? lock_backoff(ctx) != LL_OK : lock_time_left(ctx) <= 0)
+            return lock_error(ctx, LL_TIMEOUT, NULL, "order %s is still being placed by "
+                              "its first attempt (%d ms waited)", o->no, ctx->wait_ms);
+    }
+}
+
+/* The sale's outcome into the claimed row, or the claim given back. A
+ * failure to write it does not undo the sale: it becomes o->warning, and
+ * ctx's error stays the sale's. */
+static void record(struct lock_ctx *ctx, struct order *o, int status, long long remaining)
+{
+    static const char sql_done[] =
+        "UPDATE db_order SET state = ?, remaining = NULLIF(?, -1) "
+        "WHERE order_no = ? AND state = 'pending'";
+    static const char sql_drop[] =
+        "DELETE FROM db_order WHERE order_no = ? AND state = 'pending'";
+    const char *state = status == LL_OK ? "sold" : status == LL_SOLD_OUT ? "sold_out"
+                      : status == LL_UNKNOWN ? "unknown" : NULL;
+    int err = ctx->err, rc;
+    const char *backend = ctx->backend;
+    char saved[sizeof ctx->errstr];
+
+    memcpy(saved, ctx->errstr, sizeof saved);
+    rc = state ? db_exec(ctx, sql_done, NULL, "sls", state,
+                         status == LL_OK ? remaining : -1LL, o->no)
+               : db_exec(ctx, sql_drop, NULL, "s", o->no);
+    if (rc != LL_OK)
+        snprintf(o->warning, sizeof o->warning, "the order's record was not written, "
+                 "its copies will wait for it: %s", ctx->errstr);
+    ctx->err = err;
+    ctx->backend = backend;
+    memcpy(ctx->errstr, saved, sizeof saved);
+}
+
+/* ---------------------------------------------------------------- the order */
+
+int order_place(struct lock_ctx *ctx, const struct lock_ops *ops, const struct product *p,
+                struct order *o, long long *remaining)
+{
+    int rc, claimed = 0;
+
+    *remaining = -1;
+    ctx->order = o;
+    if (ops->stock == NULL) {               /* MariaDB's stock: db_order */
+        rc = claim(ctx, ops, p, o, &claimed);
+        if (rc == LL_OK && claimed) {
+            o->ran = 1;
+            rc = stock_sell(ctx, ops, p, 1, remaining);
+            record(ctx, o, rc, *remaining);
+        }
+    } else {                                /* the strategy's store records it */
+        rc = stock_sell(ctx, ops, p, 1, remaining);
+        o->ran = !o->replayed && !o->user_limit;
+    }
+    if (o->user_limit)
+        return LL_SOLD_OUT;
+    if (!o->replayed)
+        return rc;
+    if (strcmp(o->first_product, p->code) != 0 || o->first_qty != ctx->qty)
+        return lock_error(ctx, LL_BADREQ, NULL, "order %s was placed for %lld of product %s: "
+                          "an order number names one purchase", o->no, o->first_qty,
+                          o->first_product);
+    *remaining = o->first_remaining;
+    return o->first_status;
+}
+
+int order_reset(struct lock_ctx *ctx, const struct product *p)
+{
+    static const char sql[] =
+        "UPDATE db_order SET user_key = NULL WHERE stock_id = ? AND user_key IS NOT NULL";
+    return db_exec(ctx, sql, NULL, "l", p->id);
+}
+
+/* ---------------------------------------------------------------- counters */
+
+void order_count(const struct order *o, int status)
+{
+    _Atomic long long *c = o->user_limit ? &n_user_limit
+                         : o->replayed ? (status == LL_BADREQ ? &n_conflicts : &n_replayed)
+                         : status == LL_OK ? &n_sold : status == LL_SOLD_OUT ? &n_sold_out
+                         : status == LL_UNKNOWN ? &n_unknown : &n_failed;
+    atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+json_t *order_stats_json(void)
+{
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+                     "sold", (json_int_t)atomic_load(&n_sold),
+                     "sold_out", (json_int_t)atomic_load(&n_sold_out),
+                     "unknown", (json_int_t)atomic_load(&n_unknown),
+                     "failed", (json_int_t)atomic_load(&n_failed),
+                     "replayed", (json_int_t)atomic_load(&n_replayed),
+                     "user_limit", (json_int_t)atomic_load(&n_user_limit),
+                     "conflicts", (json_int_t)atomic_load(&n_conflicts));
+}
+
+void order_stats_reset(void)
+{
+    atomic_store(&n_sold, 0);
+    atomic_store(&n_sold_out, 0);
+    atomic_store(&n_unknown, 0);
+    atomic_store(&n_failed, 0);
+    atomic_store(&n_replayed, 0);
+    atomic_store(&n_user_limit, 0);
+    atomic_store(&n_conflicts, 0);
+}

@@ -1,0 +1,399 @@
+/* report_stock.c — the front end and the Redis stock in the report: the
+ * HTTP tier's own ceiling and each run's share of it, retries per sale,
+ * the three-way reconciliation of the runs that sell from Redis, and the
+ * retry storm of orders.
+ *
+ * The HTTP ceiling is what the stack answers through the same front end
+ * over the same connections for GET /health, which touches no backend
+ * (bench/compare measures it in the run: raw/http.load.json): the most any
+ * strategy can sell through this front end. A run's http_share is its
+ * sold/s over it.
+ *
+ * A run of a strategy that sells from Redis (GET /locks: "stock": "redis")
+ * takes its final count from Redis (GET /stock's redis.count), and adds
+ * `reconcile`: Redis's count and its units sold since the load, MariaDB's
+ * count and its units applied, what is in flight between them (sold −
+ * applied) and what the stream itself still held, and whether they add up
+ * (locks/redis_stock.h): MariaDB = Redis + in flight, nothing applied twice,
+ * every unit in flight still in the stream. bench/compare waits for the
+ * consumers to drain the stream before it reads GET /stock, so an exact run
+ * ends drained: in flight 0, Redis = MariaDB.
+ *
+ * The storm (raw/storm-NN.*): every order sent twice at once to two
+ * instances (ll-load --copies 2). It is exact when the stock fell by the
+ * orders the instances sold (each first attempt that sold), every order
+ * accepted was answered sold to both copies (the client's 200s are twice
+ * the orders sold), and every copy got the first answer (replayed).
+ */
+#include "report_private.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- derived */
+
+json_t *derive_http(const json_t *load, long long connections)
+{
+    double elapsed = jnum(load, "elapsed_s");
+    long long ok = jint(json_object_get(load, "status"), "200");
+
+    if (load == NULL || elapsed <= 0 || ok <= 0)
+        return NULL;
+    return json_pack("{s:f,s:I,s:f,s:I,s:s}", "rate", harness_rate(ok, elapsed),
+                     "ops", (json_int_t)ok, "seconds", elapsed,
+                     "connections", (json_int_t)connections,
+                     "what", harness_ceiling_text(CEIL_HTTP));
+}
+
+json_t *derive_reconcile(const json_t *stock_after)
+{
+    const json_t *r = json_object_get(stock_after, "redis");
+    const json_t *m = json_object_get(r, "mysql"), *s = json_object_get(r, "stream");
+    long long redis = jint(r, "count"), mysql = jint(m, "count");
+    long long in_flight = jint(r, "in_flight"), units = jint(s, "units");
+    int loaded = json_is_true(json_object_get(r, "loaded"));
+    int same_epoch = jint(r, "epoch") == jint(m, "epoch");
+
+    if (!json_is_object(r) || json_object_get(r, "count") == NULL)
+        return json_pack("{s:b,s:s}", "reconciled", 0, "error",
+                         jstr(r, "error", "GET /stock had no answer from Redis"));
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:b}",
+        "redis", (json_int_t)redis, "sold_redis", (json_int_t)jint(r, "sold"),
+        "mysql", (json_int_t)mysql, "applied", (json_int_t)jint(m, "applied"),
+        "in_flight", (json_int_t)in_flight, "stream_units", (json_int_t)units,
+        "stream_pending", (json_int_t)jint(s, "pending"),
+        "stream_undelivered", (json_int_t)jint(s, "undelivered"),
+        "difference", (json_int_t)(mysql - redis - in_flight),
+        "reconciled", loaded && same_epoch && mysql == redis + in_flight && in_flight >= 0 &&
+                      (units < 0 || in_flight <= units),
+        "drained", loaded && in_flight == 0 && units == 0);
+}
+
+/* The instances' order counters, added up. */
+static long long orders_sum(const json_t *instances, const char *key)
+{
+    const json_t *inst;
+    long long n = 0;
+    size_t i;
+
+    json_array_foreach(instances, i, inst)
+        n += jint(json_object_get(inst, "orders"), key);
+    return n;
+}
+
+json_t *derive_storm(const char *name, const char *stock_src, long long stock, long long copies,
+                     const json_t *load, const json_t *stock_after, const json_t *instances)
+{
+    const json_t *fin = !strcmp(stock_src, "redis")
+                        ? json_object_get(json_object_get(stock_after, "redis"), "count")
+                        : json_object_get(stock_after, "count");
+    long long requests = jint(load, "requests"), ok = jint(json_object_get(load, "status"), "200");
+    long long sold = orders_sum(instances, "sold"), replayed = orders_sum(instances, "replayed");
+    long long drop = json_is_integer(fin) ? stock - json_integer_value(fin) : -1;
+    json_t *o;
+
+    o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+        "strategy", name, "stock_source", stock_src, "stock", (json_int_t)stock,
+        "copies", (json_int_t)copies, "requests", (json_int_t)requests,
+        "orders", (json_int_t)(copies > 0 ? requests / copies : 0),
+        "answered_sold", (json_int_t)ok,
+        "sold", (json_int_t)sold, "sold_out", (json_int_t)orders_sum(instances, "sold_out"),
+        "replayed", (json_int_t)replayed,
+        "unknown", (json_int_t)orders_sum(instances, "unknown"),
+        "failed", (json_int_t)orders_sum(instances, "failed"),
+        "conflicts", (json_int_t)orders_sum(instances, "conflicts"),
+        "transport_errors", (json_int_t)jint(load, "transport_errors"),
+        "stock_drop", (json_int_t)drop);
+    json_object_set_new(o, "exact", json_boolean(drop >= 0 && drop == sold && ok == copies * sold &&
+                                                 replayed == requests - requests / copies &&
+                                                 sold <= stock));
+    if (!strcmp(stock_src, "redis"))
+        json_object_set_new(o, "reconcile", derive_reconcile(stock_after));
+    json_object_set_new(o, "load", json_incref((json_t *)load));
+    json_object_set_new(o, "instances", json_incref((json_t *)instances));
+    return o;
+}
+
+/* raw/storms.tsv (index, strategy, stock source, copies) and its files:
+ * the storms of a run, or an empty array. */
+json_t *build_storms(const char *raw, long long stock)
+{
+    char *tsv = path_join(raw, "storms.tsv"), line[256];
+    FILE *f = fopen(tsv, "r");
+    json_t *out = json_array();
+
+    free(tsv);
+    if (f == NULL)
+        return out;
+    while (fgets(line, sizeof line, f)) {
+        char idx[16], name[64], src[16], file[128];
+        json_t *load, *after, *inst;
+        long long copies;
+
+        if (sscanf(line, "%15s %63s %15s %lld", idx, name, src, &copies) != 4)
+            continue;
+        load = load_part(raw, "storm-%s.load.json", idx, 0);
+        after = load_part(raw, "storm-%s.stock.json", idx, 0);
+        snprintf(file, sizeof file, "storm-%s.stats", idx);
+        inst = load_numbered(raw, file);
+        json_array_append_new(out, derive_storm(name, src, stock, copies, load, after, inst));
+        json_decref(load);
+        json_decref(after);
+        json_decref(inst);
+    }
+    fclose(f);
+    return out;
+}
+
+/* ---------------------------------------------------------------- formats */
+
+static void cell_start(FILE *f, enum fmt fmt, int first)
+{
+    if (fmt == FMT_MD)
+        fputs(first ? "| " : " | ", f);
+    else if (fmt == FMT_HTML)
+        fputs(first ? "<tr><td>" : "</td><td class=n>", f);
+    else if (!first)
+        fputc(' ', f);
+}
+
+static void row_end(FILE *f, enum fmt fmt)
+{
+    fputs(fmt == FMT_MD ? " |\n" : fmt == FMT_HTML ? "</td></tr>\n" : "\n", f);
+}
+
+/* A table's head row: names[0..n), widths for the text form. */
+static void head(FILE *f, enum fmt fmt, const char *const *names, const int *widths, int n)
+{
+    int i;
+
+    if (fmt == FMT_HTML)
+        fputs("<table><tr>", f);
+    for (i = 0; i < n; i++) {
+        if (fmt == FMT_TEXT)
+            fprintf(f, "%s%*s", i ? " " : "", i ? widths[i] : -widths[i], names[i]);
+        else if (fmt == FMT_MD)
+            fprintf(f, "%s%s", i ? " | " : "| ", names[i]);
+        else
+            fprintf(f, "<th>%s</th>", names[i]);
+    }
+    if (fmt == FMT_MD) {
+        fputs(" |\n|", f);
+        for (i = 0; i < n; i++)
+            fputs(i ? "--:|" : "---|", f);
+    }
+    fputs(fmt == FMT_HTML ? "</tr>\n" : "\n", f);
+}
+
+static void cells(FILE *f, enum fmt fmt, const char *const *v, const int *widths, int n)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        cell_start(f, fmt, i == 0);
+        if (fmt == FMT_TEXT)
+            fprintf(f, "%*s", i ? widths[i] : -widths[i], v[i]);
+        else if (fmt == FMT_HTML)
+            html_text(f, v[i]);
+        else
+            fputs(v[i], f);
+    }
+    row_end(f, fmt);
+}
+
+/* A section's title, lower case on the terminal as the cost table's is,
+ * capitalised as a heading. */
+static void section(FILE *f, enum fmt fmt, const char *title, const char *note)
+{
+    char heading[200];
+
+    snprintf(heading, sizeof heading, "%s", title);
+    if (heading[0] >= 'a' && heading[0] <= 'z')
+        heading[0] = (char)(heading[0] - 'a' + 'A');
+    if (fmt == FMT_TEXT)
+        fprintf(f, "\n%s\n", title);
+    else if (fmt == FMT_MD)
+        fprintf(f, "## %s\n\n%s\n\n", heading, note);
+    else {
+        fprintf(f, "<h2>");
+        html_text(f, heading);
+        fprintf(f, "</h2>\n<p class=note>");
+        html_text(f, note);
+        fprintf(f, "</p>\n");
+    }
+}
+
+static void table_end(FILE *f, enum fmt fmt)
+{
+    fputs(fmt == FMT_HTML ? "</table>\n" : fmt == FMT_MD ? "\n" : "", f);
+}
+
+static const char front_note[] =
+    "What each run sold per second against what the stack answers through the same front "
+    "end and connections for GET /health, which touches no backend: the most any strategy "
+    "can sell here. retries/sale: lost races retried (redis-watch's EXECs, the optimistic "
+    "UPDATEs) and lock polls, per sale.";
+
+void print_front(FILE *f, const json_t *res, enum fmt fmt)
+{
+    static const char *const names[] = { "strategy", "sold/s", "of http", "retries/sale" };
+    static const int widths[] = { 20, 9, 8, 12 };
+    const json_t *http = json_object_get(json_object_get(json_object_get(res, "limits"),
+                                                         "ceilings"), CEIL_HTTP);
+    const json_t *runs = json_object_get(res, "runs"), *run;
+    char title[160], v[4][32];
+    const char *cv[4] = { v[0], v[1], v[2], v[3] };
+    size_t i;
+
+    if (!json_is_object(http) || jnum(http, "rate") <= 0)
+        return;
+    snprintf(title, sizeof title, "the HTTP tier: GET /health, %lld connections: %.0f "
+             "answers/s, the most any strategy can sell through it",
+             jint(http, "connections"), jnum(http, "rate"));
+    section(f, fmt, title, front_note);
+    head(f, fmt, names, widths, 4);
+    json_array_foreach(runs, i, run) {
+        snprintf(v[0], sizeof v[0], "%s", jstr(run, "strategy", "?"));
+        snprintf(v[1], sizeof v[1], "%.0f", jnum(run, "sold_per_s"));
+        if (json_is_number(json_object_get(run, "http_share")))
+            snprintf(v[2], sizeof v[2], "%.1f%%", jnum(run, "http_share") * 100.0);
+        else
+            snprintf(v[2], sizeof v[2], "-");
+        if (json_is_number(json_object_get(run, "retries_per_sale")))
+            snprintf(v[3], sizeof v[3], "%.2f", jnum(run, "retries_per_sale"));
+        else
+            snprintf(v[3], sizeof v[3], "-");
+        cells(f, fmt, cv, widths, 4);
+    }
+    table_end(f, fmt);
+}
+
+static const char stock_note[] =
+    "The runs that sell from Redis (stock:P), read once the consumers had drained the sales "
+    "stream: Redis's count (the final of the table above), MariaDB's, the units sold in "
+    "Redis and not yet applied to MariaDB (in flight) and those the stream still held "
+    "unacknowledged. They add up when MariaDB = Redis + in flight, nothing was applied "
+    "twice and every unit in flight is still in the stream; drained: nothing in flight.";
+
+static void reconcile_cells(const json_t *c, char v[][32])
+{
+    snprintf(v[1], 32, "%lld", jint(c, "redis"));
+    snprintf(v[2], 32, "%lld", jint(c, "mysql"));
+    snprintf(v[3], 32, "%lld", jint(c, "in_flight"));
+    snprintf(v[4], 32, "%lld", jint(c, "stream_units"));
+    snprintf(v[5], 32, "%lld", jint(c, "applied"));
+    snprintf(v[6], 32, "%s", !json_is_true(json_object_get(c, "reconciled")) ? "NO"
+             : json_is_true(json_object_get(c, "drained")) ? "yes, drained" : "yes");
+}
+
+void print_reconcile(FILE *f, const json_t *runs, enum fmt fmt)
+{
+    static const char *const names[] = {
+        "strategy", "redis", "mysql", "in flight", "in stream", "applied", "reconciled",
+    };
+    static const int widths[] = { 20, 10, 10, 9, 9, 9, 12 };
+    char v[7][32];
+    const char *cv[7] = { v[0], v[1], v[2], v[3], v[4], v[5], v[6] };
+    const json_t *run;
+    size_t i;
+    int any = 0;
+
+    json_array_foreach(runs, i, run) {
+        const json_t *c = json_object_get(run, "reconcile");
+        if (!json_is_object(c))
+            continue;
+        if (!any++) {
+            section(f, fmt, "the Redis stock at the end of each run: the three stores, in units",
+                    stock_note);
+            head(f, fmt, names, widths, 7);
+        }
+        snprintf(v[0], sizeof v[0], "%s", jstr(run, "strategy", "?"));
+        reconcile_cells(c, v);
+        cells(f, fmt, cv, widths, 7);
+    }
+    if (any)
+        table_end(f, fmt);
+}
+
+static const char storm_note[] =
+    "POST /order with every order sent twice at once, its copies to two different instances "
+    "(ll-load --copies 2). orders sold: first attempts that sold (the instances' count); "
+    "answered sold: the client's 200s, twice the orders sold when every copy of an accepted "
+    "order got its first answer; exact: the stock fell by exactly the orders sold, and every "
+    "copy was answered the first attempt's answer (replayed).";
+
+void print_storms(FILE *f, const json_t *res, enum fmt fmt)
+{
+    static const char *const names[] = {
+        "strategy", "orders", "requests", "orders sold", "answered sold", "sold out",
+        "replayed", "failed", "stock fell", "exact",
+    };
+    static const int widths[] = { 20, 7, 8, 11, 13, 8, 8, 6, 10, 5 };
+    const json_t *storms = json_object_get(res, "storms"), *s;
+    char v[10][32];
+    const char *cv[10];
+    size_t i;
+    int k;
+
+    if (json_array_size(storms) == 0)
+        return;
+    for (k = 0; k < 10; k++)
+        cv[k] = v[k];
+    section(f, fmt, "orders: a retry storm", storm_note);
+    head(f, fmt, names, widths, 10);
+    json_array_foreach(storms, i, s) {
+        snprintf(v[0], 32, "%s", jstr(s, "strategy", "?"));
+        snprintf(v[1], 32, "%lld", jint(s, "orders"));
+        snprintf(v[2], 32, "%lld", jint(s, "requests"));
+        snprintf(v[3], 32, "%lld", jint(s, "sold"));
+        snprintf(v[4], 32, "%lld", jint(s, "answered_sold"));
+        snprintf(v[5], 32, "%lld", jint(s, "sold_out"));
+        snprintf(v[6], 32, "%lld", jint(s, "replayed"));
+        snprintf(v[7], 32, "%lld", jint(s, "failed") + jint(s, "unknown") +
+                 jint(s, "transport_errors"));
+        snprintf(v[8], 32, "%lld", jint(s, "stock_drop"));
+        snprintf(v[9], 32, "%s", json_is_true(json_object_get(s, "exact")) ? "yes" : "NO");
+        cells(f, fmt, cv, widths, 10);
+    }
+    table_end(f, fmt);
+}
+
+/* ---------------------------------------------------------------- check */
+
+/* What ll-report check adds for these: each line on stderr; how many. */
+#define BAD(...) do { fprintf(stderr, "ll-report check: %s: ", path); \
+        fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); n++; } while (0)
+
+int check_stock(const json_t *res, const char *path)
+{
+    const json_t *run, *s;
+    size_t i;
+    int n = 0;
+
+    json_array_foreach(json_object_get(res, "runs"), i, run) {
+        const json_t *c = json_object_get(run, "reconcile");
+        const char *name = jstr(run, "strategy", "?");
+        if (!json_is_object(c) || json_object_get(c, "error"))
+            continue;
+        if (jint(run, "final") != jint(c, "redis"))
+            BAD("%s: final %lld is not Redis's count %lld", name, jint(run, "final"),
+                jint(c, "redis"));
+        if (json_is_true(json_object_get(c, "reconciled")) &&
+            !(jint(c, "difference") == 0 && jint(c, "in_flight") >= 0 &&
+              (jint(c, "stream_units") < 0 || jint(c, "in_flight") <= jint(c, "stream_units"))))
+            BAD("%s: reconciled, but MariaDB %lld, Redis %lld and %lld in flight do not add up",
+                name, jint(c, "mysql"), jint(c, "redis"), jint(c, "in_flight"));
+    }
+    json_array_foreach(json_object_get(res, "storms"), i, s) {
+        long long copies = jint(s, "copies"), req = jint(s, "requests");
+        int exact = jint(s, "stock_drop") == jint(s, "sold") &&
+                    jint(s, "answered_sold") == copies * jint(s, "sold") &&
+                    jint(s, "replayed") == req - (copies > 0 ? req / copies : 0) &&
+                    jint(s, "stock_drop") >= 0 && jint(s, "sold") <= jint(s, "stock");
+        if (json_is_true(json_object_get(s, "exact")) != exact)
+            BAD("storm %s: exact says %s, the counts say otherwise", jstr(s, "strategy", "?"),
+                exact ? "no" : "yes");
+    }
+    return n;
+}
+#undef BAD

@@ -1,0 +1,458 @@
+/* redis_stock.c — what the strategies of the Redis stock share: their keys,
+ * the read and write steps of redis-watch and redis-lock-stock, and the
+ * reset, load and reading of the stock in both stores (redis_stock.h).
+ *
+ * The read step and the write step are one round trip each: their
+ * commands go out together and their replies are read after (hiredis's
+ * redisAppendCommand + redisGetReply). redis-decr does both in one Lua
+ * script instead (redis_decr.c).
+ *
+ * A reset runs in three steps, each atomic in its store: (1) MariaDB's
+ * epoch of the product goes up by one (db_redis_stock), which a consumer
+ * applying an entry reads under a row lock, so from then on no entry of
+ * the old epoch is applied; (2) the caller writes MariaDB's count; (3) one
+ * Lua script loads stock:P with the new epoch, its sold counter at 0, an
+ * empty stream with its consumer group and no buyers. Entries sold from
+ * the old load between (1) and (3) are dropped by the consumers: the reset
+ * overwrote the counts they were sold from, as it does for MariaDB's.
+ */
+#include "redis_stock_private.h"
+#include "../app/db.h"
+#include "../app/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- keys */
+
+void rs_keys(struct rs_keys *k, const char *product, const char *order_no)
+{
+    snprintf(k->stock, sizeof k->stock, "stock:%s", product);
+    snprintf(k->epoch, sizeof k->epoch, "stock:%s:epoch", product);
+    snprintf(k->sold, sizeof k->sold, "stock:%s:sold", product);
+    snprintf(k->sales, sizeof k->sales, "stock:%s:sales", product);
+    snprintf(k->buyers, sizeof k->buyers, "stock:%s:buyers", product);
+    snprintf(k->order, sizeof k->order, "order:%s", order_no ? order_no : "");
+}
+
+void rs_sale_init(struct rs_sale *s, struct lock_ctx *ctx, const struct product *p)
+{
+    const struct order *o = ctx->order;
+
+    memset(s, 0, sizeof *s);
+    s->p = p;
+    s->qty = ctx->qty > 0 ? ctx->qty : 1;
+    s->order_no = o ? o->no : "";
+    s->user = o && o->user ? o->user : "";
+    s->one_per_user = o && o->one_per_user && o->user;
+    s->lock = ctx->ops->name;
+    s->first_remaining = -1;
+    rs_keys(&s->k, p->code, s->order_no);
+}
+
+/* ---------------------------------------------------------------- a round trip */
+
+/* Read n replies of commands already appended to c (server 0). On a
+ * transport failure every reply is freed and the connection dropped:
+ * LL_UNKNOWN when the commands may have changed something (`writes`),
+ * else LL_UNAVAILABLE. One round trip counted. */
+static int rs_replies(struct lock_ctx *ctx, redisContext *c, int n, redisReply **r, int writes)
+{
+    int i, k;
+
+    ctx->backend_ops++;
+    for (i = 0; i < n; i++)
+        if (redisGetReply(c, (void **)&r[i]) != REDIS_OK || r[i] == NULL)
+            break;
+    if (i == n)
+        return LL_OK;
+    for (k = 0; k < i; k++)
+        freeReplyObject(r[k]);
+    redis_drop(ctx, 0, writes ? "MULTI/EXEC" : "read");
+    if (writes)
+        return lock_error(ctx, LL_UNKNOWN, ctx->backend, "%s: the sale was sent and its "
+                          "answer lost: it may or may not have been made", ctx->errstr);
+    return ctx->err;
+}
+
+static void free_replies(redisReply **r, int n)
+{
+    int i;
+    for (i = 0; i < n; i++)
+        if (r[i])
+            freeReplyObject(r[i]);
+}
+
+static long long reply_ll(const redisReply *r, long long def)
+{
+    if (r == NULL)
+        return def;
+    if (r->type == REDIS_REPLY_INTEGER)
+        return r->integer;
+    if (r->type == REDIS_REPLY_STRING)
+        return strtoll(r->str, NULL, 10);
+    return def;
+}
+
+static void reply_str(const redisReply *r, char *out, size_t size)
+{
+    snprintf(out, size, "%s", r && r->type == REDIS_REPLY_STRING ? r->str : "");
+}
+
+/* The first error reply among r[0..n), as ctx's error; LL_OK if none. */
+static int first_error(struct lock_ctx *ctx, redisReply **r, int n, const char *key)
+{
+    int i;
+
+    for (i = 0; i < n; i++)
+        if (r[i]->type == REDIS_REPLY_ERROR) {
+            int rc = redis_reply_error(ctx, 0, r[i], key);  /* frees r[i] */
+            r[i] = NULL;
+            return rc;
+        }
+    return LL_OK;
+}
+
+/* ---------------------------------------------------------------- read, write */
+
+int rs_read(struct lock_ctx *ctx, struct rs_sale *s, int watch)
+{
+    redisContext *c = redis_link(ctx, 0, REDIS_CMD_TIMEOUT_MS);
+    redisReply *r[4] = { NULL };
+    int n = 0, rc, at;
+
+    if (c == NULL)
+        return ctx->err;
+    if (watch) {
+        redisAppendCommand(c, "WATCH %s %s %s", s->k.stock, s->k.order, s->k.buyers);
+        n++;
+    }
+    redisAppendCommand(c, "MGET %s %s", s->k.stock, s->k.epoch);
+    redisAppendCommand(c, "HMGET %s result remaining qty product", s->k.order);
+    redisAppendCommand(c, "HGET %s %s", s->k.buyers, s->user);
+    n += 3;
+    if ((rc = rs_replies(ctx, c, n, r, 0)) != LL_OK)
+        return rc;
+    if ((rc = first_error(ctx, r, n, s->k.stock)) != LL_OK) {
+        free_replies(r, n);
+        return rc;
+    }
+    at = watch;
+    if (r[at]->type != REDIS_REPLY_ARRAY || r[at]->elements != 2 ||
+        r[at + 1]->type != REDIS_REPLY_ARRAY || r[at + 1]->elements != 4) {
+        free_replies(r, n);
+        return lock_error(ctx, LL_ERROR, "redis", "%s: unexpected reply to the read step",
+                          s->k.stock);
+    }
+    s->loaded = r[at]->element[0]->type == REDIS_REPLY_STRING;
+    s->count = reply_ll(r[at]->element[0], 0);
+    s->epoch = reply_ll(r[at]->element[1], 0);
+    if (s->order_no[0] && r[at + 1]->element[0]->type == REDIS_REPLY_STRING) {
+        s->replayed = 1;
+        reply_str(r[at + 1]->element[0], s->first_result, sizeof s->first_result);
+        s->first_remaining = reply_ll(r[at + 1]->element[1], -1);
+        s->first_qty = reply_ll(r[at + 1]->element[2], 0);
+        reply_str(r[at + 1]->element[3], s->first_product, sizeof s->first_product);
+    }
+    if (s->one_per_user)
+        reply_str(r[at + 2], s->other, sizeof s->other);
+    free_replies(r, n);
+    return LL_OK;
+}
+
+void rs_unwatch(struct lock_ctx *ctx)
+{
+    redisReply *r = redis_cmd(ctx, 0, "UNWATCH");
+
+    if (r)
+        freeReplyObject(r);
+}
+
+/* Append the order's record: its answer, as a replay will give it. */
+static void append_order(redisContext *c, const struct rs_sale *s, const char *result,
+                         long long remaining)
+{
+    redisAppendCommand(c, "HSET %s result %s remaining %lld qty %lld product %s",
+                       s->k.order, result, remaining, s->qty, s->p->code);
+}
+
+int rs_write(struct lock_ctx *ctx, struct rs_sale *s, int absolute, int *committed,
+             long long *remaining)
+{
+    redisContext *c;
+    redisReply *r[8] = { NULL }, *exec;
+    int n = 0, rc, sold_out = s->count < s->qty;
+    long long left = s->count - s->qty;
+
+    *committed = 0;
+    *remaining = sold_out ? s->count : left;
+    if (sold_out && !s->order_no[0])
+        return LL_SOLD_OUT;                 /* nothing to record */
+    if ((c = redis_link(ctx, 0, REDIS_CMD_TIMEOUT_MS)) == NULL)
+        return ctx->err;
+    redisAppendCommand(c, "MULTI");
+    n++;
+    if (sold_out) {
+        append_order(c, s, "sold_out", s->count);
+        n++;
+    } else {
+        if (absolute)
+            redisAppendCommand(c, "SET %s %lld", s->k.stock, left);
+        else
+            redisAppendCommand(c, "DECRBY %s %lld", s->k.stock, s->qty);
+        redisAppendCommand(c, "INCRBY %s %lld", s->k.sold, s->qty);
+        redisAppendCommand(c, "XADD %s * epoch %lld qty %lld sales 1 order %s user %s "
+                           "lock %s remaining %lld", s->k.sales, s->epoch, s->qty,
+                           s->order_no, s->user, s->lock, left);
+        n += 3;
+        if (s->order_no[0]) {
+            append_order(c, s, "sold", left);
+            n++;
+        }
+        if (s->one_per_user) {
+            redisAppendCommand(c, "HSET %s %s %s", s->k.buyers, s->user, s->order_no);
+            n++;
+        }
+    }
+    redisAppendCommand(c, "EXEC");
+    n++;
+    if ((rc = rs_replies(ctx, c, n, r, 1)) != LL_OK)
+        return rc;
+    exec = r[n - 1];
+    if (exec->type == REDIS_REPLY_ERROR) {  /* EXECABORT: a command was refused */
+        rc = first_error(ctx, r, n - 1, s->k.stock);
+        if (rc == LL_OK)
+            rc = redis_reply_error(ctx, 0, exec, s->k.stock);
+        else
+            freeReplyObject(exec);
+        r[n - 1] = NULL;
+        free_replies(r, n);
+        return rc;
+    }
+    if (exec->type == REDIS_REPLY_ARRAY) {
+        *committed = 1;
+        if (!sold_out && !absolute && exec->elements > 0)
+            *remaining = reply_ll(exec->element[0], left);
+    }
+    free_replies(r, n);
+    return sold_out ? LL_SOLD_OUT : LL_OK;
+}
+
+/* ---------------------------------------------------------------- answers */
+
+int rs_precheck(struct lock_ctx *ctx, struct rs_sale *s, int *done)
+{
+    struct order *o = ctx->order;
+
+    *done = 1;
+    if (s->replayed) {
+        o->replayed = 1;
+        o->first_status = !strcmp(s->first_result, "sold") ? LL_OK
+                        : !strcmp(s->first_result, "sold_out") ? LL_SOLD_OUT : LL_UNKNOWN;
+        o->first_remaining = s->first_remaining;
+        o->first_qty = s->first_qty;
+        snprintf(o->first_product, sizeof o->first_product, "%s", s->first_product);
+        return o->first_status;
+    }
+    if (!s->loaded)
+        return lock_error(ctx, LL_UNAVAILABLE, redis_set_of(ctx)->name[0],
+                          "%s is not in Redis: POST /stock/reset loads it (a Redis server "
+                          "restarted without its append-only file has lost it)", s->k.stock);
+    if (s->one_per_user && s->other[0]) {
+        o->user_limit = 1;
+        snprintf(o->other, sizeof o->other, "%s", s->other);
+        return LL_SOLD_OUT;
+    }
+    *done = 0;
+    return LL_OK;
+}
+
+/* ---------------------------------------------------------------- reset */
+
+int redis_stock_reset_begin(struct lock_ctx *ctx, const struct product *p, long long *epoch)
+{
+    static const char sql_bump[] =
+        "INSERT INTO db_redis_stock (stock_id, epoch, applied) VALUES (?, 1, 0) "
+        "ON DUPLICATE KEY UPDATE epoch = epoch + 1, applied = 0";
+    static const char sql_epoch[] = "SELECT epoch FROM db_redis_stock WHERE stock_id = ?";
+    long long rows = 0;
+    int rc;
+
+    *epoch = 0;
+    if ((rc = db_begin(ctx)) != LL_OK)
+        return rc;
+    rc = db_exec(ctx, sql_bump, NULL, "l", p->id);
+    if (rc == LL_OK)
+        rc = db_exec(ctx, sql_epoch, &rows, "l>l", p->id, epoch);
+    if (rc == LL_OK)
+        return db_commit(ctx);
+    db_rollback(ctx);
+    return rc;
+}
+
+/* KEYS: stock, epoch, sold, sales, buyers, the set of loaded products;
+ * ARGV: count, epoch, group, product. */
+static struct redis_script load_script = {
+    "redis.call('SET', KEYS[1], ARGV[1]) "
+    "redis.call('SET', KEYS[2], ARGV[2]) "
+    "redis.call('SET', KEYS[3], 0) "
+    "redis.call('DEL', KEYS[4], KEYS[5]) "
+    "redis.call('XGROUP', 'CREATE', KEYS[4], ARGV[3], '0', 'MKSTREAM') "
+    "redis.call('SADD', KEYS[6], ARGV[4]) "
+    "return 1",
+    ""
+};
+
+json_t *redis_stock_load(struct lock_ctx *ctx, const struct product *p, long long count,
+                         long long epoch)
+{
+    static const char sql_forget[] =
+        "DELETE FROM db_redis_batch WHERE stock_id = ? AND epoch < ?";
+    struct rs_keys k;
+    char n[24], e[24];
+    const char *argv[10];
+    redisReply *r;
+    int rc;
+
+    rs_keys(&k, p->code, NULL);
+    snprintf(n, sizeof n, "%lld", count);
+    snprintf(e, sizeof e, "%lld", epoch);
+    argv[0] = k.stock, argv[1] = k.epoch, argv[2] = k.sold, argv[3] = k.sales;
+    argv[4] = k.buyers, argv[5] = REDIS_STOCK_SET;
+    argv[6] = n, argv[7] = e, argv[8] = REDIS_STOCK_GROUP, argv[9] = p->code;
+    ctx->err = 0;
+    if ((r = redis_eval(ctx, 0, &load_script, 6, 10, argv)) == NULL)
+        rc = ctx->err;
+    else if (r->type == REDIS_REPLY_ERROR)
+        rc = redis_reply_error(ctx, 0, r, k.stock);
+    else {
+        freeReplyObject(r);
+        rc = LL_OK;
+    }
+    if (rc != LL_OK)
+        return json_pack("{s:s,s:s,s:s?}", "result", ll_status_name(rc), "error", ctx->errstr,
+                         "backend", ctx->backend);
+    /* The old epochs' entries can never be applied again: forget them. */
+    if (db_exec(ctx, sql_forget, NULL, "ll", p->id, epoch) != LL_OK)
+        fprintf(stderr, "locklab: %s: %s\n", sql_forget, ctx->errstr);
+    return json_pack("{s:s,s:I,s:I}", "key", k.stock, "count", (json_int_t)count,
+                     "epoch", (json_int_t)epoch);
+}
+
+/* ---------------------------------------------------------------- reading */
+
+/* What Redis holds of a product, read atomically: the count, sold and
+ * epoch (strings, '' when missing), then the stream's length (-1: no
+ * stream), its entries pending in the group (-1: no group), those not yet
+ * delivered, and the units of both (-1: more entries than ARGV[2]).
+ * KEYS: stock, sold, epoch, sales; ARGV: group, cap. */
+static struct redis_script read_script = {
+    "local v = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3]) "
+    "local out = {v[1] or '', v[2] or '', v[3] or '', -1, -1, 0, 0} "
+    "if redis.call('EXISTS', KEYS[4]) == 0 then return out end "
+    "out[4] = redis.call('XLEN', KEYS[4]) "
+    "local last "
+    "for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[4])) do "
+    "  local h = {} "
+    "  for i = 1, #g, 2 do h[g[i]] = g[i + 1] end "
+    "  if h['name'] == ARGV[1] then last = h['last-delivered-id']; out[5] = h['pending'] end "
+    "end "
+    "if not last then return out end "
+    "local cap, units = tonumber(ARGV[2]), 0 "
+    "local function qty(f) "
+    "  for i = 1, #f, 2 do if f[i] == 'qty' then return tonumber(f[i + 1]) end end "
+    "  return 0 "
+    "end "
+    "local fresh = redis.call('XRANGE', KEYS[4], '(' .. last, '+', 'COUNT', cap + 1) "
+    "out[6] = #fresh "
+    "for _, e in ipairs(fresh) do units = units + qty(e[2]) end "
+    "local pend = {} "
+    "if out[5] > 0 then pend = redis.call('XPENDING', KEYS[4], ARGV[1], '-', '+', cap + 1) end "
+    "for _, p in ipairs(pend) do "
+    "  local e = redis.call('XRANGE', KEYS[4], p[1], p[1]) "
+    "  if e[1] then units = units + qty(e[1][2]) end "
+    "end "
+    "if #fresh > cap or #pend > cap then units = -1 end "
+    "out[7] = units "
+    "return out",
+    ""
+};
+
+#define RS_READ_CAP 100000      /* entries the reading counts the units of */
+
+/* MariaDB's side, read in one statement: the count, the epoch and the
+ * units applied in it (-1, -1 when the product was never loaded). */
+static int mysql_side(struct lock_ctx *ctx, const struct product *p, long long *count,
+                      long long *epoch, long long *applied)
+{
+    static const char sql[] =
+        "SELECT s.count, IFNULL(r.epoch, -1), IFNULL(r.applied, -1) FROM db_stock s "
+        "LEFT JOIN db_redis_stock r ON r.stock_id = s.id WHERE s.id = ?";
+    long long rows = 0;
+    int rc = db_exec(ctx, sql, &rows, "l>lll", p->id, count, epoch, applied);
+
+    if (rc == LL_OK && rows == 0)
+        return lock_error(ctx, LL_ERROR, "mysql", "db_stock row %lld vanished", p->id);
+    return rc;
+}
+
+static json_t *failure(struct lock_ctx *ctx, int rc)
+{
+    return json_pack("{s:s,s:s,s:s?}", "result", ll_status_name(rc), "error", ctx->errstr,
+                     "backend", ctx->backend);
+}
+
+json_t *redis_stock_json(struct lock_ctx *ctx, const struct product *p)
+{
+    long long m_count, m_epoch, applied, r_count, sold, r_epoch, in_flight;
+    long long len, pending, undelivered, units;
+    struct rs_keys k;
+    char cap[16];
+    const char *argv[6];
+    redisReply *r;
+    json_t *out;
+    int rc, loaded, reconciled;
+
+    rs_keys(&k, p->code, NULL);
+    ctx->err = 0;
+    if ((rc = mysql_side(ctx, p, &m_count, &m_epoch, &applied)) != LL_OK)
+        return failure(ctx, rc);
+    snprintf(cap, sizeof cap, "%d", RS_READ_CAP);
+    argv[0] = k.stock, argv[1] = k.sold, argv[2] = k.epoch, argv[3] = k.sales;
+    argv[4] = REDIS_STOCK_GROUP, argv[5] = cap;
+    if ((r = redis_eval(ctx, 0, &read_script, 4, 6, argv)) == NULL)
+        return failure(ctx, ctx->err);
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 7)
+        return failure(ctx, redis_reply_error(ctx, 0, r, k.stock));
+    loaded = r->element[0]->type == REDIS_REPLY_STRING && r->element[0]->len > 0;
+    r_count = reply_ll(r->element[0], 0);
+    sold = reply_ll(r->element[1], 0);
+    r_epoch = reply_ll(r->element[2], 0);
+    len = reply_ll(r->element[3], -1);
+    pending = reply_ll(r->element[4], -1);
+    undelivered = reply_ll(r->element[5], 0);
+    units = reply_ll(r->element[6], -1);
+    freeReplyObject(r);
+
+    in_flight = sold - applied;
+    /* Each store adds up by itself (count + sold, count + applied: the
+     * count loaded), the two loads are the same epoch's, nothing is
+     * applied twice (in_flight >= 0), and nothing in flight lacks its
+     * entry in the stream (an entry applied but not yet acknowledged is
+     * the only one counted on the stream's side alone). */
+    reconciled = loaded && r_epoch == m_epoch && m_count == r_count + in_flight &&
+                 in_flight >= 0 && (units < 0 || in_flight <= units);
+    out = json_pack("{s:s,s:b,s:I,s:I,s:I,s:I,s:{s:s,s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I},"
+                    "s:I,s:b,s:b}",
+        "key", k.stock, "loaded", loaded, "count", (json_int_t)r_count,
+        "sold", (json_int_t)sold, "epoch", (json_int_t)r_epoch,
+        "load", (json_int_t)(r_count + sold),
+        "stream", "key", k.sales, "entries", (json_int_t)len, "pending", (json_int_t)pending,
+        "undelivered", (json_int_t)undelivered, "units", (json_int_t)units,
+        "mysql", "count", (json_int_t)m_count, "applied", (json_int_t)applied,
+        "epoch", (json_int_t)m_epoch,
+        "in_flight", (json_int_t)in_flight, "reconciled", reconciled,
+        "drained", loaded && in_flight == 0 && units == 0);
+    return out;
+}

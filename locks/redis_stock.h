@@ -1,0 +1,145 @@
+/* redis_stock.h — the stock in Redis: the seckill path of seeds 001 and 004,
+ * as the rest of the server sees it (POST /stock/reset, GET /stock,
+ * /stats, the consumer thread of main()).
+ *
+ * The strategies of the family "redis-stock" (redis-decr, redis-watch,
+ * redis-lock-stock) sell product P from Redis, not from MariaDB: each sale
+ * takes its units from `stock:P` and, in the same atomic step, appends an
+ * entry to the stream `stock:P:sales` (and records the order, when there is
+ * one). A consumer thread in every instance reads the stream as a member of
+ * the consumer group `locklab` and applies each entry to MariaDB once
+ * (locks/redis_stock_consumer.c): MariaDB is written afterwards, as in a
+ * real flash sale, and nothing is lost between the two stores.
+ *
+ * The keys, on the first --redis server (P a product code, O an order
+ * number, U a user):
+ *   stock:P          the count, a string integer (seed 004's "stock:" + id)
+ *   stock:P:epoch    the epoch the count was loaded in (POST /stock/reset)
+ *   stock:P:sold     units sold from stock:P in this epoch
+ *   stock:P:sales    the stream of sales: fields epoch, qty (units),
+ *                    sales, lock, and for an order's sale order, user,
+ *                    remaining; one entry per sale, or, for redis-decr, one
+ *                    per batch of sales without an order; group "locklab",
+ *                    one consumer per instance (its uuid)
+ *   stock:P:buyers   hash U → O of the orders that asked one per user
+ *   order:O          hash of an order's first answer: result, remaining,
+ *                    qty, product
+ *   locklab:stocks   set of the products loaded into Redis (what the
+ *                    consumers read)
+ * In MariaDB: db_redis_stock (each product's epoch and the units applied
+ * in it), db_redis_applied (one row per applied entry) and db_order.
+ *
+ * The three stores add up: with S the count loaded, at any moment
+ *     Redis:   count + sold = S          (one script or MULTI changes both)
+ *     MariaDB: count + applied = S       (one transaction changes both)
+ * so in_flight = sold − applied is what the stream still has to apply, and
+ * MariaDB's count = Redis's count + in_flight. GET /stock shows them and
+ * what the stream itself holds unacknowledged.
+ */
+#ifndef LOCKLAB_REDIS_STOCK_H
+#define LOCKLAB_REDIS_STOCK_H
+
+#include <jansson.h>
+
+struct config;
+struct lock_ctx;
+struct product;
+
+#define REDIS_STOCK_GROUP "locklab"        /* the consumer group of every stream */
+#define REDIS_STOCK_SET   "locklab:stocks" /* the products loaded into Redis    */
+
+/* redis-decr's sale of n purchases of one product at once, one Lua script
+ * (ll-limits runs the same text, one purchase a call, for its ceiling). Each
+ * purchase in turn, as if alone: its order's first answer if the order
+ * exists; else the user's other order if one per user was asked; else sold
+ * out when fewer than its qty are left; else sold: the units come off the
+ * count, an order's sale is recorded (order:O, its buyer) with an entry of
+ * its own in the stream. Then, once: DECRBY the units sold, INCRBY them in
+ * stock:P:sold, and one entry for the sales without an order (qty = their
+ * units, sales = their number).
+ *   KEYS  stock:P stock:P:sold stock:P:sales stock:P:epoch stock:P:buyers,
+ *         then one per purchase: order:O (stock:P when it has none)
+ *   ARGV  lock product, then four per purchase: qty order_no user 0|1
+ *         ('' when none; 1: one order per user)
+ *   reply {"missing"} when stock:P is not loaded, else one array per
+ *         purchase: {"sold", left} · {"sold_out", count} ·
+ *         {"user_limit", order_no} · {"replayed", result, remaining, qty, product} */
+#define REDIS_STOCK_DECR_LUA \
+    "local count = tonumber(redis.call('GET', KEYS[1])) " \
+    "if not count then return {'missing'} end " \
+    "local epoch = redis.call('GET', KEYS[4]) or '0' " \
+    "local out, taken, units, sales = {}, 0, 0, 0 " \
+    "for i = 0, (#ARGV - 2) / 4 - 1 do " \
+    "  local qty, order = tonumber(ARGV[3 + 4 * i]), ARGV[4 + 4 * i] " \
+    "  local user, one, okey = ARGV[5 + 4 * i], ARGV[6 + 4 * i], KEYS[6 + i] " \
+    "  local f = {false} " \
+    "  if order ~= '' then " \
+    "    f = redis.call('HMGET', okey, 'result', 'remaining', 'qty', 'product') " \
+    "  end " \
+    "  local other = one == '1' and not f[1] and redis.call('HGET', KEYS[5], user) " \
+    "  if f[1] then " \
+    "    out[i + 1] = {'replayed', f[1], f[2] or '-1', f[3] or '0', f[4] or ''} " \
+    "  elseif other then " \
+    "    out[i + 1] = {'user_limit', other} " \
+    "  elseif count < qty then " \
+    "    if order ~= '' then " \
+    "      redis.call('HSET', okey, 'result', 'sold_out', 'remaining', count, 'qty', qty, " \
+    "                 'product', ARGV[2]) " \
+    "    end " \
+    "    out[i + 1] = {'sold_out', count} " \
+    "  else " \
+    "    count = count - qty " \
+    "    taken = taken + qty " \
+    "    if order ~= '' then " \
+    "      redis.call('XADD', KEYS[3], '*', 'epoch', epoch, 'qty', qty, 'sales', 1, " \
+    "                 'order', order, 'user', user, 'lock', ARGV[1], 'remaining', count) " \
+    "      redis.call('HSET', okey, 'result', 'sold', 'remaining', count, 'qty', qty, " \
+    "                 'product', ARGV[2]) " \
+    "      if one == '1' then redis.call('HSET', KEYS[5], user, order) end " \
+    "    else " \
+    "      units = units + qty " \
+    "      sales = sales + 1 " \
+    "    end " \
+    "    out[i + 1] = {'sold', count} " \
+    "  end " \
+    "end " \
+    "if taken > 0 then " \
+    "  redis.call('DECRBY', KEYS[1], taken) " \
+    "  redis.call('INCRBY', KEYS[2], taken) " \
+    "end " \
+    "if units > 0 then " \
+    "  redis.call('XADD', KEYS[3], '*', 'epoch', epoch, 'qty', units, 'sales', sales, " \
+    "             'lock', ARGV[1]) " \
+    "end " \
+    "return out"
+
+/* POST /stock/reset, before MariaDB's count is written: a new epoch of P's
+ * Redis stock in MariaDB (db_redis_stock), so that the consumers apply no
+ * entry of the old one from now on. *epoch: the new epoch. */
+int redis_stock_reset_begin(struct lock_ctx *ctx, const struct product *p, long long *epoch);
+
+/* POST /stock/reset, after MariaDB's count is written: load `count` into
+ * stock:P in `epoch`, with an empty stream and no buyers, and delete
+ * MariaDB's record of the old epoch's entries. What happened, as JSON for
+ * the answer: {"key":…,"count":…,"epoch":…} or {"result":…,"error":…}. */
+json_t *redis_stock_load(struct lock_ctx *ctx, const struct product *p, long long count,
+                         long long epoch);
+
+/* GET /stock: both stores and what is in flight between them (see above),
+ * as JSON; never NULL. */
+json_t *redis_stock_json(struct lock_ctx *ctx, const struct product *p);
+
+/* The consumer of this instance: a thread with its own MariaDB and Redis
+ * connections, started by main() and stopped at shutdown. */
+void redis_stock_consumer_start(const struct config *cfg);
+void redis_stock_consumer_stop(void);
+
+/* Fault (?consumer_crash=1, --allow-faults): the next batch this instance's
+ * consumer applies ends the process after its COMMIT, before its XACK. */
+void redis_stock_consumer_crash(void);
+
+/* The consumer's counters for /stats, and their reset. */
+json_t *redis_stock_stats_json(void);
+void    redis_stock_stats_reset(void);
+
+#endif /* LOCKLAB_REDIS_STOCK_H */

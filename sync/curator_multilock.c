@@ -38,6 +38,7 @@ static int op_lock(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)
         json_object_set_new(out, "nodes", list);
         sync_granted(a, out);
     }
+    sync_mark(out, "released_at_ms");
     sync_save_error(ctx, &e);
     for (i = n - 1; i >= 0; i--) {
         int one = curator_unlock(ctx, c, node[i]);
@@ -47,7 +48,6 @@ static int op_lock(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)
         }
     }
     sync_restore_error(ctx, &e);
-    sync_mark(out, "released_at_ms");
     zk_put(c);
     return rc;
 }

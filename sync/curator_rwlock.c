@@ -37,8 +37,8 @@ static int take(struct lock_ctx *ctx, const struct sync_args *a, json_t *out, in
     if (rc == LL_OK) {
         json_object_set_new(out, "node", json_string(zk_basename(node)));
         sync_granted(a, out);
-        rc = curator_unlock(ctx, c, node);
         sync_mark(out, "released_at_ms");
+        rc = curator_unlock(ctx, c, node);
     }
     zk_put(c);
     return rc;
@@ -86,12 +86,12 @@ static int both(struct lock_ctx *ctx, const struct sync_args *a, json_t *out, in
         sync_mark(out, "write_released_at_ms");
         sync_granted(a, out);
     }
+    sync_mark(out, "released_at_ms");
     sync_save_error(ctx, &e);
     if (rc == LL_OK)
         curator_unlock(ctx, c, n2);
     curator_unlock(ctx, c, n1);
     sync_restore_error(ctx, &e);
-    sync_mark(out, "released_at_ms");
     zk_put(c);
     return rc;
 }

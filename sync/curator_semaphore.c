@@ -133,8 +133,8 @@ static int op_acquire(struct lock_ctx *ctx, const struct sync_args *a, json_t *o
         json_object_set_new(out, "leases", list);
         json_object_set_new(out, "max_leases", json_integer(a->permits));
         sync_granted(a, out);
-        rc = curator_leases_return(ctx, c, leases, qty);
         sync_mark(out, "released_at_ms");
+        rc = curator_leases_return(ctx, c, leases, qty);
     }
     zk_put(c);
     return rc;

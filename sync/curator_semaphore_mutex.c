@@ -33,10 +33,10 @@ static int take(struct lock_ctx *ctx, const struct sync_args *a, json_t *out, in
                        "its holder waited %d ms for itself", path, ctx->wait_ms);
         rc = again;
     }
+    sync_mark(out, "released_at_ms");
     sync_save_error(ctx, &e);
     curator_leases_return(ctx, c, lease, 1);
     sync_restore_error(ctx, &e);
-    sync_mark(out, "released_at_ms");
     zk_put(c);
     return rc;
 }

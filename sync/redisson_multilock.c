@@ -105,12 +105,12 @@ static int op_lock(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)
         json_object_set_new(out, "released", json_string("by its lease"));
         return LL_OK;
     }
+    sync_mark(out, "released_at_ms");
     for (i = 0, rc = LL_OK; i < a->nnames; i++) {
         int one = ml_unlock(ctx, &m, i);
         if (rc == LL_OK)
             rc = one;
     }
-    sync_mark(out, "released_at_ms");
     return rc;
 }
 

@@ -176,8 +176,8 @@ static int op_acquire(struct lock_ctx *ctx, const struct sync_args *a, json_t *o
     sync_granted(a, out);
     if (!a->unlock)
         return LL_OK;
-    rc = pse_release(ctx, &p, p.id);
     sync_mark(out, "released_at_ms");
+    rc = pse_release(ctx, &p, p.id);
     return rc;
 }
 

@@ -222,8 +222,8 @@ static int take(struct lock_ctx *ctx, const struct sync_args *a, json_t *out, in
         json_object_set_new(out, "released", json_string("by its lease"));
         return LL_OK;
     }
-    rc = rw_unlock(ctx, &rw, write);
     sync_mark(out, "released_at_ms");
+    rc = rw_unlock(ctx, &rw, write);
     return rc;
 }
 
@@ -254,9 +254,9 @@ static int op_write_read(struct lock_ctx *ctx, const struct sync_args *a, json_t
     rc = rw_unlock(ctx, &rw, 1);
     sync_mark(out, "write_released_at_ms");
     answer_hold(a, &rw, out);
+    sync_mark(out, "released_at_ms");
     if (rc == LL_OK)
         rc = rw_unlock(ctx, &rw, 0);
-    sync_mark(out, "released_at_ms");
     return rc;
 }
 

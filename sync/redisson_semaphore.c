@@ -110,8 +110,8 @@ static int op_acquire(struct lock_ctx *ctx, const struct sync_args *a, json_t *o
     json_object_set_new(out, "acquired", json_integer(strtoll(s.qty, NULL, 10)));
     json_object_set_new(out, "permits_after_acquire", json_integer(s.left));
     sync_granted(a, out);
-    rc = sem_release(ctx, &s, &free);
     sync_mark(out, "released_at_ms");
+    rc = sem_release(ctx, &s, &free);
     if (rc == LL_OK)
         json_object_set_new(out, "permits_after_release", json_integer(free));
     return rc;

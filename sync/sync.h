@@ -13,7 +13,10 @@
  * a worker slot and calls sync_run(), which calls the operation. The
  * operation writes what it was granted into the JSON answer (permit id,
  * lease, count before and after, the wall-clock times at which it asked,
- * was granted and gave back) and returns an ll_status (lock.h): every wait
+ * was granted and gave back — released_at_ms is taken just before the
+ * release is sent, so [granted_at_ms, released_at_ms] lies within the real
+ * hold and overlaps of these intervals are overlaps of holds) and returns
+ * an ll_status (lock.h): every wait
  * ends at ctx->deadline_ms, the request's wait_ms, with LL_TIMEOUT (503).
  *
  * Identity. Each request is its own holder, as each Java thread is: a

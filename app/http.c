@@ -37,6 +37,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -44,6 +45,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 /* An idle keep-alive connection is closed after this many seconds. The
@@ -376,14 +378,53 @@ static enum MHD_Result route_health(struct MHD_Connection *conn, struct request 
  * for hold_ms (the seeds' semaphore: 5 s of work), and it holds a worker
  * slot all that time, as a purchase does. So that a crowd of them cannot
  * starve the purchases, at most half the slots (at least one) serve
- * synchronizers at once; past that a prompt 503 "busy". The seeds'
- * timelines need a few slots per instance (ten semaphore callers over
- * three instances: four at most on one). */
-static _Atomic int sync_in_flight;
+ * synchronizers at once; a further one waits for one of those, within its
+ * own wait_ms, and past that is answered 503 "busy". The seeds' timelines
+ * need a few slots per instance (ten semaphore callers over three
+ * instances: four at most on one). */
+static pthread_mutex_t sync_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sync_cv;
+static pthread_once_t sync_once = PTHREAD_ONCE_INIT;
+static int sync_in_flight;
 
 static int sync_cap(void)
 {
     return cfg->threads / 2 > 0 ? cfg->threads / 2 : 1;
+}
+
+static void sync_cv_init(void)
+{
+    pthread_condattr_t attr;
+
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&sync_cv, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+/* One of the synchronizers' places, waiting no later than deadline_ms. */
+static int sync_enter(int64_t deadline_ms)
+{
+    struct timespec ts = { deadline_ms / 1000, (deadline_ms % 1000) * 1000000 };
+    int ok;
+
+    pthread_once(&sync_once, sync_cv_init);
+    pthread_mutex_lock(&sync_mu);
+    while (sync_in_flight >= sync_cap())
+        if (pthread_cond_timedwait(&sync_cv, &sync_mu, &ts) == ETIMEDOUT)
+            break;
+    if ((ok = sync_in_flight < sync_cap()))
+        sync_in_flight++;
+    pthread_mutex_unlock(&sync_mu);
+    return ok;
+}
+
+static void sync_leave(void)
+{
+    pthread_mutex_lock(&sync_mu);
+    sync_in_flight--;
+    pthread_mutex_unlock(&sync_mu);
+    pthread_cond_signal(&sync_cv);
 }
 
 static enum MHD_Result route_sync(struct MHD_Connection *conn, struct request *r)
@@ -391,24 +432,27 @@ static enum MHD_Result route_sync(struct MHD_Connection *conn, struct request *r
     struct sync_args a;
     struct lock_ctx *ctx;
     json_t *out, *body;
-    char why[160];
+    int64_t t0, left;
+    char why[200];
     int rc;
 
     if (request_sync(r, cfg, &a) != 0)
         return reply_refused(conn, r);
-    if (atomic_fetch_add(&sync_in_flight, 1) >= sync_cap()) {
-        atomic_fetch_sub(&sync_in_flight, 1);
-        snprintf(why, sizeof why, "%d synchronizer operations in flight, the most this "
-                 "instance serves at once (half its %d worker slots: the rest are the "
-                 "purchases')", sync_cap(), cfg->threads);
+    t0 = now_ms();
+    if (!sync_enter(t0 + a.wait_ms)) {
+        snprintf(why, sizeof why, "%d synchronizer operations in flight for %d ms, the most "
+                 "this instance serves at once (half its %d worker slots: the rest are the "
+                 "purchases')", sync_cap(), a.wait_ms, cfg->threads);
         return reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
                      json_pack("{s:s,s:s}", "result", "busy", "error", why));
     }
-    ctx = borrow(a.wait_ms);
+    left = t0 + a.wait_ms - now_ms();        /* one wait_ms for the place and the op */
+    ctx = borrow(left > 0 ? (int)left : 0);
     if (ctx == NULL) {
-        atomic_fetch_sub(&sync_in_flight, 1);
+        sync_leave();
         return no_slot(conn);
     }
+    ctx->wait_ms = a.wait_ms;
     out = json_object();
     rc = sync_run(ctx, &a, out);
     if (rc == LL_OK) {
@@ -422,7 +466,7 @@ static enum MHD_Result route_sync(struct MHD_Connection *conn, struct request *r
     if (status_code(rc) == MHD_HTTP_INTERNAL_SERVER_ERROR)
         log_failure(a.ops->primitive, ctx->errstr);
     pool_put(ctx);
-    atomic_fetch_sub(&sync_in_flight, 1);
+    sync_leave();
     return reply(conn, status_code(rc), body);
 }
 
@@ -442,10 +486,11 @@ static enum MHD_Result route_sync_list(struct MHD_Connection *conn, struct reque
             json_array_append_new(ops, json_pack("{s:s,s:s,s:s}", "name", op->name,
                                                  "params", op->params, "summary", op->summary));
         json_array_append_new(list, json_pack(
-            "{s:s,s:s,s:s,s:s,s:s,s:s?,s:s,s:s,s:s,s:b,s:b,s:b,s:b,s:b,s:o}",
+            "{s:s,s:s,s:s,s:s,s:s,s:s?,s:s,s:s,s:s?,s:s,s:b,s:b,s:b,s:b,s:b,s:o}",
             "primitive", o->primitive, "backend", o->backend, "library", o->library,
             "where", o->where, "summary", o->summary, "flaw", o->flaw,
-            "invariant", o->invariant, "ceiling", o->ceiling, "bench_op", o->bench_op,
+            "invariant", o->invariant, "ceiling", o->ceiling, "bench", o->bench,
+            "bench_check", o->bench_check,
             "distributed", !!(o->props & LOCK_DISTRIBUTED),
             "reentrant", !!(o->props & LOCK_REENTRANT),
             "auto_release", !!(o->props & LOCK_AUTO_RELEASE),

@@ -524,10 +524,10 @@ int request_sync(struct request *r, const struct config *cfg, struct sync_args *
     if (sync_resolve(r, out))
         return r->status;
     for (i = 0; i < P_MAX; i++)
-        if (r->param[i] && i != P_NAME && i != P_BACKEND &&
+        if (r->param[i] && i != P_NAME && i != P_BACKEND && i != P_WAIT_MS &&
             !sync_op_takes(out->op, param_names[i]))
             return request_fail(r, 400, "bad_request", (enum param_id)i, "parameter '%s' does "
-                                "not apply to %s/%s (%s); it takes: name, backend%s%s",
+                                "not apply to %s/%s (%s); it takes: name, backend, wait_ms%s%s",
                                 param_names[i], out->ops->primitive, out->op->name,
                                 out->ops->backend, out->op->params[0] ? ", " : "",
                                 out->op->params);

@@ -145,7 +145,9 @@ struct sync_args;
  * seeds' /test/ routes), checked against cfg and the operation's table
  * (sync/sync.h): a known primitive, backend (redisson or curator; the
  * primitive's first when absent) and operation (404 naming the valid ones
- * otherwise), only the parameters that operation takes, a valid ?name=
+ * otherwise), only the parameters that operation takes (every one takes
+ * name, backend and wait_ms, which bounds its wait for a worker slot too),
+ * a valid ?name=
  * (and ?names=, ?member=, ?permit=), waits and holds within --max-wait-ms
  * (waits default to --lock-wait-ms, the seeds' routes to --max-wait-ms:
  * Redisson waits there without a bound). 0, or the status. */

@@ -102,7 +102,8 @@ const struct sync_ops sync_curator_barrier = {
     .props     = LOCK_DISTRIBUTED | LOCK_EXACT,
     .invariant = "no waiter passes while the barrier is set",
     .ceiling   = "sync_curator_barrier",
-    .bench_op  = "wait",
+    .bench     = "wait",
+    .bench_check = "",
     .ops       = barrier_ops,
     .reset     = barrier_reset,
 };

@@ -206,7 +206,8 @@ const struct sync_ops sync_curator_double_barrier = {
     .props     = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .invariant = "nobody enters before memberQty have, nobody leaves before all have",
     .ceiling   = "sync_curator_double_barrier",
-    .bench_op  = "enter",
+    .bench     = NULL,
+    .bench_check = "",
     .ops       = dbl_ops,
     .reset     = dbl_reset,
 };

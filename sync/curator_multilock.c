@@ -38,7 +38,7 @@ static int op_lock(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)
         json_object_set_new(out, "nodes", list);
         sync_granted(a, out);
     }
-    sync_mark(out, "released_at_ms");
+    sync_released(out);
     sync_save_error(ctx, &e);
     for (i = n - 1; i >= 0; i--) {
         int one = curator_unlock(ctx, c, node[i]);
@@ -74,7 +74,8 @@ const struct sync_ops sync_curator_multilock = {
     .props     = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_FAIR | LOCK_EXACT,
     .invariant = "no two holders of one name at once",
     .ceiling   = "sync_curator_multilock",
-    .bench_op  = "lock",
+    .bench     = "lock?names=bench-ml-a,bench-ml-b",
+    .bench_check = "holders<=1",
     .ops       = ml_ops,
     .reset     = ml_reset,
 };

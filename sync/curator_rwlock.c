@@ -17,6 +17,7 @@
  * Holds last ?hold_ms= and end with the release: there are no leases.
  */
 #include "sync_private.h"
+#include "../app/util.h"
 
 #include <string.h>
 
@@ -37,7 +38,7 @@ static int take(struct lock_ctx *ctx, const struct sync_args *a, json_t *out, in
     if (rc == LL_OK) {
         json_object_set_new(out, "node", json_string(zk_basename(node)));
         sync_granted(a, out);
-        sync_mark(out, "released_at_ms");
+        sync_released(out);
         rc = curator_unlock(ctx, c, node);
     }
     zk_put(c);
@@ -52,6 +53,12 @@ static int op_read(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)
 static int op_write(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)
 {
     return take(ctx, a, out, 1);
+}
+
+/* The comparison's load: a writer one time in four, else a reader. */
+static int op_mixed(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)
+{
+    return take(ctx, a, out, rand64() % 4 == 0);
 }
 
 /* first, then second; write_first says which is the write lock. */
@@ -86,7 +93,7 @@ static int both(struct lock_ctx *ctx, const struct sync_args *a, json_t *out, in
         sync_mark(out, "write_released_at_ms");
         sync_granted(a, out);
     }
-    sync_mark(out, "released_at_ms");
+    sync_released(out);
     sync_save_error(ctx, &e);
     if (rc == LL_OK)
         curator_unlock(ctx, c, n2);
@@ -114,6 +121,8 @@ static int rw_reset(struct lock_ctx *ctx, const char *name)
 static const struct sync_op rw_ops[] = {
     { "read", "wait_ms hold_ms", "readLock().acquire(wait); hold_ms; release()", op_read },
     { "write", "wait_ms hold_ms", "writeLock().acquire(wait); hold_ms; release()", op_write },
+    { "mixed", "wait_ms hold_ms", "write one time in four, else read (bench/compare's load)",
+      op_mixed },
     { "write-read", "wait_ms hold_ms",
       "write, then read (the writer may), then release the write: a downgrade", op_write_read },
     { "read-write", "wait_ms", "read, then wait for write: no upgrade, 503 at the deadline",
@@ -131,7 +140,8 @@ const struct sync_ops sync_curator_rwlock = {
     .props     = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_FAIR | LOCK_EXACT,
     .invariant = "no reader alongside a writer, no two writers",
     .ceiling   = "sync_curator_rwlock",
-    .bench_op  = "write",
+    .bench     = "mixed",
+    .bench_check = "rw",
     .ops       = rw_ops,
     .reset     = rw_reset,
 };

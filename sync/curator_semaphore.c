@@ -133,7 +133,7 @@ static int op_acquire(struct lock_ctx *ctx, const struct sync_args *a, json_t *o
         json_object_set_new(out, "leases", list);
         json_object_set_new(out, "max_leases", json_integer(a->permits));
         sync_granted(a, out);
-        sync_mark(out, "released_at_ms");
+        sync_released(out);
         rc = curator_leases_return(ctx, c, leases, qty);
     }
     zk_put(c);
@@ -186,7 +186,8 @@ const struct sync_ops sync_curator_semaphore = {
     .props     = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .invariant = "leases held never above maxLeases",
     .ceiling   = "sync_curator_semaphore",
-    .bench_op  = "acquire",
+    .bench     = "acquire?permits=3",
+    .bench_check = "holders<=3",
     .ops       = sem_ops,
     .reset     = sem_reset,
 };

@@ -33,7 +33,7 @@ static int take(struct lock_ctx *ctx, const struct sync_args *a, json_t *out, in
                        "its holder waited %d ms for itself", path, ctx->wait_ms);
         rc = again;
     }
-    sync_mark(out, "released_at_ms");
+    sync_released(out);
     sync_save_error(ctx, &e);
     curator_leases_return(ctx, c, lease, 1);
     sync_restore_error(ctx, &e);
@@ -72,7 +72,8 @@ const struct sync_ops sync_curator_semaphore_mutex = {
     .props     = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .invariant = "one holder at a time",
     .ceiling   = "sync_curator_semaphore_mutex",
-    .bench_op  = "acquire",
+    .bench     = "acquire",
+    .bench_check = "holders<=1",
     .ops       = smx_ops,
     .reset     = smx_reset,
 };

@@ -124,6 +124,48 @@ static int op_try_set(struct lock_ctx *ctx, const struct sync_args *a, json_t *o
     return set(ctx, a, out, 1);
 }
 
+/* The comparison's load, and the way to count with a SharedCount: read
+ * the count and its version, trySetCount(count + 1) at that version, again
+ * until it succeeds (or the deadline); one caller of this instance at a
+ * time (sync_local_lock()). */
+static int op_increment(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)
+{
+    char path[ZK_PATH_MAX], buf[4];
+    struct zk_conn *c;
+    struct Stat st;
+    long long before = 0;
+    int rc, zrc = ZBADVERSION, version, tries = 0;
+    void *local;
+
+    curator_path(path, sizeof path, "shared-count", a->name);
+    if ((rc = sync_local_lock(ctx, path, &local)) != LL_OK)
+        return rc;
+    if ((rc = zk_connect(ctx, &c)) != LL_OK) {
+        sync_local_unlock(local);
+        return rc;
+    }
+    while (rc == LL_OK && zrc == ZBADVERSION) {
+        if (tries++ > 0 && lock_time_left(ctx) <= 0) {
+            rc = lock_timeout(ctx);
+            break;
+        }
+        if ((rc = read_count(ctx, c, path, 0, &before, &version)) != LL_OK)
+            break;
+        encode(before + 1, buf);
+        zrc = zk_set(ctx, c, path, buf, 4, version, &st);
+        if (zrc != ZOK && zrc != ZBADVERSION)
+            rc = zk_fail(ctx, zrc, "setData", path);
+    }
+    json_object_set_new(out, "tries", json_integer(tries));
+    if (rc == LL_OK) {
+        json_object_set_new(out, "count_before", json_integer(before));
+        answer(out, before + 1, st.version);
+    }
+    zk_put(c);
+    sync_local_unlock(local);
+    return rc;
+}
+
 static int count_reset(struct lock_ctx *ctx, const char *name)
 {
     return curator_reset(ctx, "shared-count", name);
@@ -134,6 +176,8 @@ static const struct sync_op count_ops[] = {
     { "set", "count", "setCount(count)", op_set },
     { "try-set", "count version", "trySetCount(version, count): only at that version",
       op_try_set },
+    { "increment", "wait_ms", "trySetCount(count + 1) at the version read, until it succeeds",
+      op_increment },
     { NULL, NULL, NULL, NULL },
 };
 
@@ -147,7 +191,8 @@ const struct sync_ops sync_curator_shared_count = {
     .props     = LOCK_DISTRIBUTED | LOCK_EXACT,
     .invariant = "a versioned set never overwrites a newer count",
     .ceiling   = "sync_curator_shared_count",
-    .bench_op  = "get",
+    .bench     = "increment",
+    .bench_check = "distinct:count",
     .ops       = count_ops,
     .reset     = count_reset,
 };

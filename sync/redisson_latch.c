@@ -161,7 +161,8 @@ const struct sync_ops sync_redisson_latch = {
     .props     = LOCK_DISTRIBUTED | LOCK_EXACT,
     .invariant = "the latch opens at exactly the count-th countDown",
     .ceiling   = "sync_redisson_latch",
-    .bench_op  = "count-down",
+    .bench     = "count-down?count=1000000000",
+    .bench_check = "distinct:count_before",
     .ops       = latch_ops,
     .reset     = latch_reset,
 };

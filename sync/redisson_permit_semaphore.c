@@ -176,7 +176,7 @@ static int op_acquire(struct lock_ctx *ctx, const struct sync_args *a, json_t *o
     sync_granted(a, out);
     if (!a->unlock)
         return LL_OK;
-    sync_mark(out, "released_at_ms");
+    sync_released(out);
     rc = pse_release(ctx, &p, p.id);
     return rc;
 }
@@ -239,7 +239,8 @@ const struct sync_ops sync_redisson_permit_semaphore = {
     .props     = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .invariant = "permits in use never above the permits set",
     .ceiling   = "sync_redisson_permit_semaphore",
-    .bench_op  = "acquire",
+    .bench     = "acquire?permits=3&lease_ms=10000&unlock=1",
+    .bench_check = "holders<=3",
     .ops       = pse_ops,
     .reset     = pse_reset,
 };

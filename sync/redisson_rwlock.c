@@ -37,6 +37,7 @@
  * ("读锁却不能进入写锁").
  */
 #include "sync_private.h"
+#include "../app/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,7 +223,7 @@ static int take(struct lock_ctx *ctx, const struct sync_args *a, json_t *out, in
         json_object_set_new(out, "released", json_string("by its lease"));
         return LL_OK;
     }
-    sync_mark(out, "released_at_ms");
+    sync_released(out);
     rc = rw_unlock(ctx, &rw, write);
     return rc;
 }
@@ -235,6 +236,12 @@ static int op_read(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)
 static int op_write(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)
 {
     return take(ctx, a, out, 1);
+}
+
+/* The comparison's load: a writer one time in four, else a reader. */
+static int op_mixed(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)
+{
+    return take(ctx, a, out, rand64() % 4 == 0);
 }
 
 /* Downgrade: write, then read (granted to the writer), then write back. */
@@ -254,7 +261,7 @@ static int op_write_read(struct lock_ctx *ctx, const struct sync_args *a, json_t
     rc = rw_unlock(ctx, &rw, 1);
     sync_mark(out, "write_released_at_ms");
     answer_hold(a, &rw, out);
-    sync_mark(out, "released_at_ms");
+    sync_released(out);
     if (rc == LL_OK)
         rc = rw_unlock(ctx, &rw, 0);
     return rc;
@@ -296,6 +303,8 @@ static const struct sync_op rw_ops[] = {
       "readLock().lock(lease): shared with other readers", op_read },
     { "write", "wait_ms hold_ms lease_ms unlock",
       "writeLock().lock(lease): alone", op_write },
+    { "mixed", "wait_ms hold_ms lease_ms unlock",
+      "write one time in four, else read (bench/compare's load)", op_mixed },
     { "write-read", "wait_ms hold_ms lease_ms",
       "write, then read (the writer may), then unlock the write: a downgrade", op_write_read },
     { "read-write", "wait_ms lease_ms",
@@ -313,7 +322,8 @@ const struct sync_ops sync_redisson_rwlock = {
     .props     = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .invariant = "no reader alongside a writer, no two writers",
     .ceiling   = "sync_redisson_rwlock",
-    .bench_op  = "write",
+    .bench     = "mixed?lease_ms=10000&unlock=1",
+    .bench_check = "rw",
     .ops       = rw_ops,
     .reset     = rw_reset,
 };

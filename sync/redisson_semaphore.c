@@ -110,7 +110,7 @@ static int op_acquire(struct lock_ctx *ctx, const struct sync_args *a, json_t *o
     json_object_set_new(out, "acquired", json_integer(strtoll(s.qty, NULL, 10)));
     json_object_set_new(out, "permits_after_acquire", json_integer(s.left));
     sync_granted(a, out);
-    sync_mark(out, "released_at_ms");
+    sync_released(out);
     rc = sem_release(ctx, &s, &free);
     if (rc == LL_OK)
         json_object_set_new(out, "permits_after_release", json_integer(free));
@@ -176,7 +176,8 @@ const struct sync_ops sync_redisson_semaphore = {
     .props     = LOCK_DISTRIBUTED | LOCK_EXACT,
     .invariant = "permits in use never above the permits set",
     .ceiling   = "sync_redisson_semaphore",
-    .bench_op  = "acquire",
+    .bench     = "acquire?permits=3",
+    .bench_check = "holders<=3",
     .ops       = sem_ops,
     .reset     = sem_reset,
 };

@@ -52,6 +52,21 @@ const struct sync_op *sync_op_find(const struct sync_ops *ops, const char *op)
     return NULL;
 }
 
+const struct sync_op *sync_bench_op(const struct sync_ops *ops)
+{
+    char name[32];
+    size_t n;
+
+    if (ops->bench == NULL)
+        return NULL;
+    n = strcspn(ops->bench, "?");
+    if (n >= sizeof name)
+        return NULL;
+    memcpy(name, ops->bench, n);
+    name[n] = '\0';
+    return sync_op_find(ops, name);
+}
+
 int sync_op_takes(const struct sync_op *op, const char *param)
 {
     size_t n = strlen(param);
@@ -76,14 +91,14 @@ int sync_table_check(const struct sync_ops *const *table, int n, char *err, int 
     for (i = 0; i < n; i++) {
         t = table[i];
         if (!t->primitive || !t->backend || !t->library || !t->summary || !t->ceiling ||
-            !t->where || !t->invariant || !t->bench_op || !t->ops || !t->ops[0].name) {
+            !t->where || !t->invariant || !t->bench_check || !t->ops || !t->ops[0].name) {
             snprintf(err, (size_t)len, "synchronizer %d of the registry (%s) lacks a field "
                      "or has no operation", i, t->primitive ? t->primitive : "unnamed");
             return -1;
         }
-        if (sync_op_find(t, t->bench_op) == NULL) {
-            snprintf(err, (size_t)len, "synchronizer %s/%s: its bench_op %s is none of its "
-                     "operations", t->primitive, t->backend, t->bench_op);
+        if (t->bench && sync_bench_op(t) == NULL) {
+            snprintf(err, (size_t)len, "synchronizer %s/%s: its bench %s names none of its "
+                     "operations", t->primitive, t->backend, t->bench);
             return -1;
         }
         for (k = 0; k < i; k++)

@@ -85,7 +85,16 @@ struct sync_ops {
     unsigned    props;      /* LOCK_* bits of lock.h                          */
     const char *invariant;  /* what bench/compare --scenario sync checks      */
     const char *ceiling;    /* the ll-limits key it is measured against       */
-    const char *bench_op;   /* the operation bench/compare loads              */
+    /* What bench/compare --scenario sync loads, and ll-limits runs serially
+     * for the ceiling: "<operation>?<query>" on /sync/<primitive>/ (name and
+     * backend added), or NULL when a stream of callers makes no sense for
+     * it (a double barrier never empties under one). */
+    const char *bench;
+    /* How ll-report checks the invariant from the answers (the intervals
+     * [granted_at_ms, released_at_ms] and the values they name):
+     * "holders<=N", "rw" (no reader or writer beside a writer),
+     * "distinct:<field>" (no value answered twice), or "" (none). */
+    const char *bench_check;
     const struct sync_op *ops;          /* ends with { NULL }                 */
     /* Clear everything of `name` (POST /sync/reset): keys or znodes. */
     int (*reset)(struct lock_ctx *ctx, const char *name);
@@ -99,6 +108,8 @@ const struct sync_ops *const *sync_all(int *count);
  * primitive in the registry (Redisson's before Curator's). */
 const struct sync_ops *sync_find(const char *primitive, const char *backend);
 const struct sync_op  *sync_op_find(const struct sync_ops *ops, const char *op);
+/* The operation ops->bench names, or NULL (none, or not one of its own). */
+const struct sync_op *sync_bench_op(const struct sync_ops *ops);
 /* Does operation op take parameter `param`? */
 int sync_op_takes(const struct sync_op *op, const char *param);
 /* Is table[0..n) valid: primitive, backend, library, summary, ceiling and at

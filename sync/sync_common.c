@@ -12,6 +12,7 @@
 #include "../app/config.h"
 #include "../app/util.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
@@ -36,12 +37,29 @@ void sync_mark(json_t *out, const char *key)
     json_object_set_new(out, key, json_integer((json_int_t)sync_wall_ms()));
 }
 
+static int64_t wall_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void sync_released(json_t *out)
+{
+    int64_t us = wall_us();
+
+    json_object_set_new(out, "released_at_ms", json_integer((json_int_t)(us / 1000)));
+    json_object_set_new(out, "released_at_us", json_integer((json_int_t)us));
+}
+
 void sync_granted(const struct sync_args *a, json_t *out)
 {
-    int64_t now = sync_wall_ms();
+    int64_t us = wall_us(), now = us / 1000;
     json_int_t asked = json_integer_value(json_object_get(out, "asked_at_ms"));
 
     json_object_set_new(out, "granted_at_ms", json_integer((json_int_t)now));
+    json_object_set_new(out, "granted_at_us", json_integer((json_int_t)us));
     json_object_set_new(out, "waited_ms", json_integer(asked ? (json_int_t)now - asked : 0));
     if (a->hold_ms > 0) {
         sleep_us((int64_t)a->hold_ms * 1000);
@@ -68,6 +86,41 @@ void sync_restore_error(struct lock_ctx *ctx, const struct sync_saved_error *e)
     ctx->err = e->err;
     ctx->backend = e->backend;
     memcpy(ctx->errstr, e->errstr, sizeof ctx->errstr);
+}
+
+/* ---------------------------------------------------------------- local queue */
+
+#define STRIPES 64
+static pthread_mutex_t stripes[STRIPES] = {
+#define M4 PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, \
+           PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER
+#define M16 M4, M4, M4, M4
+    M16, M16, M16, M16
+#undef M16
+#undef M4
+};
+
+int sync_local_lock(struct lock_ctx *ctx, const char *key, void **held)
+{
+    uint32_t h = 2166136261u;           /* FNV-1a */
+    int64_t until = sync_wall_ms() + lock_time_left(ctx);
+    struct timespec ts = { until / 1000, (until % 1000) * 1000000 };
+    pthread_mutex_t *m;
+
+    for (; *key; key++)
+        h = (h ^ (unsigned char)*key) * 16777619u;
+    m = &stripes[h % STRIPES];
+    *held = NULL;
+    if (pthread_mutex_timedlock(m, &ts) != 0)
+        return lock_timeout(ctx);
+    *held = m;
+    return LL_OK;
+}
+
+void sync_local_unlock(void *held)
+{
+    if (held)
+        pthread_mutex_unlock(held);
 }
 
 /* ---------------------------------------------------------------- demos */

@@ -14,11 +14,24 @@
 
 /* out[key] = the wall clock now, in ms. */
 void sync_mark(json_t *out, const char *key);
+/* The holder is about to give back what it holds: released_at_ms, and
+ * released_at_us beside granted_at_us for checkers that order holds finer
+ * than a millisecond (ll-report sync). */
+void sync_released(json_t *out);
 /* The holder got what it asked for: granted_at_ms and waited_ms into out,
  * then a->hold_ms of "work" (the seeds' TimeUnit.SECONDS.sleep(5)). */
 void sync_granted(const struct sync_args *a, json_t *out);
 /* The operation needs a->name's count, permits … set: 400 otherwise. */
 int sync_need(struct lock_ctx *ctx, long long value, const char *param);
+
+/* One caller per process at a time for `key` (a striped mutex), waiting
+ * until the request's deadline: LL_OK with *held set, or LL_TIMEOUT. The
+ * optimistic counters take it around their protocol, so that the callers
+ * of one instance queue here instead of racing each other's versions in
+ * ZooKeeper; the wire protocol is unchanged, and the instances still race
+ * one another (and any Java client) exactly as Curator's clients do. */
+int  sync_local_lock(struct lock_ctx *ctx, const char *key, void **held);
+void sync_local_unlock(void *held);
 
 /* ---------------------------------------------------------------- Redisson */
 

@@ -322,7 +322,7 @@ static void test_sync_registry(void)
     for (i = 0; i < n; i++) {
         CHECK(!strcmp(all[i]->backend, "redisson") || !strcmp(all[i]->backend, "curator"));
         CHECK(strncmp(all[i]->ceiling, "sync_", 5) == 0);
-        CHECK(sync_op_find(all[i], all[i]->bench_op) != NULL);
+        CHECK(all[i]->bench == NULL || sync_bench_op(all[i]) != NULL);
         CHECK(all[i]->reset != NULL);
     }
     twin = *all[0];

@@ -174,6 +174,11 @@ int  redis_sub_ready(const char *channel);
  * their turn. redis_sub_releasing() returns NULL when not subscribed. */
 struct redis_sub *redis_sub_releasing(const char *channel);
 void redis_sub_released(struct redis_sub *sub, int published);
+/* The same for a channel joined with another rule than REDIS_WAKE_ONE:
+ * `published` says whether the release published `msg`, and as many
+ * waiters of this process as msg wakes (the channel's rule) are woken at
+ * once, the message then waking nobody here. */
+void redis_sub_released_msg(struct redis_sub *sub, int published, const char *msg);
 
 /* ---------------------------------------------------------------- redis_watchdog.c */
 

@@ -173,6 +173,8 @@ static void on_reply(const redisReply *r)
     if (strcmp(kind, "subscribe") == 0) {
         s->subscribed = 1;
         pthread_cond_broadcast(&s->cv);
+    } else if (strcmp(kind, "message") == 0 && s->wake != REDIS_WAKE_ONE && s->echoes > 0) {
+        s->echoes--;                    /* a release here woke its waiters already */
     } else if (strcmp(kind, "message") == 0 && s->wake != REDIS_WAKE_ONE) {
         if (r->element[2]->type == REDIS_REPLY_STRING)
             grant_many(s, wake_count(s, r->element[2]->str));
@@ -420,6 +422,21 @@ void redis_sub_released(struct redis_sub *s, int published)
         s->echoes--;            /* the message is to wake a waiter, as usual */
     } else {
         grant(s);               /* a message already spent on the echo: pass it on */
+    }
+    pthread_mutex_unlock(&ps.mu);
+}
+
+void redis_sub_released_msg(struct redis_sub *s, int published, const char *msg)
+{
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&ps.mu);
+    if (published && s->echoes > 0) {
+        grant_many(s, wake_count(s, msg));  /* now; the echo swallows the message */
+    } else if (s->echoes > 0) {
+        s->echoes--;                    /* nothing was published */
+    } else if (published) {
+        grant_many(s, wake_count(s, msg));  /* the message came first, spent on the echo */
     }
     pthread_mutex_unlock(&ps.mu);
 }

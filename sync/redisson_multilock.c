@@ -10,7 +10,10 @@
  * the wait; a lock not obtained in that time releases those it took and
  * fails (with no time left there is no second round); once all are held,
  * each gets the lease asked for (?lease_ms=, 10 s by default). ?hold_ms=
- * then ?unlock=1 give them all back, each unlock publishing "0".
+ * then ?unlock=1 give them all back, each unlock publishing "0", the last
+ * taken first (Redisson unlocks them all at once, asynchronously): a waiter
+ * woken by the first name finds the others free already, rather than
+ * taking the first and waiting again for the next.
  */
 #include "sync_private.h"
 
@@ -112,7 +115,7 @@ static int op_lock(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)
         return LL_OK;
     }
     sync_released(out);
-    for (i = 0, rc = LL_OK; i < a->nnames; i++) {
+    for (i = a->nnames - 1, rc = LL_OK; i >= 0; i--) {    /* the last taken first */
         int one = ml_unlock(ctx, &m, i);
         if (rc == LL_OK)
             rc = one;

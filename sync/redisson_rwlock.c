@@ -20,12 +20,16 @@
  *        fields remain, the hash lives as long as their longest timeout
  *        key (or as the writer's, in write mode); otherwise DEL and "0".
  * write unlock: F:write one less; at zero, DEL and "1" unless F still has
- *        read entries (the downgrade), which leaves mode=read.
+ *        read entries (the downgrade), which leaves mode=read (and answers
+ *        2 here, so the caller knows nothing was published).
  *
  * The seeds' routes take a lock with a 10 s lease and never unlock, so
  * their browser experiment reproduces: two reads pass together, a second
  * write (or a write after a read, a read after a write) waits for the
  * first's lease, ~10 s. ?hold_ms=&unlock=1 hold and release explicitly.
+ * An unlock also wakes the waiters of its own instance at once (one for a
+ * read unlock, all for a write unlock, as the message would), and the
+ * message then wakes nobody here (locks/redis_pubsub.c).
  * Each request is its own Redisson thread (sync.h), so a later request
  * never re-enters a lock an earlier one left. No watchdog: every lock here
  * has an explicit lease (?lease_ms=, 10 s by default), as the seeds' do.
@@ -133,6 +137,7 @@ static struct redis_script write_unlock = {
         "redis.call('publish', KEYS[2], ARGV[1]) "
     "else "
         "redis.call('hset', KEYS[1], 'mode', 'read') "
+        "return 2 "
     "end "
     "return 1",
     ""
@@ -187,10 +192,19 @@ static int rw_unlock(struct lock_ctx *ctx, struct rw *rw, int write)
     const char *rargv[6] = { rw->name, rw->channel, rw->timeout_prefix, rw->key_prefix,
                              "0", rw->field };
     const char *wargv[5] = { rw->name, rw->channel, "1", rw->lease, rw->write_field };
+    struct redis_sub *sub = redis_sub_releasing(rw->channel);
     redisReply *r = write ? redis_eval(ctx, 0, &write_unlock, 2, 5, wargv)
                           : redis_eval(ctx, 0, &read_unlock, 4, 6, rargv);
     long long v;
-    int rc = redisson_int(ctx, r, rw->name, -1, &v);
+    int rc;
+
+    /* Both scripts answer 1 exactly when they published; a write unlock
+     * that leaves its own read entries (the downgrade) answers 2 and
+     * publishes nothing. Redisson's answers 1 there too: the answer is
+     * the caller's own business, the keys and messages are the same. */
+    redis_sub_released_msg(sub, r && r->type == REDIS_REPLY_INTEGER && r->integer == 1,
+                           write ? "1" : "0");
+    rc = redisson_int(ctx, r, rw->name, -1, &v);
 
     if (rc == LL_OK && v < 0)
         rc = lock_error(ctx, LL_ERROR, "redis", "attempt to unlock the %s lock of %s, not "

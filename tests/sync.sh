@@ -25,7 +25,10 @@
 #      1000 concurrent increments across the three instances;
 #   6. requests refused: unknown primitives and parameters, waits past
 #      --max-wait-ms, POST /sync/reset without the token;
-#   7. Curator's own recipes in Java (tests/CuratorSync.java, built here
+#   7. bench/compare --scenario sync, short: every synchronizer with a bench
+#      operation runs under contention through nginx, has a ceiling, and
+#      breaks no invariant (ll-report sync's judgement of the answers);
+#   8. Curator's own recipes in Java (tests/CuratorSync.java, built here
 #      with Debian's javac and libcurator-recipes-java) on the same paths:
 #      a Java writer excludes locklab's readers and the reverse; a Java
 #      SemaphoreV2 and locklab's with the same maxLeases never hold more
@@ -34,7 +37,7 @@
 #
 # The only times asserted are the seeds' own (a 10 s lease, 5 s of work, the
 # sixth countdown) and orderings of timestamps; "at once" means well within
-# the lease. About 90 s.
+# the lease. About 2 minutes.
 set -u
 T_NAME=sync
 # shellcheck source=SCRIPTDIR/lib.sh
@@ -52,6 +55,14 @@ get() { t_curl "$U$1"; }
 # The value of FILTER in the JSON answer kept in file $1.
 jf() { t_jq "$(cat "$1")" "$2"; }
 sync_reset() { t_admin -X POST "$U/sync/reset?name=$1" >/dev/null; }
+# The most holders at once among the answers in the files given: each one's
+# [granted_at_us, released_at_us), releases first at one instant.
+most_at_once() {
+    local f
+    for f; do
+        printf '%s 1\n%s -1\n' "$(jf "$f" .granted_at_us)" "$(jf "$f" .released_at_us)"
+    done | sort -k1,1n -k2,2n | awk '{ n += $2; if (n > m) m = n } END { print m }'
+}
 
 t_need redis-cli -- "Redisson key layout checks (redis-cli)" || t_done
 
@@ -130,9 +141,7 @@ t_ok "$spaced = yes" "every grant is at least 5 s after the grant three before i
 waves=$(awk 'NR == 1 || $1 - last > 2500 { if (NR > 1) printf "%d,", n; n = 0 } { n++; last = $1 } END { printf "%d", n }' \
         < <(printf '%s\n' "${grants[@]}"))
 t_ok "'$waves' = 3,3,3,1" "waves of 3, 3, 3, 1 (the seeds' console table): $waves"
-most=$(for i in $(seq 10); do
-           printf '%s 1\n%s -1\n' "$(jf "$WORK/sem.$i" .granted_at_ms)" "$(jf "$WORK/sem.$i" .released_at_ms)"
-       done | sort -k1,1n -k2,2n | awk '{ n += $2; if (n > m) m = n } END { print m }')
+most=$(most_at_once "$WORK"/sem.*)
 t_ok "$most -eq 3" "never more than 3 permits out at once ($most)"
 t_ok "'$(rcli GET semaphore)' = 3" "all three permits back in the string semaphore"
 
@@ -199,9 +208,7 @@ done
 wait
 ok=0
 for i in 1 2 3 4 5 6; do [ "$(jf "$WORK/cs.$i" .result)" = ok ] && ok=$((ok + 1)); done
-most=$(for i in 1 2 3 4 5 6; do
-           printf '%s 1\n%s -1\n' "$(jf "$WORK/cs.$i" .granted_at_ms)" "$(jf "$WORK/cs.$i" .released_at_ms)"
-       done | sort -k1,1n -k2,2n | awk '{ n += $2; if (n > m) m = n } END { print m }')
+most=$(most_at_once "$WORK"/cs.*)
 t_ok "$ok -eq 6 -a $most -eq 2" "InterProcessSemaphoreV2 (maxLeases 2): six holders, at most $most at once"
 get "/sync/multilock/lock?backend=curator&names=cml1&hold_ms=2000" > /dev/null &
 sleep 0.5
@@ -258,6 +265,23 @@ t_ok "$(code "$U/sync/latch/await?name=a/b") -eq 400" "a name with a slash is 40
 t_ok "$(code "$U/sync/rwlock/read?name=a&backend=etcd") -eq 400" "an unknown backend is 400"
 t_ok "$(code -X POST "$U/sync/reset?name=a") -eq 401" "POST /sync/reset needs the admin token"
 t_ok "$(code -X POST "$U/test/read") -eq 405" "POST /test/read is 405"
+
+echo "== bench/compare --scenario sync, short"
+out=$WORK/compare
+if "$T_ROOT/bench/compare" --scenario sync --duration 1 --limits-seconds 0.6 --out "$out" \
+        > "$WORK/compare.log" 2>&1; then
+    res=$(find "$out" -name results-sync.json | head -1)
+    t_ok "-n '$res'" "it writes results-sync.json"
+    if [ -n "$res" ]; then
+        planned=$(t_curl "$U/sync" | jq '[.synchronizers[] | select(.bench != null)] | length')
+        t_ok "$(jq '.runs | length' "$res") -eq $planned" "every synchronizer with a bench operation ran ($planned)"
+        t_ok "$(jq '[.runs[] | select(.ok > 0)] | length' "$res") -eq $planned" "each one answered ok under contention"
+        t_ok "$(jq '[.runs[] | select(.ceiling > 0)] | length' "$res") -eq $planned" "each one has its ceiling"
+        t_ok "$(jq '[.runs[].violations] | add' "$res") -eq 0" "no invariant broken (permits, readers and writers, values)"
+    fi
+else
+    t_ok "1 -eq 0" "bench/compare --scenario sync runs ($(tail -3 "$WORK/compare.log" | tr '\n' ' '))"
+fi
 
 echo "== Curator's own recipes in Java on the same paths"
 CURATOR_CP=/usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar

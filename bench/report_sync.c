@@ -284,7 +284,8 @@ static void print_sync_table(FILE *f, const json_t *runs, int md)
                     jstr(r, "primitive", "?"), jstr(r, "backend", "?"), jstr(r, "bench", "?"),
                     jnum(r, "rate"), jnum(r, "p99_ms"), ceiling, ratio, fam, jint(r, "ok"),
                     jint(r, "lock_timeout"), jint(r, "busy"),
-                    jint(r, "errors") + jint(r, "transport"), jstr(r, "invariant", ""),
+                    jint(r, "errors") + jint(r, "transport"),
+                    jstr(r, "check", "")[0] ? jstr(r, "invariant", "") : "none under this load",
                     jint(r, "examined"), viol);
         else
             fprintf(f, "%-16s %-8s %-32.32s %8.0f %7.1f %8s %6s %6s %7lld %6lld %10s\n",

@@ -159,7 +159,7 @@ const struct sync_ops sync_redisson_latch = {
     .summary   = "Redisson RCountDownLatch: a count <name> set once, DECR by each countDown, deleted at zero with a message that wakes every await (seed 000 §3.9.7)",
     .flaw      = "the seeds' countDown() calls trySetCount(6) first, re-arming an opened latch; a count set by nobody reads as open",
     .props     = LOCK_DISTRIBUTED | LOCK_EXACT,
-    .invariant = "the latch opens at exactly the count-th countDown",
+    .invariant = "each countDown counts once (no count answered twice), so the latch opens at exactly the count-th",
     .ceiling   = "sync_redisson_latch",
     .bench     = "count-down?count=1000000000",
     .bench_check = "distinct:count_before",

@@ -32,12 +32,14 @@
 #include "util.h"
 #include "../locks/lock.h"
 #include "../locks/redis_stock.h"
+#include "../sync/sync.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -45,6 +47,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 /* An idle keep-alive connection is closed after this many seconds. The
@@ -485,11 +488,178 @@ static enum MHD_Result route_health(struct MHD_Connection *conn, struct request 
                  "id", cfg->instance_id, "default_lock", cfg->lock));
 }
 
+/* ---------------------------------------------------------------- synchronizers */
+
+/* A synchronizer's operation may block for its whole wait and then hold
+ * for hold_ms (the seeds' semaphore: 5 s of work), and it holds a worker
+ * slot all that time, as a purchase does. So that a crowd of them cannot
+ * starve the purchases, at most half the slots (at least one) serve
+ * synchronizers at once; a further one waits for one of those, within its
+ * own wait_ms, and past that is answered 503 "busy". The seeds' timelines
+ * need a few slots per instance (ten semaphore callers over three
+ * instances: four at most on one). */
+static pthread_mutex_t sync_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sync_cv;
+static pthread_once_t sync_once = PTHREAD_ONCE_INIT;
+static int sync_in_flight;
+
+static int sync_cap(void)
+{
+    return cfg->threads / 2 > 0 ? cfg->threads / 2 : 1;
+}
+
+static void sync_cv_init(void)
+{
+    pthread_condattr_t attr;
+
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&sync_cv, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+/* One of the synchronizers' places, waiting no later than deadline_ms. */
+static int sync_enter(int64_t deadline_ms)
+{
+    struct timespec ts = { deadline_ms / 1000, (deadline_ms % 1000) * 1000000 };
+    int ok;
+
+    pthread_once(&sync_once, sync_cv_init);
+    pthread_mutex_lock(&sync_mu);
+    while (sync_in_flight >= sync_cap())
+        if (pthread_cond_timedwait(&sync_cv, &sync_mu, &ts) == ETIMEDOUT)
+            break;
+    if ((ok = sync_in_flight < sync_cap()))
+        sync_in_flight++;
+    pthread_mutex_unlock(&sync_mu);
+    return ok;
+}
+
+static void sync_leave(void)
+{
+    pthread_mutex_lock(&sync_mu);
+    sync_in_flight--;
+    pthread_mutex_unlock(&sync_mu);
+    pthread_cond_signal(&sync_cv);
+}
+
+static enum MHD_Result route_sync(struct MHD_Connection *conn, struct request *r)
+{
+    struct sync_args a;
+    struct lock_ctx *ctx;
+    json_t *out, *body;
+    int64_t t0, left;
+    char why[200];
+    int rc;
+
+    if (request_sync(r, cfg, &a) != 0)
+        return reply_refused(conn, r);
+    t0 = now_ms();
+    if (!sync_enter(t0 + a.wait_ms)) {
+        snprintf(why, sizeof why, "%d synchronizer operations in flight for %d ms, the most "
+                 "this instance serves at once (half its %d worker slots: the rest are the "
+                 "purchases')", sync_cap(), a.wait_ms, cfg->threads);
+        return reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+                     json_pack("{s:s,s:s}", "result", "busy", "error", why));
+    }
+    left = t0 + a.wait_ms - now_ms();        /* one wait_ms for the place and the op */
+    ctx = borrow(left > 0 ? (int)left : 0);
+    if (ctx == NULL) {
+        sync_leave();
+        return no_slot(conn);
+    }
+    ctx->wait_ms = a.wait_ms;
+    out = json_object();
+    rc = sync_run(ctx, &a, out);
+    if (rc == LL_OK) {
+        body = out;
+        json_object_set_new(body, "result", json_string("ok"));
+    } else {
+        body = failure_json(rc, ctx);
+        json_object_update_missing(body, out);
+        json_decref(out);
+    }
+    if (status_code(rc) == MHD_HTTP_INTERNAL_SERVER_ERROR)
+        log_failure(a.ops->primitive, ctx->errstr);
+    pool_put(ctx);
+    sync_leave();
+    return reply(conn, status_code(rc), body);
+}
+
+static enum MHD_Result route_sync_list(struct MHD_Connection *conn, struct request *r)
+{
+    const struct sync_ops *const *all;
+    const struct sync_op *op;
+    json_t *list = json_array(), *ops;
+    int i, n;
+
+    (void)r;
+    all = sync_all(&n);
+    for (i = 0; i < n; i++) {
+        const struct sync_ops *o = all[i];
+        ops = json_array();
+        for (op = o->ops; op->name; op++)
+            json_array_append_new(ops, json_pack("{s:s,s:s,s:s}", "name", op->name,
+                                                 "params", op->params, "summary", op->summary));
+        json_array_append_new(list, json_pack(
+            "{s:s,s:s,s:s,s:s,s:s,s:s?,s:s,s:s,s:s?,s:s,s:b,s:b,s:b,s:b,s:b,s:o}",
+            "primitive", o->primitive, "backend", o->backend, "library", o->library,
+            "where", o->where, "summary", o->summary, "flaw", o->flaw,
+            "invariant", o->invariant, "ceiling", o->ceiling, "bench", o->bench,
+            "bench_check", o->bench_check,
+            "distributed", !!(o->props & LOCK_DISTRIBUTED),
+            "reentrant", !!(o->props & LOCK_REENTRANT),
+            "auto_release", !!(o->props & LOCK_AUTO_RELEASE),
+            "fair", !!(o->props & LOCK_FAIR),
+            "exact", !!(o->props & LOCK_EXACT), "operations", ops));
+    }
+    return reply(conn, MHD_HTTP_OK, json_pack("{s:o,s:i}", "synchronizers", list,
+                                              "max_in_flight", sync_cap()));
+}
+
+/* POST /sync/reset?name=N: every synchronizer's keys or znodes of N. Admin:
+ * it deletes what other clients may hold or wait on (a Java service's lock,
+ * a count), which no ordinary caller of a primitive may do. */
+static enum MHD_Result route_sync_reset(struct MHD_Connection *conn, struct request *r)
+{
+    const struct sync_ops *const *all;
+    struct lock_ctx *ctx;
+    json_t *cleared = json_object();
+    const char *name;
+    char key[64];
+    int i, n, rc;
+
+    if (request_sync_name(r, &name) != 0) {
+        json_decref(cleared);
+        return reply_refused(conn, r);
+    }
+    if ((ctx = borrow(cfg->lock_wait_ms)) == NULL) {
+        json_decref(cleared);
+        return no_slot(conn);
+    }
+    all = sync_all(&n);
+    for (i = 0; i < n; i++) {
+        snprintf(key, sizeof key, "%s/%s", all[i]->primitive, all[i]->backend);
+        ctx->err = 0;
+        ctx->errstr[0] = '\0';
+        rc = all[i]->reset(ctx, name);
+        json_object_set_new(cleared, key, rc == LL_OK ? json_string("ok")
+                                                      : failure_json(rc, ctx));
+    }
+    pool_put(ctx);
+    return reply(conn, MHD_HTTP_OK, json_pack("{s:s,s:s,s:o}", "result", "reset",
+                                              "name", name, "cleared", cleared));
+}
+
 static enum MHD_Result (*const handlers[])(struct MHD_Connection *, struct request *) = {
     [ROUTE_SALE] = route_sale,        [ROUTE_STOCK] = route_stock,
     [ROUTE_STOCK_RESET] = route_stock, [ROUTE_LOCKS] = route_locks,
     [ROUTE_STATS] = route_stats,      [ROUTE_STATS_RESET] = route_stats,
     [ROUTE_HEALTH] = route_health,    [ROUTE_ORDER] = route_order,
+    [ROUTE_SYNC_LIST] = route_sync_list, [ROUTE_SYNC_RESET] = route_sync_reset,
+    [ROUTE_SYNC] = route_sync,        [ROUTE_TEST_READ] = route_sync,
+    [ROUTE_TEST_WRITE] = route_sync,  [ROUTE_TEST_SEMAPHORE] = route_sync,
+    [ROUTE_TEST_LATCH] = route_sync,  [ROUTE_TEST_COUNTDOWN] = route_sync,
 };
 
 /* ---------------------------------------------------------------- dispatch */

@@ -14,6 +14,7 @@
 #include "stats.h"
 #include "../locks/lock.h"
 #include "../locks/redis_stock.h"
+#include "../sync/sync.h"
 
 #include <errno.h>
 #include <mysql.h>
@@ -63,6 +64,10 @@ int main(int argc, char **argv)
     /* A registry with a name twice would serve one of the two: refuse it. */
     locks = lock_all(&nlocks);
     if (lock_table_check(locks, nlocks, err, sizeof err) != 0) {
+        fprintf(stderr, "locklab: %s\n", err);
+        return 2;
+    }
+    if (sync_check_registry(err, sizeof err) != 0) {
         fprintf(stderr, "locklab: %s\n", err);
         return 2;
     }

@@ -15,6 +15,9 @@
 #include "stock.h"
 #include "util.h"
 #include "../locks/lock.h"
+#include "../sync/sync.h"
+
+#include <limits.h>
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -144,7 +147,14 @@ static const char *const param_names[P_MAX] = {
     [P_CRASH] = "crash", [P_LOSE_ANSWER] = "lose_answer",
     [P_ORDER_NO] = "order_no", [P_QTY] = "qty", [P_USER] = "user",
     [P_ONE_PER_USER] = "one_per_user", [P_CONSUMER_CRASH] = "consumer_crash",
+    [P_NAME] = "name", [P_NAMES] = "names", [P_BACKEND] = "backend",
+    [P_LEASE_MS] = "lease_ms", [P_UNLOCK] = "unlock", [P_PERMITS] = "permits",
+    [P_MEMBERS] = "members", [P_MEMBER] = "member",
+    [P_PERMIT] = "permit", [P_DELTA] = "delta", [P_VERSION] = "version",
+    [P_VALUE] = "value",
 };
+
+_Static_assert(P_MAX <= 32, "struct route's params is a 32-bit mask");
 
 #define BIT(p)  (1u << (p))
 #define FAULTS  (BIT(P_HOLD_MS) | BIT(P_LATE_MS) | BIT(P_CRASH) | BIT(P_LOSE_ANSWER) | \
@@ -162,9 +172,29 @@ static const struct route routes[] = {
     { ROUTE_ORDER,       "POST", "/order",       0,
       BIT(P_ORDER_NO) | BIT(P_LOCK) | BIT(P_PRODUCT) | BIT(P_QTY) | BIT(P_USER) |
       BIT(P_ONE_PER_USER) | BIT(P_WAIT_MS) | FAULTS },
+    { ROUTE_SYNC_LIST,   "GET",  "/sync",        0, 0 },
+    { ROUTE_SYNC_RESET,  "POST", "/sync/reset",  1, BIT(P_NAME) },
+    { ROUTE_TEST_READ,   "GET",  "/test/read",   0,
+      BIT(P_WAIT_MS) | BIT(P_HOLD_MS) | BIT(P_LEASE_MS) | BIT(P_UNLOCK) },
+    { ROUTE_TEST_WRITE,  "GET",  "/test/write",  0,
+      BIT(P_WAIT_MS) | BIT(P_HOLD_MS) | BIT(P_LEASE_MS) | BIT(P_UNLOCK) },
+    { ROUTE_TEST_SEMAPHORE, "GET", "/test/semaphore", 0, BIT(P_WAIT_MS) | BIT(P_HOLD_MS) },
+    { ROUTE_TEST_LATCH,  "GET",  "/test/latch",  0, BIT(P_WAIT_MS) },
+    { ROUTE_TEST_COUNTDOWN, "GET", "/test/countdown", 0, 0 },
+    /* Prefix routes come last: an exact path above wins over them. */
+    { ROUTE_SYNC,        "GET",  "/sync/",       0,
+      BIT(P_NAME) | BIT(P_NAMES) | BIT(P_BACKEND) | BIT(P_WAIT_MS) | BIT(P_HOLD_MS) |
+      BIT(P_LEASE_MS) | BIT(P_UNLOCK) | BIT(P_PERMITS) | BIT(P_QTY) | BIT(P_COUNT) |
+      BIT(P_MEMBERS) | BIT(P_MEMBER) | BIT(P_PERMIT) | BIT(P_DELTA) | BIT(P_VERSION) |
+      BIT(P_VALUE) },
 };
 
 #define NROUTES (sizeof routes / sizeof routes[0])
+
+static int route_prefix(const struct route *rt)
+{
+    return rt->path[strlen(rt->path) - 1] == '/';
+}
 
 /* ---------------------------------------------------------------- failures */
 
@@ -222,13 +252,24 @@ int request_begin(struct request *r, const char *method, const char *path,
     size_t i;
 
     memset(r, 0, sizeof *r);
-    for (i = 0; i < NROUTES && strcmp(path, routes[i].path) != 0; i++)
-        ;
+    for (i = 0; i < NROUTES; i++)       /* an exact path first */
+        if (!route_prefix(&routes[i]) && strcmp(path, routes[i].path) == 0)
+            break;
+    if (i == NROUTES)
+        for (i = 0; i < NROUTES; i++)
+            if (route_prefix(&routes[i]) &&
+                strncmp(path, routes[i].path, strlen(routes[i].path)) == 0)
+                break;
     if (i == NROUTES)
         return request_fail(r, 404, "not_found", P_MAX, "no such path; the paths are "
                             "GET /check/lock, GET /stock, POST /stock/reset, GET /locks, "
-                            "GET /stats, POST /stats/reset, GET /health, POST /order");
+                            "GET /stats, POST /stats/reset, GET /health, POST /order, "
+                            "GET /sync, GET /sync/<primitive>/<operation>, POST /sync/reset, "
+                            "GET /test/read, /test/write, /test/semaphore, /test/latch, "
+                            "/test/countdown");
     r->route = &routes[i];
+    if (route_prefix(r->route))
+        r->rest = path + strlen(r->route->path);
     if (strcmp(method, r->route->method) != 0) {
         r->allow = r->route->method;
         return request_fail(r, 405, "method_not_allowed", P_MAX, "%s %s: only %s",
@@ -404,6 +445,170 @@ int request_order(struct request *r, struct order_args *out)
                             "one_per_user=1 needs the user (user=)");
     out->qty = (int)qty;
     out->one_per_user = (int)one;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- a synchronizer */
+
+/* The names of the primitives, or of one primitive's operations, into buf
+ * for a 404's sentence. */
+static void sync_list(char *buf, size_t len, const struct sync_ops *ops)
+{
+    const struct sync_ops *const *all;
+    const struct sync_op *o;
+    size_t at = 0;
+    int i, n;
+
+    buf[0] = '\0';
+    if (ops) {
+        for (o = ops->ops; o->name && at < len; o++)
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "", o->name);
+        return;
+    }
+    all = sync_all(&n);
+    for (i = 0; i < n && at < len; i++)
+        if (sync_find(all[i]->primitive, NULL) == all[i])
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "",
+                                   all[i]->primitive);
+}
+
+/* /sync/<primitive>/<operation> and ?backend= into a->ops and a->op. */
+static int sync_resolve(struct request *r, struct sync_args *a)
+{
+    char primitive[32], shown[48], valid[120];
+    const char *slash = strchr(r->rest, '/'), *backend = r->param[P_BACKEND];
+    size_t n = slash ? (size_t)(slash - r->rest) : 0;
+
+    if (slash == NULL || n == 0 || n >= sizeof primitive)
+        n = 0;
+    else
+        memcpy(primitive, r->rest, n);
+    primitive[n] = '\0';
+    if (n == 0 || sync_find(primitive, NULL) == NULL) {
+        sync_list(valid, sizeof valid, NULL);
+        return request_fail(r, 404, "not_found", P_MAX, "no synchronizer '%s': the paths are "
+                            "/sync/<primitive>/<operation>, primitive one of %s",
+                            text_safe(shown, sizeof shown, r->rest, strlen(r->rest)), valid);
+    }
+    if (backend && strcmp(backend, "redisson") != 0 && strcmp(backend, "curator") != 0)
+        return request_fail(r, 400, "bad_request", P_BACKEND,
+                            "backend must be redisson or curator");
+    if ((a->ops = sync_find(primitive, backend)) == NULL)
+        return request_fail(r, 400, "bad_request", P_BACKEND, "%s has no %s backend here",
+                            primitive, backend);
+    if ((a->op = sync_op_find(a->ops, slash + 1)) == NULL) {
+        sync_list(valid, sizeof valid, a->ops);
+        return request_fail(r, 404, "not_found", P_MAX, "%s (%s) has no operation '%s': "
+                            "it has %s", primitive, a->ops->backend,
+                            text_safe(shown, sizeof shown, slash + 1, strlen(slash + 1)), valid);
+    }
+    return 0;
+}
+
+/* ?names=a,b,c into a->names. */
+static int sync_names(struct request *r, struct sync_args *a)
+{
+    const char *p = r->param[P_NAMES];
+    size_t n;
+
+    while (p && *p) {
+        const char *comma = strchr(p, ',');
+        n = comma ? (size_t)(comma - p) : strlen(p);
+        if (a->nnames == SYNC_MAX_NAMES || n == 0 || n > SYNC_NAME_MAX)
+            return request_fail(r, 400, "bad_request", P_NAMES, "names must be 1 to %d names "
+                                "separated by commas", SYNC_MAX_NAMES);
+        memcpy(a->names[a->nnames], p, n);
+        a->names[a->nnames][n] = '\0';
+        if (!sync_name_valid(a->names[a->nnames++]))
+            return request_fail(r, 400, "bad_request", P_NAMES, "each name must be 1 to %d "
+                                "characters of [A-Za-z0-9_.:-]", SYNC_NAME_MAX);
+        p = comma ? comma + 1 : NULL;
+    }
+    return 0;
+}
+
+static int hex32(const char *s)
+{
+    size_t i;
+
+    for (i = 0; s[i]; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return 0;
+    return i == 32;
+}
+
+int request_sync(struct request *r, const struct config *cfg, struct sync_args *out)
+{
+    static const enum sync_demo demo_of[] = {
+        [ROUTE_TEST_READ] = SYNC_DEMO_READ, [ROUTE_TEST_WRITE] = SYNC_DEMO_WRITE,
+        [ROUTE_TEST_SEMAPHORE] = SYNC_DEMO_SEMAPHORE, [ROUTE_TEST_LATCH] = SYNC_DEMO_LATCH,
+        [ROUTE_TEST_COUNTDOWN] = SYNC_DEMO_COUNTDOWN,
+    };
+    long long wait_ms, hold_ms, lease_ms, unlock;
+    int demo = r->route->id != ROUTE_SYNC, i;
+
+    memset(out, 0, sizeof *out);
+    if (request_int(r, P_WAIT_MS, 0, cfg->max_wait_ms,
+                    demo ? cfg->max_wait_ms : cfg->lock_wait_ms, &wait_ms) ||
+        request_int(r, P_HOLD_MS, 0, cfg->max_wait_ms, -1, &hold_ms) ||
+        request_int(r, P_LEASE_MS, 1, 3600000, -1, &lease_ms) ||
+        request_int(r, P_UNLOCK, 0, 1, 0, &unlock) ||
+        request_int(r, P_PERMITS, 0, 1000000, -1, &out->permits) ||
+        request_int(r, P_QTY, 1, 16, -1, &out->qty) ||
+        request_int(r, P_COUNT, 0, 1000000000, -1, &out->count) ||
+        request_int(r, P_MEMBERS, 1, 10000, -1, &out->members) ||
+        request_int(r, P_DELTA, -1000000000000000LL, 1000000000000000LL, LLONG_MIN,
+                    &out->delta) ||
+        request_int(r, P_VALUE, -1000000000000000LL, 1000000000000000LL, LLONG_MIN,
+                    &out->value) ||
+        request_int(r, P_VERSION, 0, INT32_MAX, -1, &out->version))
+        return r->status;
+    out->wait_ms = (int)wait_ms;
+    out->hold_ms = (int)hold_ms;
+    out->lease_ms = (int)lease_ms;
+    out->unlock = (int)unlock;
+    if (demo) {
+        sync_demo_args(demo_of[r->route->id], out);
+        return out->op ? 0 : request_fail(r, 404, "not_found", P_MAX, "this build has no "
+                                          "Redisson synchronizer for %s", r->route->path);
+    }
+    if (sync_resolve(r, out))
+        return r->status;
+    for (i = 0; i < P_MAX; i++)
+        if (r->param[i] && i != P_NAME && i != P_BACKEND && i != P_WAIT_MS &&
+            !sync_op_takes(out->op, param_names[i]))
+            return request_fail(r, 400, "bad_request", (enum param_id)i, "parameter '%s' does "
+                                "not apply to %s/%s (%s); it takes: name, backend, wait_ms%s%s",
+                                param_names[i], out->ops->primitive, out->op->name,
+                                out->ops->backend, out->op->params[0] ? ", " : "",
+                                out->op->params);
+    if (sync_names(r, out))
+        return r->status;
+    if (out->nnames == 0 && r->param[P_NAME] == NULL)
+        return request_fail(r, 400, "bad_request", P_NAME, "name is required");
+    if (r->param[P_NAME] && !sync_name_valid(out->name = r->param[P_NAME]))
+        return request_fail(r, 400, "bad_request", P_NAME, "name must be 1 to %d characters "
+                            "of [A-Za-z0-9_.:-], not . or ..", SYNC_NAME_MAX);
+    if ((out->member = r->param[P_MEMBER]) != NULL &&
+        (!sync_name_valid(out->member) || strcmp(out->member, "ready") == 0))
+        return request_fail(r, 400, "bad_request", P_MEMBER, "member must be a name of "
+                            "[A-Za-z0-9_.:-], at most 36 characters, and not 'ready'");
+    if (out->member && strlen(out->member) > 36)
+        return request_fail(r, 400, "bad_request", P_MEMBER, "member is at most 36 characters");
+    if ((out->permit = r->param[P_PERMIT]) != NULL && !hex32(out->permit))
+        return request_fail(r, 400, "bad_request", P_PERMIT, "permit must be the 32 hex digits "
+                            "acquire answered");
+    return 0;
+}
+
+int request_sync_name(struct request *r, const char **name)
+{
+    *name = r->param[P_NAME];
+    if (*name == NULL)
+        return request_fail(r, 400, "bad_request", P_NAME, "name is required");
+    if (!sync_name_valid(*name))
+        return request_fail(r, 400, "bad_request", P_NAME, "name must be 1 to %d characters "
+                            "of [A-Za-z0-9_.:-], not . or ..", SYNC_NAME_MAX);
     return 0;
 }
 

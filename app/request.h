@@ -55,7 +55,11 @@ size_t request_unescape(char *s);
 enum route_id {
     ROUTE_SALE, ROUTE_STOCK, ROUTE_STOCK_RESET, ROUTE_LOCKS, ROUTE_STATS,
     ROUTE_STATS_RESET, ROUTE_HEALTH,
-    ROUTE_ORDER
+    ROUTE_ORDER,
+    /* the synchronizers (sync/): GET /sync, POST /sync/reset, GET /sync/<primitive>/
+     * <operation>, and the seeds' demonstrations */
+    ROUTE_SYNC_LIST, ROUTE_SYNC_RESET, ROUTE_SYNC, ROUTE_TEST_READ, ROUTE_TEST_WRITE,
+    ROUTE_TEST_SEMAPHORE, ROUTE_TEST_LATCH, ROUTE_TEST_COUNTDOWN
 };
 
 enum param_id {
@@ -63,6 +67,9 @@ enum param_id {
     P_HOLD_MS, P_LATE_MS, P_CRASH, P_LOSE_ANSWER,   /* the fault switches */
     P_ORDER_NO, P_QTY, P_USER, P_ONE_PER_USER,      /* POST /order's */
     P_CONSUMER_CRASH,                               /* a fault switch too */
+    /* the synchronizers' (on /sync routes hold_ms is work, not a fault) */
+    P_NAME, P_NAMES, P_BACKEND, P_LEASE_MS, P_UNLOCK, P_PERMITS, P_MEMBERS,
+    P_MEMBER, P_PERMIT, P_DELTA, P_VERSION, P_VALUE,
     P_MAX
 };
 
@@ -72,11 +79,15 @@ struct route {
     int           admin;            /* needs the admin token            */
     unsigned      params;           /* (1u << P_*) it accepts            */
 };
+/* A route whose path ends in '/' is a prefix: it takes every path that
+ * starts with it and no exact path matches, and the rest is the route's to
+ * resolve (GET /sync/<primitive>/<operation>). */
 
 /* ---------------------------------------------------------------- a request */
 
 struct request {
     const struct route *route;
+    const char *rest;               /* a prefix route's rest of the path   */
     const char *param[P_MAX];       /* as given, valid UTF-8; NULL if absent */
     size_t      query_bytes;
     int         status;             /* 0 while acceptable, else the HTTP code */
@@ -148,6 +159,24 @@ struct order_args {
  * well formed, one_per_user 0 or 1 and 1 only with a user. 0, or the
  * status. */
 int request_order(struct request *r, struct order_args *out);
+/* ---------------------------------------------------------------- a synchronizer */
+
+struct sync_args;
+
+/* A synchronizer's request (GET /sync/<primitive>/<operation> or one of the
+ * seeds' /test/ routes), checked against cfg and the operation's table
+ * (sync/sync.h): a known primitive, backend (redisson or curator; the
+ * primitive's first when absent) and operation (404 naming the valid ones
+ * otherwise), only the parameters that operation takes (every one takes
+ * name, backend and wait_ms, which bounds its wait for a worker slot too),
+ * a valid ?name=
+ * (and ?names=, ?member=, ?permit=), waits and holds within --max-wait-ms
+ * (waits default to --lock-wait-ms, the seeds' routes to --max-wait-ms:
+ * Redisson waits there without a bound). 0, or the status. */
+int request_sync(struct request *r, const struct config *cfg, struct sync_args *out);
+
+/* POST /sync/reset's ?name= (required, a valid name): 0 or the status. */
+int request_sync_name(struct request *r, const char **name);
 
 /* ---------------------------------------------------------------- answers */
 

@@ -40,6 +40,9 @@
  *                     the EXECs that committed count.
  *   serial_redis_stock one client: redis-lock-stock's sale, SET NX PX, MGET,
  *                     MULTI SET INCRBY XADD EXEC, EVALSHA compare-and-delete.
+ *   sync_*            the synchronizers' (limits_sync.c): each primitive's
+ *                     bench operation from one client, in this process —
+ *                     only when --only names them, or says "sync".
  * A serial ceiling is the rate of a strategy that lets one sale at a time
  * through at no cost beyond its backend's round trips: no strategy of that
  * family can sell faster through the same row, except by taking a round
@@ -62,10 +65,13 @@
  * unless none succeeded.
  * Exit status 0 when it ran (even with errors in it), 2 on bad usage.
  */
-#define _GNU_SOURCE            /* clock_gettime, nanosleep, pthread barriers */
+#ifndef _GNU_SOURCE            /* clock_gettime, nanosleep, pthread barriers */
+#define _GNU_SOURCE
+#endif
 #include "harness.h"
 #include "../app/db_pipe.h"
 #include "../locks/redis_stock.h"
+#include "limits_sync.h"
 
 #include <errno.h>
 #include <hiredis/hiredis.h>
@@ -115,7 +121,8 @@ static const char usage[] =
 "                 [--mysql-password P] [--mysql-db D] [--mysql-socket PATH]\n"
 "                 [--redis H:P] [--zk H:P,...]\n"
 "keys: mysql_update mysql_update_peak mysql_for_update serial_mysql serial_redis\n"
-"      serial_zk redis_decr redis_watch serial_redis_stock\n";
+"      serial_zk redis_decr redis_watch serial_redis_stock;\n"
+"      sync (every synchronizer's), sync_<backend>_<primitive>\n";
 
 static const char *env_or(const char *name, const char *def)
 {
@@ -1041,6 +1048,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "ll-limits: could not restore product %s to %lld: %s\n",
                     o.product, saved, err);
     }
+    limits_sync(ceilings, o.only, o.seconds, o.trials, o.redis_host, o.redis_port, o.zk);
     if (redis_version[0])
         json_object_set_new(versions, "redis", json_string(redis_version));
     db_close(&d);

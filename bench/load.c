@@ -42,6 +42,11 @@
  * from the ticket to the last byte of the answer, connect included when one
  * was needed.
  *
+ * --bodies FILE writes every answer's body (its first BODY_CAP bytes), one
+ * a line, to FILE, for a checker that reads what was granted (ll-report
+ * sync reads the synchronizers' answers so); a body's own newlines become
+ * spaces. Only then do the threads share a lock on the hot path.
+ *
  * Output is key=value lines with names [a-z0-9_] and values free of spaces
  * and quotes, so that a shell can `eval` it, or one JSON object (--json).
  * Exit status: 0 when it ran (whatever the answers), 2 on bad usage, 1 when
@@ -103,6 +108,7 @@ struct load_opts {
     const char *method;                 /* "GET" or "POST"                   */
     bool        json, progress;
     int         copies;                 /* --copies                          */
+    FILE       *bodies;                 /* --bodies: every answer's body     */
     struct target target[MAX_URLS];
     int         ntargets;
 };
@@ -200,6 +206,7 @@ static const char usage_text[] =
     "      --json           print one JSON object instead of key=value lines\n"
     "      --progress       print progress to stderr every second (default:\n"
     "                       only when stderr is a terminal)\n"
+    "      --bodies FILE    write every answer's body to FILE, one a line\n"
     "  URL                  http://host[:port]/path?query (IPv4 or a name); with\n"
     "                       several, purchase j's copy c goes to URL (j + c) mod\n"
     "                       their number; {n} in a URL is replaced by j\n";
@@ -352,7 +359,7 @@ static const char *request_for(const struct target *t, uint64_t j, char **buf, s
 
 /* ---------------------------------------------------------------- options */
 
-enum { OPT_JSON = 256, OPT_PROGRESS, OPT_COPIES };
+enum { OPT_JSON = 256, OPT_PROGRESS, OPT_COPIES, OPT_BODIES };
 
 static const struct option long_options[] = {
     { "connections", required_argument, NULL, 'c' },
@@ -363,6 +370,7 @@ static const struct option long_options[] = {
     { "json",        no_argument,       NULL, OPT_JSON },
     { "progress",    no_argument,       NULL, OPT_PROGRESS },
     { "copies",      required_argument, NULL, OPT_COPIES },
+    { "bodies",      required_argument, NULL, OPT_BODIES },
     { "help",        no_argument,       NULL, 'h' },
     { NULL, 0, NULL, 0 }
 };
@@ -388,6 +396,10 @@ static void opts_parse(int argc, char **argv, struct load_opts *o)
         case OPT_JSON: o->json = true; break;
         case OPT_PROGRESS: o->progress = true; break;
         case OPT_COPIES: o->copies = (int)opt_count(optarg, "--copies", 1, MAX_URLS); break;
+        case OPT_BODIES:
+            if ((o->bodies = fopen(optarg, "w")) == NULL)
+                usage_error("--bodies %s: cannot write there", optarg);
+            break;
         case 'h': fputs(usage_text, stdout); exit(EXIT_RAN);
         case ':': usage_error("option '%s' needs a value", argv[optind - 1]);
         default:
@@ -545,6 +557,18 @@ static void worker_failed(struct worker *w, int k, int rc)
         sleep_ns(10 * 1000 * 1000);
 }
 
+/* --bodies: the answer's body as one line (under the load's lock). */
+static void body_write(struct load *l, const struct response *r)
+{
+    size_t i;
+
+    pthread_mutex_lock(&l->mu);
+    for (i = 0; i < r->body_len; i++)
+        fputc(r->body[i] == '\n' || r->body[i] == '\r' ? ' ' : r->body[i], l->opts->bodies);
+    fputc('\n', l->opts->bodies);
+    pthread_mutex_unlock(&l->mu);
+}
+
 /* One ticket: (re)connect if needed, send, read the whole answer. Ticket t
  * is copy t mod K of purchase t div K, sent to its URL (see the top). */
 static void worker_request(struct worker *w, uint64_t ticket)
@@ -567,6 +591,8 @@ static void worker_request(struct worker *w, uint64_t ticket)
         return;
     }
     tally_answer(&w->tally, &w->resp, now_ns() - start);
+    if (o->bodies)
+        body_write(w->load, &w->resp);
     if (w->resp.close)
         conn_close(&w->conn[k]);
 }
@@ -926,6 +952,8 @@ int main(int argc, char **argv)
     else
         print_kv(&summary);
     fflush(stdout);
+    if (opts.bodies && fclose(opts.bodies) != 0)
+        fprintf(stderr, "ll-load: --bodies: %s\n", strerror(errno));
 
     int err = load_connect_failure(w, opts.conns, &summary.total);
     free(w);

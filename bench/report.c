@@ -25,6 +25,8 @@
  *                                       run's NN.cost.json (report_cost.c)
  *   ll-report get FILE|- KEY[.KEY...]   one value of a JSON document (an
  *                                       answer of the stack, for scripts)
+ *   ll-report sync-plan SYNC.json       the synchronizers' runs (report_sync.c)
+ *   ll-report sync RUN                  their results, invariants checked
  *
  * RUN/raw/ holds settings.env and machine.env (key=value lines written by
  * bench/compare), limits.json (ll-limits), locks.json (GET /locks: each
@@ -341,7 +343,9 @@ static const char usage[] =
 "       ll-report check RESULTS.json\n"
 "       ll-report jtl RESULTS.csv [--stock S --final F]\n"
 "       ll-report cost BEFORE AFTER       (NN.cost.json from two snapshots)\n"
-"       ll-report get FILE|- KEY[.KEY...] (one value of a JSON document)\n";
+"       ll-report get FILE|- KEY[.KEY...] (one value of a JSON document)\n"
+"       ll-report sync-plan SYNC.json     (the synchronizers' runs, from GET /sync)\n"
+"       ll-report sync RUNDIR             (their results, invariants checked)\n";
 
 int main(int argc, char **argv)
 {
@@ -364,6 +368,10 @@ int main(int argc, char **argv)
         return cmd_cost(argv[2], argv[3]);
     if (!strcmp(cmd, "get") && argc == 4)
         return cmd_get(argv[2], argv[3]);
+    if (!strcmp(cmd, "sync-plan") && argc == 3)
+        return cmd_sync_plan(argv[2]);
+    if (!strcmp(cmd, "sync") && argc == 3)
+        return cmd_sync(argv[2]);
     if (!strcmp(cmd, "jtl") && (argc == 3 || argc == 7)) {
         long long stock = -1, fin = 0;
         if (argc == 7) {

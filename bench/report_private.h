@@ -12,6 +12,8 @@
  *   report_md.c     report.md
  *   report_html.c   report.html and its SVG charts
  *   report_jtl.c    JMeter's aggregate report from its CSV results
+ *   report_sync.c   the synchronizers' scenario: its plan, results and
+ *                   invariant checks
  *
  * The arithmetic itself is harness.c's (harness.h).
  */
@@ -139,5 +141,11 @@ void html_text(FILE *f, const char *s);
 /* ll-report jtl: the aggregate report of a CSV results file; stock < 0
  * leaves out the sale counts. */
 int cmd_jtl(const char *path, long long stock, long long fin);
+
+/* ---------------------------------------------------------------- synchronizers */
+
+/* ll-report sync-plan SYNC.json and ll-report sync RUN (report_sync.c). */
+int cmd_sync_plan(const char *path);
+int cmd_sync(const char *run);
 
 #endif /* LOCKLAB_REPORT_PRIVATE_H */

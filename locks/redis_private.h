@@ -142,6 +142,9 @@ int64_t redis_wall_ms(void);
 
 /* Script sources shared by several strategies. */
 extern struct redis_script redis_compare_and_delete;
+/* Redisson RLock's tryLock and unlock (redisson.c), also run by the
+ * synchronizers' RedissonMultiLock (sync/redisson_multilock.c). */
+extern struct redis_script redisson_lock, redisson_unlock;
 
 /* ---------------------------------------------------------------- redis_pubsub.c */
 
@@ -153,6 +156,18 @@ struct redis_sub;
  * (LL_OK), or LL_UNAVAILABLE / LL_TIMEOUT. *sub may be NULL on LL_OK when
  * the process has too many channels: waits then just sleep. */
 int  redis_sub_join(struct lock_ctx *ctx, const char *channel, struct redis_sub **sub);
+/* How many of a process's waiters on a channel one message wakes: the
+ * rule of the Redisson pub/sub class behind the channel (the synchronizers
+ * of sync/). REDIS_WAKE_ONE is redis_sub_join()'s, the lock's. A channel
+ * keeps the rule it was first joined with. */
+enum redis_wake {
+    REDIS_WAKE_ONE,     /* LockPubSub's unlock message: one waiter          */
+    REDIS_WAKE_RWLOCK,  /* LockPubSub: "1" (a write unlock) wakes them all   */
+    REDIS_WAKE_LATCH,   /* CountDownLatchPubSub: "0" (count reached) all     */
+    REDIS_WAKE_VALUE    /* SemaphorePubSub: as many as the permits announced */
+};
+int  redis_sub_join_as(struct lock_ctx *ctx, const char *channel, enum redis_wake wake,
+                       struct redis_sub **sub);
 /* Sleep until a message (counted in ctx->wakeups) or ms have passed. */
 int  redis_sub_wait(struct lock_ctx *ctx, struct redis_sub *sub, int64_t ms);
 void redis_sub_leave(struct redis_sub *sub);
@@ -169,6 +184,11 @@ int  redis_sub_ready(const char *channel);
  * their turn. redis_sub_releasing() returns NULL when not subscribed. */
 struct redis_sub *redis_sub_releasing(const char *channel);
 void redis_sub_released(struct redis_sub *sub, int published);
+/* The same for a channel joined with another rule than REDIS_WAKE_ONE:
+ * `published` says whether the release published `msg`, and as many
+ * waiters of this process as msg wakes (the channel's rule) are woken at
+ * once, the message then waking nobody here. */
+void redis_sub_released_msg(struct redis_sub *sub, int published, const char *msg);
 
 /* ---------------------------------------------------------------- redis_watchdog.c */
 

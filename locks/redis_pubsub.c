@@ -48,6 +48,7 @@ struct redis_sub {
     int            permits;      /* messages not yet consumed by a waiter  */
     int            echoes;       /* messages to swallow: releases here     */
     int            streak;       /* local wake-ups in a row                */
+    enum redis_wake wake;        /* how many waiters a message wakes       */
     pthread_cond_t cv;
 };
 
@@ -126,6 +127,37 @@ static void grant(struct redis_sub *s)
     }
 }
 
+/* How many waiters a message wakes, as the Redisson pub/sub class of the
+ * channel's object decides (redis_private.h, enum redis_wake). */
+static int wake_count(const struct redis_sub *s, const char *msg)
+{
+    long n;
+
+    switch (s->wake) {
+    case REDIS_WAKE_RWLOCK:             /* LockPubSub: 1 = a writer left    */
+        return strcmp(msg, "1") == 0 ? s->waiters : 1;
+    case REDIS_WAKE_LATCH:              /* CountDownLatchPubSub: 0 = open   */
+        return strcmp(msg, "0") == 0 ? s->waiters : 0;
+    case REDIS_WAKE_VALUE:              /* SemaphorePubSub: permits now free */
+        n = strtol(msg, NULL, 10);
+        return n < 0 ? 0 : n > s->waiters ? s->waiters : (int)n;
+    case REDIS_WAKE_ONE:
+    default:
+        return 1;
+    }
+}
+
+/* A message of another kind than the lock's: wake as many as it says. */
+static void grant_many(struct redis_sub *s, int n)
+{
+    if (n <= 0)
+        return;
+    s->permits += n;
+    if (s->permits > s->waiters)
+        s->permits = s->waiters;
+    pthread_cond_broadcast(&s->cv);
+}
+
 /* A reply on the subscription: a confirmation or a message. Under ps.mu. */
 static void on_reply(const redisReply *r)
 {
@@ -141,6 +173,11 @@ static void on_reply(const redisReply *r)
     if (strcmp(kind, "subscribe") == 0) {
         s->subscribed = 1;
         pthread_cond_broadcast(&s->cv);
+    } else if (strcmp(kind, "message") == 0 && s->wake != REDIS_WAKE_ONE && s->echoes > 0) {
+        s->echoes--;                    /* a release here woke its waiters already */
+    } else if (strcmp(kind, "message") == 0 && s->wake != REDIS_WAKE_ONE) {
+        if (r->element[2]->type == REDIS_REPLY_STRING)
+            grant_many(s, wake_count(s, r->element[2]->str));
     } else if (strcmp(kind, "message") == 0 && s->echoes > 0) {
         s->echoes--;                    /* a release here woke one already */
     } else if (strcmp(kind, "message") == 0) {
@@ -268,6 +305,12 @@ static void pubsub_start(void)
 
 int redis_sub_join(struct lock_ctx *ctx, const char *channel, struct redis_sub **out)
 {
+    return redis_sub_join_as(ctx, channel, REDIS_WAKE_ONE, out);
+}
+
+int redis_sub_join_as(struct lock_ctx *ctx, const char *channel, enum redis_wake wake,
+                      struct redis_sub **out)
+{
     struct redis_sub *s;
     struct timespec ts;
     unsigned broken;
@@ -284,6 +327,7 @@ int redis_sub_join(struct lock_ctx *ctx, const char *channel, struct redis_sub *
         }
         s = xcalloc(1, sizeof *s);
         snprintf(s->channel, sizeof s->channel, "%s", channel);
+        s->wake = wake;
         cond_init_monotonic(&s->cv);
         ps.sub[ps.nsub++] = s;
     }
@@ -378,6 +422,21 @@ void redis_sub_released(struct redis_sub *s, int published)
         s->echoes--;            /* the message is to wake a waiter, as usual */
     } else {
         grant(s);               /* a message already spent on the echo: pass it on */
+    }
+    pthread_mutex_unlock(&ps.mu);
+}
+
+void redis_sub_released_msg(struct redis_sub *s, int published, const char *msg)
+{
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&ps.mu);
+    if (published && s->echoes > 0) {
+        grant_many(s, wake_count(s, msg));  /* now; the echo swallows the message */
+    } else if (s->echoes > 0) {
+        s->echoes--;                    /* nothing was published */
+    } else if (published) {
+        grant_many(s, wake_count(s, msg));  /* the message came first, spent on the echo */
     }
     pthread_mutex_unlock(&ps.mu);
 }

@@ -46,7 +46,7 @@
 
 #include <stdio.h>
 
-static struct redis_script redisson_lock = {
+struct redis_script redisson_lock = {
     "if (redis.call('exists', KEYS[1]) == 0) then "
         "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
         "redis.call('pexpire', KEYS[1], ARGV[1]); "
@@ -61,7 +61,7 @@ static struct redis_script redisson_lock = {
     ""
 };
 
-static struct redis_script redisson_unlock = {
+struct redis_script redisson_unlock = {
     "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then "
         "return nil; "
     "end; "

@@ -425,6 +425,88 @@ int zk_wait_gone(struct lock_ctx *ctx, struct zk_conn *c, const char *path, int 
     return rc;
 }
 
+/* ---------------------------------------------------------------- watches */
+
+struct zk_watch {
+    struct zk_waiter w;
+    char             path[ZK_PATH_MAX];
+};
+
+struct zk_watch *zk_watch_begin(struct zk_conn *c, const char *path)
+{
+    struct zk_watch *zw = xcalloc(1, sizeof *zw);
+
+    strlcopy(zw->path, path, sizeof zw->path);
+    zw->w.conn = c;
+    zw->w.path = zw->path;
+    pthread_cond_init(&zw->w.cond, &zk_condattr);
+    pthread_mutex_lock(&zk_mu);
+    zw->w.next = zk_waiters;
+    zk_waiters = &zw->w;
+    pthread_mutex_unlock(&zk_mu);
+    return zw;
+}
+
+int zk_watch_wait(struct lock_ctx *ctx, struct zk_watch *zw, int64_t until_ms)
+{
+    struct zk_conn *c = (struct zk_conn *)zw->w.conn;
+    int fired, expired;
+
+    pthread_mutex_lock(&zk_mu);
+    while (!zw->w.fired && !c->expired && now_ms() < until_ms)
+        wait_until(&zw->w.cond, until_ms);
+    fired = zw->w.fired;
+    expired = c->expired;
+    zw->w.fired = 0;
+    pthread_mutex_unlock(&zk_mu);
+    if (fired) {
+        ctx->wakeups++;
+        return LL_OK;
+    }
+    if (expired)
+        return lock_error(ctx, LL_UNAVAILABLE, zk_backend_name,
+                          "ZooKeeper session expired while waiting for %s", zw->path);
+    return lock_error(ctx, LL_TIMEOUT, NULL, "not obtained within %lld ms",
+                      (long long)ctx->wait_ms);
+}
+
+void zk_watch_end(struct zk_watch *zw)
+{
+    struct zk_waiter **pp;
+
+    if (zw == NULL)
+        return;
+    pthread_mutex_lock(&zk_mu);
+    for (pp = &zk_waiters; *pp != &zw->w; pp = &(*pp)->next)
+        ;
+    *pp = zw->w.next;
+    pthread_mutex_unlock(&zk_mu);
+    pthread_cond_destroy(&zw->w.cond);
+    free(zw);
+}
+
+int zk_children_watch(struct lock_ctx *ctx, struct zk_conn *c, const char *path, int watch,
+                      struct String_vector *out)
+{
+    memset(out, 0, sizeof *out);
+    ctx->backend_ops++;
+    return zoo_get_children(c->zh, path, watch, out);
+}
+
+int zk_create_bin(struct lock_ctx *ctx, struct zk_conn *c, const char *path, const char *data,
+                  int len, int mode, char *created, int created_len)
+{
+    ctx->backend_ops++;
+    return zoo_create(c->zh, path, data, len, &ZOO_OPEN_ACL_UNSAFE, mode, created, created_len);
+}
+
+int zk_set(struct lock_ctx *ctx, struct zk_conn *c, const char *path, const char *data,
+           int len, int version, struct Stat *st)
+{
+    ctx->backend_ops++;
+    return zoo_set2(c->zh, path, data, len, version, st);
+}
+
 /* ---------------------------------------------------------------- paths */
 
 void zk_join(char *buf, int len, const char *dir, const char *name)

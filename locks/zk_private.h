@@ -73,6 +73,28 @@ int zk_ensure_path(struct lock_ctx *ctx, struct zk_conn *c, const char *path, in
  * when the session was lost. */
 int zk_wait_gone(struct lock_ctx *ctx, struct zk_conn *c, const char *path, int data_watch);
 
+/* Watches of any kind, for recipes that wait for more than one node to go
+ * (the synchronizers of sync/: children of a lease directory, a barrier's
+ * ready node). zk_watch_begin() registers the waiter for events on `path`
+ * BEFORE the caller sets its watch (a read with watch=1), so no event can
+ * slip between the read and the wait; zk_watch_wait() sleeps until an event
+ * on path (LL_OK, a wake-up counted), until_ms (LL_TIMEOUT) or the session's
+ * expiry (LL_UNAVAILABLE); zk_watch_end() unregisters. A waiter is used by
+ * one thread; begin/wait may repeat before end. */
+struct zk_watch;
+struct zk_watch *zk_watch_begin(struct zk_conn *c, const char *path);
+int  zk_watch_wait(struct lock_ctx *ctx, struct zk_watch *w, int64_t until_ms);
+void zk_watch_end(struct zk_watch *w);
+
+/* getChildren with a child watch (watch=1) or without; getData into a
+ * binary buffer; create with binary data; setData at a version (-1: any). */
+int zk_children_watch(struct lock_ctx *ctx, struct zk_conn *c, const char *path, int watch,
+                      struct String_vector *out);
+int zk_create_bin(struct lock_ctx *ctx, struct zk_conn *c, const char *path, const char *data,
+                  int len, int mode, char *created, int created_len);
+int zk_set(struct lock_ctx *ctx, struct zk_conn *c, const char *path, const char *data,
+           int len, int version, struct Stat *st);
+
 /* ---------------------------------------------------------------- paths */
 
 /* "<root>/<product>" for key "lock:<product>". */

@@ -10,13 +10,15 @@
  * value unescaped and handed to request_param(), request_params_done(),
  * then the route's own checks (request_sale() with a configuration whose
  * fault switch comes from FLAGS, request_order(), request_product(),
- * request_int()). What
+ * request_int(), request_sync() for the synchronizers' routes). What
  * must hold whatever the bytes:
  *   - nothing crashes, reads out of bounds or overflows (ASan, UBSan);
  *   - every refusal has a status among 400, 401, 404, 405, 414 and an
  *     answer that jansson can write, whose text reads back as JSON;
  *   - an accepted purchase names a strategy, its product is well formed,
  *     its numbers are within their bounds and the configuration's;
+ *   - an accepted synchronizer request names a registered primitive and
+ *     one of its operations, valid names, waits and holds within bounds;
  *   - text_safe() of any bytes is valid UTF-8 that fits its buffer.
  *
  * Built two ways (tests/CMakeLists.txt): with clang's libFuzzer when
@@ -29,6 +31,7 @@
 #include "../app/request.h"
 #include "../app/stock.h"
 #include "../locks/lock.h"
+#include "../sync/sync.h"
 
 #include <jansson.h>
 #include <stdint.h>
@@ -120,6 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct request r;
     struct sale_args a;
     struct order_args o;
+    struct sync_args sa;
     const char *code;
     long long count;
     char *query;
@@ -189,6 +193,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         }
         MUST(stock_code_valid(code) && count >= 0 && count <= 1000000000);
+        break;
+    case ROUTE_SYNC:
+    case ROUTE_TEST_READ:
+    case ROUTE_TEST_WRITE:
+    case ROUTE_TEST_SEMAPHORE:
+    case ROUTE_TEST_LATCH:
+    case ROUTE_TEST_COUNTDOWN:
+        if (request_sync(&r, &cfg, &sa) != 0) {
+            check_answer(&r);
+            break;
+        }
+        MUST(sa.ops != NULL && sync_find(sa.ops->primitive, sa.ops->backend) == sa.ops);
+        MUST(sa.op != NULL && sync_op_find(sa.ops, sa.op->name) == sa.op);
+        MUST(sa.name == NULL || sync_name_valid(sa.name));
+        MUST(sa.name != NULL || sa.nnames > 0);
+        MUST(sa.wait_ms >= 0 && sa.wait_ms <= cfg.max_wait_ms);
+        MUST(sa.hold_ms >= -1 && sa.hold_ms <= cfg.max_wait_ms);
+        MUST(sa.qty == -1 || (sa.qty >= 1 && sa.qty <= 16));
+        MUST(sa.member == NULL || (sync_name_valid(sa.member) && strlen(sa.member) <= 36));
+        MUST(sa.permit == NULL || strlen(sa.permit) == 32);
+        for (int i = 0; i < sa.nnames; i++)
+            MUST(sync_name_valid(sa.names[i]));
+        break;
+    case ROUTE_SYNC_RESET:
+        if (request_sync_name(&r, &code) != 0) {
+            check_answer(&r);
+            break;
+        }
+        MUST(sync_name_valid(code));
         break;
     default:
         break;

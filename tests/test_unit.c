@@ -10,6 +10,7 @@
 #include "../app/util.h"
 #include "../bench/harness.h"
 #include "../locks/lock.h"
+#include "../sync/sync.h"
 #include "check.h"
 
 #include <pthread.h>
@@ -359,6 +360,50 @@ static void test_lock_poll(void)
     }
 }
 
+/* The synchronizers' registry: valid as built, refusing a (primitive,
+ * backend) twice and an operation twice; Redisson's first when no backend
+ * is named; names fit for both Redis keys and ZooKeeper path components. */
+static void test_sync_registry(void)
+{
+    const struct sync_ops *const *all;
+    struct sync_ops twin, odd;
+    struct sync_op twice[3];
+    const struct sync_ops *dup[2], *bad[1];
+    char err[200];
+    int n, i;
+
+    all = sync_all(&n);
+    CHECK(n >= 13);
+    CHECK(sync_table_check(all, n, err, sizeof err) == 0);
+    CHECK(sync_check_registry(err, sizeof err) == 0);
+    for (i = 0; i < n; i++) {
+        CHECK(!strcmp(all[i]->backend, "redisson") || !strcmp(all[i]->backend, "curator"));
+        CHECK(strncmp(all[i]->ceiling, "sync_", 5) == 0);
+        CHECK(all[i]->bench == NULL || sync_bench_op(all[i]) != NULL);
+        CHECK(all[i]->reset != NULL);
+    }
+    twin = *all[0];
+    dup[0] = all[0];
+    dup[1] = &twin;
+    CHECK(sync_table_check(dup, 2, err, sizeof err) == -1 && strstr(err, "entries 0 and 1"));
+    odd = *all[0];
+    twice[0] = all[0]->ops[0];
+    twice[1] = all[0]->ops[0];
+    memset(&twice[2], 0, sizeof twice[2]);
+    odd.ops = twice;
+    bad[0] = &odd;
+    CHECK(sync_table_check(bad, 1, err, sizeof err) == -1 && strstr(err, "two operations"));
+    CHECK(!strcmp(sync_find("rwlock", NULL)->backend, "redisson"));
+    CHECK(!strcmp(sync_find("rwlock", "curator")->library, "Curator InterProcessReadWriteLock"));
+    CHECK(sync_find("latch", "curator") == NULL && sync_find("nope", NULL) == NULL);
+    CHECK(sync_op_takes(sync_op_find(sync_find("rwlock", NULL), "read"), "lease_ms"));
+    CHECK(!sync_op_takes(sync_op_find(sync_find("rwlock", NULL), "read"), "lease"));
+    CHECK(!sync_op_takes(sync_op_find(sync_find("latch", NULL), "count"), "count_"));
+    CHECK(sync_name_valid("rwLock") && sync_name_valid("a.b:c-d_e"));
+    CHECK(!sync_name_valid("") && !sync_name_valid(".") && !sync_name_valid(".."));
+    CHECK(!sync_name_valid("a/b") && !sync_name_valid("{x}") && !sync_name_valid("a b"));
+}
+
 int main(void)
 {
     test_config();
@@ -367,6 +412,7 @@ int main(void)
     test_codes_and_registry();
     test_order_request();
     test_lock_poll();
+    test_sync_registry();
     printf("unit: %d passed, %d failed\n", passed, failed);
     return failed != 0;
 }

@@ -4,6 +4,10 @@
  *     ll-strategies                  print the table (Markdown)
  *     ll-strategies --check FILE     exit 1, with a diff, when FILE's copy differs
  *     ll-strategies --write FILE     replace FILE's copy with the registry's
+ *     ll-strategies --sync [--check FILE | --write FILE]
+ *                                    the same for the synchronizers' table
+ *                                    (sync/, struct sync_ops), between the
+ *                                    marks SYNC_BEGIN_MARK and SYNC_END_MARK
  *
  * The strategies describe themselves once, in their struct lock_ops
  * (one file each under locks/): name, family, summary, flaw and property bits. GET /locks
@@ -26,6 +30,7 @@
  */
 #include "../app/util.h"
 #include "../locks/lock.h"
+#include "../sync/sync.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -35,6 +40,11 @@
 
 #define BEGIN_MARK "<!-- strategies:begin -->"
 #define END_MARK   "<!-- strategies:end -->"
+#define SYNC_BEGIN_MARK "<!-- sync:begin -->"
+#define SYNC_END_MARK   "<!-- sync:end -->"
+
+/* The marks of the table being worked on (--sync: the synchronizers'). */
+static const char *begin_mark = BEGIN_MARK, *end_mark = END_MARK;
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
@@ -75,24 +85,44 @@ static const struct {
 };
 #define NPROPS (sizeof props / sizeof props[0])
 
+/* The header row (`first`, then one column per property) and its rule
+ * (`rule`, then one centred column per property). */
+static void put_header(FILE *f, const char *first, const char *rule)
+{
+    size_t p;
+
+    fputs(first, f);
+    for (p = 0; p < NPROPS; p++)
+        fprintf(f, " %s |", props[p].title);
+    fputs(rule, f);
+    for (p = 0; p < NPROPS; p++)
+        fputs(":-:|", f);
+    fputc('\n', f);
+}
+
+/* One mark per property, and the end of the row. */
+static void put_marks(FILE *f, unsigned bits)
+{
+    size_t p;
+
+    for (p = 0; p < NPROPS; p++)
+        fputs(bits & props[p].bit ? " ✓ |" : " – |", f);
+    fputc('\n', f);
+}
+
 /* The whole table, one line per row, as a malloc'ed string. */
 static char *table(void)
 {
     const struct lock_ops *const *all;
     char *buf = NULL;
-    size_t len = 0, p;
+    size_t len = 0;
     int i, n;
     FILE *f = open_memstream(&buf, &len);
 
     if (f == NULL)
         die("open_memstream: %s", strerror(errno));
-    fputs("| strategy | family | what it fixes | what it still gets wrong |", f);
-    for (p = 0; p < NPROPS; p++)
-        fprintf(f, " %s |", props[p].title);
-    fputs("\n|---|---|---|---|", f);
-    for (p = 0; p < NPROPS; p++)
-        fputs(":-:|", f);
-    fputc('\n', f);
+    put_header(f, "| strategy | family | what it fixes | what it still gets wrong |",
+               "\n|---|---|---|---|");
 
     all = lock_all(&n);
     for (i = 0; i < n; i++) {
@@ -105,9 +135,46 @@ static char *table(void)
         fputs(" | ", f);
         put_cell(f, o->flaw ? o->flaw : "–");
         fputs(" |", f);
-        for (p = 0; p < NPROPS; p++)
-            fputs(o->props & props[p].bit ? " ✓ |" : " – |", f);
-        fputc('\n', f);
+        put_marks(f, o->props);
+    }
+    if (fclose(f) != 0)
+        die("writing the table: %s", strerror(errno));
+    return buf;
+}
+
+/* The synchronizers' table: one row per struct sync_ops in sync_all()
+ * order — primitive, library, what it does, what it still gets wrong, the
+ * keys or znodes another client joins, its operations, and the marks. */
+static char *sync_table(void)
+{
+    const struct sync_ops *const *all;
+    const struct sync_op *op;
+    char *buf = NULL;
+    size_t len = 0;
+    int i, n;
+    FILE *f = open_memstream(&buf, &len);
+
+    if (f == NULL)
+        die("open_memstream: %s", strerror(errno));
+    put_header(f, "| primitive | library | what it does | what it still gets wrong | names "
+               "other clients join | operations |", "\n|---|---|---|---|---|---|");
+    all = sync_all(&n);
+    for (i = 0; i < n; i++) {
+        const struct sync_ops *o = all[i];
+
+        fprintf(f, "| `%s` (%s) | ", o->primitive, o->backend);
+        put_cell(f, o->library);
+        fputs(" | ", f);
+        put_cell(f, o->summary);
+        fputs(" | ", f);
+        put_cell(f, o->flaw ? o->flaw : "–");
+        fputs(" | ", f);
+        put_cell(f, o->where);
+        fputs(" |", f);
+        for (op = o->ops; op->name; op++)
+            fprintf(f, "%s`%s`", op == o->ops ? " " : ", ", op->name);
+        fputs(" |", f);
+        put_marks(f, o->props);
     }
     if (fclose(f) != 0)
         die("writing the table: %s", strerror(errno));
@@ -170,12 +237,12 @@ static struct doc doc_read(const char *path)
     long b, e;
 
     d.text = slurp(path);
-    b = find_line(d.text, 0, BEGIN_MARK, 1);
+    b = find_line(d.text, 0, begin_mark, 1);
     if (b < 0)
-        die("no line with " BEGIN_MARK " in %s", path);
-    e = find_line(d.text, (size_t)b, END_MARK, 0);
+        die("no line with %s in %s", begin_mark, path);
+    e = find_line(d.text, (size_t)b, end_mark, 0);
     if (e < 0)
-        die("no line with " END_MARK " after the begin mark in %s", path);
+        die("no line with %s after the begin mark in %s", end_mark, path);
     d.begin = (size_t)b;
     d.end = (size_t)e;
     return d;
@@ -270,10 +337,16 @@ static int check(const char *path, char *want)
         free(d.text);
         return 0;
     }
-    printf("%s: the strategy table differs from the registry (locks/).\n"
-           "The table is generated: change the strategy's struct lock_ops, then run\n"
-           "  cmake --build build --target readme-strategies\n"
-           "(- is %s's line, + the registry's)\n", path, path);
+    if (strcmp(begin_mark, BEGIN_MARK) == 0)
+        printf("%s: the strategy table differs from the registry (locks/).\n"
+               "The table is generated: change the strategy's struct lock_ops, then run\n"
+               "  cmake --build build --target readme-strategies\n"
+               "(- is %s's line, + the registry's)\n", path, path);
+    else
+        printf("%s: the synchronizer table differs from the registry (sync/).\n"
+               "The table is generated: change the primitive's struct sync_ops, then run\n"
+               "  cmake --build build --target docs-sync-table\n"
+               "(- is %s's line, + the registry's)\n", path, path);
     have = split(copy);
     need = split(want);
     diff(&have, &need);
@@ -285,8 +358,17 @@ static int check(const char *path, char *want)
 
 int main(int argc, char **argv)
 {
-    char *want = table();
+    char *want;
     int rc = 0;
+
+    if (argc > 1 && strcmp(argv[1], "--sync") == 0) {
+        begin_mark = SYNC_BEGIN_MARK;
+        end_mark = SYNC_END_MARK;
+        argc--, argv++;
+        want = sync_table();
+    } else {
+        want = table();
+    }
 
     if (argc == 1) {
         fputs(want, stdout);
@@ -297,7 +379,7 @@ int main(int argc, char **argv)
         doc_write(&d, argv[2], want);
         free(d.text);
     } else {
-        fprintf(stderr, "usage: ll-strategies [--check FILE | --write FILE]\n");
+        fprintf(stderr, "usage: ll-strategies [--sync] [--check FILE | --write FILE]\n");
         rc = 2;
     }
     free(want);

@@ -1,0 +1,112 @@
+/* sync_private.h — what the synchronizers share (every sync/ file): the answer's
+ * times, Redisson's waiting loop and Curator's lock internals, on top of
+ * the lock families' connection code (locks/redis_*.c, locks/zk_client.c),
+ * which they reuse rather than copy.
+ */
+#ifndef LOCKLAB_SYNC_PRIVATE_H
+#define LOCKLAB_SYNC_PRIVATE_H
+
+#include "sync.h"
+#include "../locks/redis_private.h"
+#include "../locks/zk_private.h"
+
+/* ---------------------------------------------------------------- answers */
+
+/* out[key] = the wall clock now, in ms. */
+void sync_mark(json_t *out, const char *key);
+/* The holder is about to give back what it holds: released_at_ms, and
+ * released_at_us beside granted_at_us for checkers that order holds finer
+ * than a millisecond (ll-report sync). */
+void sync_released(json_t *out);
+/* The holder got what it asked for: granted_at_ms and waited_ms into out,
+ * then a->hold_ms of "work" (the seeds' TimeUnit.SECONDS.sleep(5)). */
+void sync_granted(const struct sync_args *a, json_t *out);
+/* The operation needs a->name's count, permits … set: 400 otherwise. */
+int sync_need(struct lock_ctx *ctx, long long value, const char *param);
+
+/* One caller per process at a time for `key` (a striped mutex), waiting
+ * until the request's deadline: LL_OK with *held set, or LL_TIMEOUT. The
+ * optimistic counters take it around their protocol, so that the callers
+ * of one instance queue here instead of racing each other's versions in
+ * ZooKeeper; the wire protocol is unchanged, and the instances still race
+ * one another (and any Java client) exactly as Curator's clients do. */
+int  sync_local_lock(struct lock_ctx *ctx, const char *key, void **held);
+void sync_local_unlock(void *held);
+
+/* ---------------------------------------------------------------- Redisson */
+
+/* Redisson's lock field for holder tid: "<instance uuid>:<tid>". */
+void redisson_field(const struct lock_ctx *ctx, unsigned long long tid, char *buf, int len);
+
+/* One attempt of an acquisition. LL_OK with *ttl = -2 when it succeeded,
+ * else how long at most to wait before the next attempt (ms; -1: until a
+ * message), or a failure. */
+typedef int (*redisson_try_fn)(struct lock_ctx *ctx, void *arg, long long *ttl);
+
+/* Redisson's acquire loop (RedissonLock.lock, RSemaphore.acquire …): try;
+ * if that failed, subscribe to `channel`, then try again, waiting between
+ * tries for a message (woken as `wake` says) or the ttl the last try gave,
+ * never past the deadline. LL_TIMEOUT at the deadline. */
+int redisson_wait(struct lock_ctx *ctx, const char *channel, enum redis_wake wake,
+                  redisson_try_fn try_once, void *arg);
+
+/* An integer reply (nil counts as `nil`) from server 0 on key: LL_OK and
+ * *v, or a failure recorded on ctx. Frees the reply. */
+int redisson_int(struct lock_ctx *ctx, redisReply *r, const char *key, long long nil,
+                 long long *v);
+
+/* DEL the keys of a name (the reset hooks). */
+int redisson_del(struct lock_ctx *ctx, int nkeys, const char **keys);
+
+/* ---------------------------------------------------------------- Curator */
+
+#define CURATOR_ROOT "/locklab/sync"
+
+/* "/locklab/sync/<dir>/<name>". */
+void curator_path(char *buf, int len, const char *dir, const char *name);
+
+/* Create a protected EPHEMERAL_SEQUENTIAL node <parent>/_c_<uuid>-<base>,
+ * with its missing parents as `parent_mode` (ZOO_CONTAINER or
+ * ZOO_PERSISTENT), as Curator's create().withProtection() does: after a
+ * connection loss it looks for its _c_<uuid> among the children before
+ * creating again. The full path into node. */
+int curator_create_protected(struct lock_ctx *ctx, struct zk_conn *c, const char *parent,
+                             const char *base, int parent_mode, char *node, int len);
+
+/* Curator's LockInternals with its three drivers: the InterProcessMutex
+ * ("lock-", the first node holds it), and InterProcessReadWriteLock's
+ * write ("__WRIT__": the first node of all) and read ("__READ__": no
+ * write node before ours, or our own write lock held: own_write). */
+enum curator_driver { CURATOR_MUTEX, CURATOR_WRITE, CURATOR_READ };
+
+/* Take the lock of `base` with driver d, waiting until the deadline. Our
+ * node into node; on failure our node is gone. */
+int curator_lock(struct lock_ctx *ctx, struct zk_conn *c, const char *base,
+                 enum curator_driver d, const char *own_write, char *node, int len);
+/* Give it back: delete our node. */
+int curator_unlock(struct lock_ctx *ctx, struct zk_conn *c, const char *node);
+
+/* Keep the first failure on ctx across a cleanup that may fail too. */
+struct sync_saved_error {
+    int         err;
+    const char *backend;
+    char        errstr[160];
+};
+void sync_save_error(const struct lock_ctx *ctx, struct sync_saved_error *e);
+void sync_restore_error(struct lock_ctx *ctx, const struct sync_saved_error *e);
+
+/* InterProcessSemaphoreV2 on `path` (locks/ and leases/ under it): take
+ * qty leases of max_leases, each under the path's locks/ mutex, waiting
+ * until the deadline; their nodes into leases[] (ZK_PATH_MAX each).
+ * All or nothing: on failure the leases taken are returned. */
+#define CURATOR_MAX_QTY 16
+int curator_leases_take(struct lock_ctx *ctx, struct zk_conn *c, const char *path,
+                        long long max_leases, int qty, char leases[][ZK_PATH_MAX]);
+/* Return leases [0, n): delete their nodes (Lease.close()). */
+int curator_leases_return(struct lock_ctx *ctx, struct zk_conn *c,
+                          char leases[][ZK_PATH_MAX], int n);
+
+/* Delete <CURATOR_ROOT>/<dir>/<name> and everything under it. */
+int curator_reset(struct lock_ctx *ctx, const char *dir, const char *name);
+
+#endif /* LOCKLAB_SYNC_PRIVATE_H */

@@ -1,9 +1,11 @@
-/* strategies.c — ll-strategies: the README's strategy table, written from
- * the registry.
+/* strategies.c — ll-strategies: the strategy tables of the README and of
+ * docs/strategies.md, written from the registry.
  *
  *     ll-strategies                  print the table (Markdown)
  *     ll-strategies --check FILE     exit 1, with a diff, when FILE's copy differs
  *     ll-strategies --write FILE     replace FILE's copy with the registry's
+ *     ll-strategies --brief [--check FILE | --write FILE]
+ *                                    the README's shorter table: no summary
  *     ll-strategies --sync [--check FILE | --write FILE]
  *                                    the same for the synchronizers' table
  *                                    (sync/, struct sync_ops), between the
@@ -15,11 +17,13 @@
  * README.md shows, so the README cannot drift from the code. The copy in a
  * file is everything between a line holding BEGIN_MARK and a line holding
  * END_MARK; text outside them is never touched. The ctest `readme_strategies`
- * (label unit) runs --check on README.md, and the build target
- * `readme-strategies` runs --write.
+ * (label unit) runs --brief --check on README.md, `docs_strategies_table`
+ * --check on docs/strategies.md, and the build target `readme-strategies`
+ * runs --write on both.
  *
  * One row per strategy in lock_all() order: the name, the family, what it
- * fixes (.summary), what it still gets wrong (.flaw, a dash when the
+ * fixes (.summary; not in --brief, which keeps the README short as the
+ * registry grows), what it still gets wrong (.flaw, a dash when the
  * registry names none) and one mark per property. Cells are escaped for
  * Markdown: a `|` would end the cell, and `<token>` would be read as an
  * HTML tag and vanish from the rendered page.
@@ -110,8 +114,9 @@ static void put_marks(FILE *f, unsigned bits)
     fputc('\n', f);
 }
 
-/* The whole table, one line per row, as a malloc'ed string. */
-static char *table(void)
+/* The whole table, one line per row, as a malloc'ed string; brief: without
+ * the summaries. */
+static char *table(int brief)
 {
     const struct lock_ops *const *all;
     char *buf = NULL;
@@ -121,8 +126,11 @@ static char *table(void)
 
     if (f == NULL)
         die("open_memstream: %s", strerror(errno));
-    put_header(f, "| strategy | family | what it fixes | what it still gets wrong |",
-               "\n|---|---|---|---|");
+    if (brief)
+        put_header(f, "| strategy | family | what it still gets wrong |", "\n|---|---|---|");
+    else
+        put_header(f, "| strategy | family | what it fixes | what it still gets wrong |",
+                   "\n|---|---|---|---|");
 
     all = lock_all(&n);
     for (i = 0; i < n; i++) {
@@ -131,8 +139,10 @@ static char *table(void)
         fprintf(f, "| `%s` | ", o->name);
         put_cell(f, o->family);
         fputs(" | ", f);
-        put_cell(f, o->summary);
-        fputs(" | ", f);
+        if (!brief) {
+            put_cell(f, o->summary);
+            fputs(" | ", f);
+        }
         put_cell(f, o->flaw ? o->flaw : "–");
         fputs(" |", f);
         put_marks(f, o->props);
@@ -366,8 +376,11 @@ int main(int argc, char **argv)
         end_mark = SYNC_END_MARK;
         argc--, argv++;
         want = sync_table();
+    } else if (argc > 1 && strcmp(argv[1], "--brief") == 0) {
+        argc--, argv++;
+        want = table(1);
     } else {
-        want = table();
+        want = table(0);
     }
 
     if (argc == 1) {
@@ -379,7 +392,7 @@ int main(int argc, char **argv)
         doc_write(&d, argv[2], want);
         free(d.text);
     } else {
-        fprintf(stderr, "usage: ll-strategies [--sync] [--check FILE | --write FILE]\n");
+        fprintf(stderr, "usage: ll-strategies [--sync | --brief] [--check FILE | --write FILE]\n");
         rc = 2;
     }
     free(want);

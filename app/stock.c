@@ -21,12 +21,24 @@
  * refuses a token older than one it has seen (LL_FENCED):
  *
  *     UPDATE db_stock SET count = ?, fence = ?, fence_by = ?
- *      WHERE id = ? AND (fence_by <> ? OR fence < ?)
+ *      WHERE id = ? AND (fence_by <> ? OR fence < ?) AND count = <read>
  *
  * Tokens of different lock services do not compare, so a write fenced by
- * another service than the last one's is let through (fence_by). With
- * --ledger the write and its db_ledger row (bench/ledger.h) commit in one
- * transaction.
+ * another service than the last one's is let through (fence_by).
+ *
+ * The token alone does not protect a read-modify-write. A stale holder A
+ * (token 5) whose write reaches the row before any newer token did is let
+ * through — rightly, nothing newer has been written — but the new holder B
+ * (token 6) may already have read the count A is about to change, and B's
+ * write, with the newer token, would then overwrite A's sale: a lost update
+ * no token catches (the storage never saw B's token on B's read). Hence the
+ * last condition, the count B read: when it no longer holds and B's token is
+ * still the newest, an older holder's write landed between B's read and
+ * B's write, and B reads again and writes again under its token (at most
+ * STOCK_FENCED_TRIES times), checks and all. It costs nothing when the lock
+ * excludes, as it does outside faults: the count is then the one read.
+ * With --ledger the write and its db_ledger row (bench/ledger.h) commit in
+ * one transaction.
  *
  * Product codes are cached once found: rows are created by sql/seed.sql and
  * never deleted while the server runs.
@@ -124,24 +136,39 @@ int stock_read(struct lock_ctx *ctx, const struct product *p, long long *count)
 }
 
 static const char sql_write[] = "UPDATE db_stock SET count = ? WHERE id = ?";
-static const char sql_write_fenced[] =
-    "UPDATE db_stock SET count = ?, fence = ?, fence_by = ? "
-    "WHERE id = ? AND (fence_by <> ? OR fence < ?)";
 
 int stock_write(struct lock_ctx *ctx, const struct product *p, long long count)
 {
-    long long rows = 0;
+    return db_exec(ctx, sql_write, NULL, "!ll", count, p->id);
+}
+
+#define STOCK_FENCED_TRIES 3
+#define STOCK_MOVED (-1)        /* write_fenced(): the count is not the one read */
+
+/* The fenced write (see the top): LL_OK, LL_FENCED, STOCK_MOVED (our token
+ * is still the newest but the count moved since `read`), or a failure. */
+static int write_fenced(struct lock_ctx *ctx, const struct product *p, long long read,
+                        long long count)
+{
+    static const char sql[] =
+        "UPDATE db_stock SET count = ?, fence = ?, fence_by = ? "
+        "WHERE id = ? AND (fence_by <> ? OR fence < ?) AND count = ?";
+    static const char sql_why[] =
+        "SELECT fence_by <> ? OR fence < ? FROM db_stock WHERE id = ?";
+    long long rows = 0, newest = 0;
     int rc;
 
-    if (!ctx->fence)
-        return db_exec(ctx, sql_write, NULL, "!ll", count, p->id);
-    rc = db_exec(ctx, sql_write_fenced, &rows, "!llslsl", count, ctx->token, ctx->token_src,
-                 p->id, ctx->token_src, ctx->token);
-    if (rc == LL_OK && rows == 0)
-        return lock_error(ctx, LL_FENCED, NULL, "%s token %lld is older than one the stock "
-                          "row has seen: a stale holder, nothing written", ctx->token_src,
-                          ctx->token);
-    return rc;
+    rc = db_exec(ctx, sql, &rows, "!llslsll", count, ctx->token, ctx->token_src, p->id,
+                 ctx->token_src, ctx->token, read);
+    if (rc != LL_OK || rows == 1)
+        return rc;
+    if ((rc = db_exec(ctx, sql_why, &rows, "sll>l", ctx->token_src, ctx->token, p->id,
+                      &newest)) != LL_OK)
+        return rc;
+    if (newest)
+        return STOCK_MOVED;
+    return lock_error(ctx, LL_FENCED, NULL, "%s token %lld is older than one the stock row "
+                      "has seen: a stale holder, nothing written", ctx->token_src, ctx->token);
 }
 
 int stock_ledger(struct lock_ctx *ctx, const struct product *p, long long read,
@@ -169,17 +196,19 @@ int stock_ledger_commit(struct lock_ctx *ctx, const struct product *p, long long
     return db_commit_sale(ctx);
 }
 
-/* The guarded sale's write: alone (autocommit), or with --ledger in one
- * transaction with its ledger row. */
+/* The guarded sale's write, fenced or not: alone (autocommit), or with
+ * --ledger in one transaction with its ledger row. */
 static int write_sale(struct lock_ctx *ctx, const struct product *p, long long read)
 {
+    const long long count = read - ctx->qty;
     int rc;
 
     if (!ctx->cfg->ledger)
-        return stock_write(ctx, p, read - ctx->qty);
+        return ctx->fence ? write_fenced(ctx, p, read, count) : stock_write(ctx, p, count);
     if ((rc = db_begin(ctx)) != LL_OK)
         return rc;
-    if ((rc = stock_write(ctx, p, read - ctx->qty)) != LL_OK) {
+    rc = ctx->fence ? write_fenced(ctx, p, read, count) : stock_write(ctx, p, count);
+    if (rc != LL_OK) {
         db_rollback(ctx);
         return rc;
     }
@@ -242,23 +271,33 @@ void stock_hold(struct lock_ctx *ctx)
 static int sell_guarded(struct lock_ctx *ctx, const struct product *p, long long *remaining)
 {
     long long count;
-    int rc;
+    int rc, tries = 0;
 
+again:
     rc = stock_read(ctx, p, &count);
     if (rc != LL_OK)
         return rc;
     if (count < ctx->qty)           /* qty units or none (seed 003) */
         return LL_SOLD_OUT;
-    stock_hold(ctx);    /* the window between read and write, stretched */
+    if (tries == 0)
+        stock_hold(ctx);    /* the window between read and write, stretched */
     if ((rc = lock_check(ctx, p->key)) != LL_OK)
         return rc;
     if (ctx->lease_until_us && now_us() >= ctx->lease_until_us)
         return lock_error(ctx, LL_LOST, NULL, "the lease on %s may have run out %lld ms "
                           "ago: sale not written", p->key,
                           (long long)(now_us() - ctx->lease_until_us) / 1000);
-    if (ctx->late_ms > 0)   /* fault: a pause no check can see, then the write */
+    if (ctx->late_ms > 0 && tries == 0)     /* fault: a pause no check can see */
         sleep_us((int64_t)ctx->late_ms * 1000);
     rc = write_sale(ctx, p, count);
+    if (rc == STOCK_MOVED) {        /* an older holder's write landed after our read */
+        ctx->retries++;
+        if (++tries < STOCK_FENCED_TRIES)
+            goto again;
+        return lock_error(ctx, LL_FENCED, NULL, "%s token %lld is the newest, but older "
+                          "holders' writes changed the count %d times between its read and "
+                          "its write: nothing written", ctx->token_src, ctx->token, tries);
+    }
     if (rc == LL_OK)
         *remaining = count - ctx->qty;
     return rc;

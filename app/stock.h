@@ -36,8 +36,8 @@ int stock_sell(struct lock_ctx *ctx, const struct lock_ops *ops,
 /* The guarded strategies' two statements, exported for the strategies that
  * replace the sale but keep its shape; stock_read() also answers GET /stock. */
 int stock_read(struct lock_ctx *ctx, const struct product *p, long long *count);
-/* The absolute write; with ctx->fence, conditional on the hold's token
- * (LL_FENCED when a newer one was seen). A statement that sells ('!'). */
+/* The absolute write, unfenced (the guarded sale fences its own, stock.c).
+ * A statement that sells ('!'). */
 int stock_write(struct lock_ctx *ctx, const struct product *p, long long count);
 /* The sale's db_ledger row (--ledger; inside the transaction of its write):
  * the count read and written, the critical section [cs_start, cs_end] on

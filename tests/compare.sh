@@ -164,8 +164,10 @@ runs=("$OUT"/pause/2*/)
 prun=${runs[0]%/}
 t_ok "'$(jq -r '[.runs[] | "\(.strategy):\(.fence)"] | join(" ")' "$prun/results.json")' = 'redisson:false redisson:true'" \
      "a run without and a run with the fence"
-t_ok "'$(jq -r '.runs[] | select(.fence) | "\(.oversold) \(.lost_updates) \(.check.lost) \(.check.overlap) \(.check.token)"' "$prun/results.json")' = '0 0 0 0 0'" \
-     "redisson +fence under pauses: nothing oversold or lost, the ledger clean"
+# With the fence two holders may still overlap (the paused one and its
+# successor): what the token promises is that the overlap costs nothing.
+t_ok "'$(jq -r '.runs[] | select(.fence) | "\(.oversold) \(.lost_updates) \(.check.lost) \(.check.token)"' "$prun/results.json")' = '0 0 0 0'" \
+     "redisson +fence under pauses: nothing oversold or lost, no stale token in the ledger ($(jq -r '.runs[] | select(.fence) | .check.overlap' "$prun/results.json") overlaps made harmless)"
 t_ok "$(jq '[.runs[] | .check.sales] | min' "$prun/results.json") -gt 0" "ll-check judged every run's ledger"
 t_ok "$(grep -c '^## Under faults' "$prun/report.md") -eq 1" "report.md has the faults table"
 t_ok "'$(cksum < "$T_ROOT/.run/topology")' = '$was'" "the stack is put back as it was"

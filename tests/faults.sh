@@ -122,6 +122,30 @@ for svc in redis redisson zookeeper mysql; do
     t_ok "'${REFUSED[$svc]:-0}' = 1" "a late write was refused by a $svc token"
 done
 
+echo "== a stale write between the new holder's read and its write: the count condition"
+# A (redis-lua, fence=1) passes its checks and writes 4 s later, after its
+# 3 s lease ran out; B takes the lock at 3 s, reads, holds 2 s and writes at
+# 5 s: A's write, token below B's but above any the row has seen, lands in
+# B's window. A token on the write alone lets B overwrite A's sale; the
+# condition on the count B read makes B read again and write again.
+p=3020
+stale=$(mktemp)
+t_reset 10 "$p"
+t_curl "$APP0/check/lock?lock=redis-lua&fence=1&late_ms=4000&product=$p&wait_ms=20000" > "$stale" &
+sleep 0.3
+b=$(t_curl "$APP1/check/lock?lock=redis-lua&fence=1&hold_ms=2000&product=$p&wait_ms=20000")
+wait
+a=$(cat "$stale")
+rm -f "$stale"
+t_log "A: $a"
+t_log "B: $b"
+t_ok "'$(t_jq "$a" .result) $(t_jq "$b" .result) $(t_stock "$p")' = 'sold sold 8'" \
+     "both sold and the stock fell by two: nothing lost"
+t_ok "'$(t_jq "$a" .remaining) $(t_jq "$b" .remaining)' = '9 8'" "B read again after A's write landed (A left 9, B 8)"
+check_ledger "$p"
+t_ok "'$(jq -r '"\(.lost) \(.token) \(.final_bad)"' <<< "$C_json")' = '0 0 0'" \
+     "ll-check: no lost update, no stale token ($(jq .overlap <<< "$C_json") overlap, made harmless)"
+
 echo "== the same without the fence: a lost update, and the checker sees it"
 round "redis-lua redisson zk-ephemeral curator mysql-lock-table" 7000
 for e in "${PRODUCTS[@]}"; do

@@ -74,6 +74,7 @@ void write_md(FILE *f, const json_t *res)
     print_reconcile(f, runs, FMT_MD);
     print_storms(f, res, FMT_MD);
     print_cost(f, runs, FMT_MD);
+    print_time(f, runs, FMT_MD);
     fprintf(f, "## Ceilings (ll-limits)\n\n%s\n\n| ceiling | per second | trials | what |\n"
             "|---|--:|--:|---|\n", trials_note);
     json_object_foreach((json_t *)lim, k, v) {

@@ -31,6 +31,9 @@
  *                                       a line: "REQUESTS SOLD" of NAME
  *                                       added up (compare's polls of a wrk
  *                                       run, report_time.c)
+ *   ll-report sweep RUN                 compare --sweep's points (RUN/
+ *                                       points.tsv) → sweep.json, sweep.md,
+ *                                       sweep.html (report_sweep.c)
  *
  * RUN/raw/ holds settings.env and machine.env (key=value lines written by
  * bench/compare), limits.json (ll-limits), locks.json (GET /locks: each
@@ -353,7 +356,8 @@ static const char usage[] =
 "       ll-report get FILE|- KEY[.KEY...] (one value of a JSON document)\n"
 "       ll-report sync-plan SYNC.json     (the synchronizers' runs, from GET /sync)\n"
 "       ll-report sync RUNDIR             (their results, invariants checked)\n"
-"       ll-report sample NAME < STATS     (NAME's purchases and sales, /stats a line)\n";
+"       ll-report sample NAME < STATS     (NAME's purchases and sales, /stats a line)\n"
+"       ll-report sweep RUNDIR            (compare --sweep's points: sweep.json, .md, .html)\n";
 
 int main(int argc, char **argv)
 {
@@ -382,6 +386,8 @@ int main(int argc, char **argv)
         return cmd_sync(argv[2]);
     if (!strcmp(cmd, "sample") && argc == 3)
         return cmd_sample(argv[2]);
+    if (!strcmp(cmd, "sweep") && argc == 3)
+        return cmd_sweep(argv[2]);
     if (!strcmp(cmd, "jtl") && (argc == 3 || argc == 7)) {
         long long stock = -1, fin = 0;
         if (argc == 7) {

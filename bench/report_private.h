@@ -16,6 +16,7 @@
  *                   invariant checks
  *   report_time.c   a run over time and by percentile: its seconds, its
  *                   latency distribution, their checks and charts
+ *   report_sweep.c  a sweep's points (compare --sweep) into one figure
  *
  * The arithmetic itself is harness.c's (harness.h).
  */
@@ -145,6 +146,9 @@ int  check_time(const json_t *res, const char *path);
 void print_time(FILE *f, const json_t *runs, enum fmt fmt);
 void html_time(FILE *f, const json_t *runs);
 int  cmd_sample(const char *name);
+
+/* report_sweep.c: ll-report sweep RUN (compare --sweep's points). */
+int  cmd_sweep(const char *dir);
 
 /* ---------------------------------------------------------------- reports */
 

@@ -4,8 +4,9 @@
  * latency of client and server, the ceilings, the machine, the settings,
  * and each run over time and by percentile (report_time.c). No script, no
  * stylesheet or image from elsewhere. Every chart is an <svg> with
- * data-chart (its kind) and data-points (the bars or points it drew), so
- * that a test reading the page's DOM can tell that each one has data.
+ * data-chart (its kind) and data-points (the bars or points it drew, each
+ * of class "mark"), so that a test reading the page's DOM can tell that
+ * each one has data and drew it.
  */
 #include "report_private.h"
 
@@ -79,8 +80,8 @@ static void svg_bars(FILE *f, const char *title, const char *unit, const json_t 
             if (v < 0)
                 continue;
             w = (int)(v / max * chart_w + 0.5);
-            fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\">"
-                    "<title>%s: %.1f %s</title></rect>", label_w, y, w > 0 ? w : 1,
+            fprintf(f, "<rect class=\"mark\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                    "fill=\"%s\"><title>%s: %.1f %s</title></rect>", label_w, y, w > 0 ? w : 1,
                     bar_h - 2, s[j].colour, s[j].label, v, unit);
             fprintf(f, "<text x=\"%d\" y=\"%d\">%.*f</text>\n", label_w + w + 4,
                     y + bar_h - 4, decimals, v);
@@ -111,9 +112,12 @@ static void svg_cost(FILE *f, const json_t *runs)
     if (max <= 0)
         return;
     height = 40 + (int)n * (bar_h + gap) + 10;
-    for (i = 0; i < n; i++)
-        bars += json_object_get(json_object_get(json_array_get(runs, i), "cost"),
-                                "cpu_us_per_request") != NULL;
+    for (i = 0; i < n; i++) {                   /* the segments drawn below */
+        const json_t *us = json_object_get(json_object_get(json_array_get(runs, i), "cost"),
+                                           "cpu_us_per_request");
+        for (k = 0; us && k <= NCOST_GROUPS; k++)
+            bars += jnum(us, k < NCOST_GROUPS ? cost_groups[k][0] : "rest") > 0;
+    }
     fprintf(f, "<figure><figcaption>CPU time per request, &micro;s, by who spent it</figcaption>\n"
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" role=\"img\" "
             "font-family=\"sans-serif\" font-size=\"12\" data-chart=\"cost\" "
@@ -139,8 +143,8 @@ static void svg_cost(FILE *f, const json_t *runs)
             double v = jnum(us, key), w = v / max * chart_w;
             if (v <= 0)
                 continue;
-            fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
-                    "<title>%s: %.0f us</title></rect>", x, y, w, bar_h - 2, colour[k],
+            fprintf(f, "<rect class=\"mark\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
+                    "fill=\"%s\"><title>%s: %.0f us</title></rect>", x, y, w, bar_h - 2, colour[k],
                     k < NCOST_GROUPS ? cost_groups[k][1] : "load+rest", v);
             x += w;
         }

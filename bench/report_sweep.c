@@ -11,9 +11,10 @@
  * and the HTTP tier's ceiling at each V — and writes RUN/sweep.md, and
  * RUN/sweep.html: the table, and a line chart against V for sold/s (the
  * HTTP tier's ceiling dashed beside it), p99, oversold and lost units, one
- * line per strategy. V is on a log axis when the values span a factor of 8 or
- * more (1, 4, 16, 64, 256 evenly apart), else a linear one. Each chart is
- * an <svg data-chart="sweep" data-points="N">, as in report.html.
+ * line per strategy. V is on a log axis when the values span a factor of
+ * 8 or more (1, 4, 16, 64, 256 evenly apart), else a linear one. Each
+ * chart is an <svg data-chart="sweep" data-points="N">, as in report.html:
+ * N dots of class "mark", the strategies' (the HTTP tier's are not).
  *
  * The story it is for: seed 000 §1.6.2 lowers the concurrency to show its
  * optimistic lock (version column, retried) recovering — the more buyers
@@ -238,7 +239,7 @@ static double metric(const json_t *pt, const char *key)
  * (broken where one has not) and a dot on each. Returns the dots drawn. */
 static size_t sweep_line(FILE *f, const struct axis *ax, const json_t *vals, const json_t *ys,
                          double max, const char *colour, const char *dash, const char *label,
-                         const char *unit)
+                         const char *unit, int mark)
 {
     size_t i, n = 0;
     const char *op = "M";
@@ -260,8 +261,8 @@ static size_t sweep_line(FILE *f, const struct axis *ax, const json_t *vals, con
         if (!json_is_number(json_array_get(ys, i)))
             continue;
         x = axis_x(ax, (double)json_integer_value(json_array_get(vals, i)));
-        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>", x,
-                SW_T + SW_PH - y / max * SW_PH, colour);
+        fprintf(f, "<circle%s cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>",
+                mark ? " class=\"mark\"" : "", x, SW_T + SW_PH - y / max * SW_PH, colour);
         html_text(f, label);
         fprintf(f, " at %lld: %.1f %s</title></circle>\n",
                 (long long)json_integer_value(json_array_get(vals, i)), y, unit);
@@ -327,7 +328,8 @@ static void svg_sweep(FILE *f, const json_t *sw, const char *title, const char *
     /* The lines first, into `body`, to count their points for the tag. */
     json_array_foreach(series, i, s) {
         const char *colour = palette[i % (sizeof palette / sizeof palette[0])];
-        points += sweep_line(body, &ax, vals, ys[i], max, colour, "", jstr(s, "strategy", "?"), unit);
+        points += sweep_line(body, &ax, vals, ys[i], max, colour, "", jstr(s, "strategy", "?"),
+                             unit, 1);
         fprintf(body, "<rect x=\"%d\" y=\"%zu\" width=\"12\" height=\"3\" fill=\"%s\"/>"
                 "<text x=\"%d\" y=\"%zu\">", SW_W - SW_R + 14, SW_T + 6 + i * 16, colour,
                 SW_W - SW_R + 30, SW_T + 10 + i * 16);
@@ -337,7 +339,7 @@ static void svg_sweep(FILE *f, const json_t *sw, const char *title, const char *
     }
     if (with_http && array_max(http, 0) > 0) {
         sweep_line(body, &ax, vals, http, max, "#888888", " stroke-dasharray=\"5 4\"",
-                   "the HTTP tier (GET /health)", unit);
+                   "the HTTP tier (GET /health)", unit, 0);
         fprintf(body, "<rect x=\"%d\" y=\"%zu\" width=\"12\" height=\"3\" fill=\"#888888\"/>"
                 "<text x=\"%d\" y=\"%zu\">the HTTP tier</text>\n", SW_W - SW_R + 14,
                 SW_T + 6 + ns * 16, SW_W - SW_R + 30, SW_T + 10 + ns * 16);

@@ -25,7 +25,8 @@
  *
  * The page gets a pair of inline SVG charts per run, each <svg> marked
  * data-chart="timeline" or "percentiles" and data-points="N" (the points
- * it drew), so that a test can tell from the DOM that every chart has data.
+ * it drew, each of class "mark"), so that a test can tell from the DOM
+ * that every chart has data.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE            /* under -std=c11: getline */
@@ -426,7 +427,7 @@ static void svg_timeline(FILE *f, const json_t *run, const char *label)
         bucket_rates(tl, i, &b, &e, &a, &s);
         x = CH_L + b / total * PLOT_W;
         w = (e - b) / total * PLOT_W;
-        fprintf(f, "<g><title>%.1f–%.1f s: %.0f answers/s, %.0f sold/s</title>"
+        fprintf(f, "<g class=\"mark\"><title>%.1f–%.1f s: %.0f answers/s, %.0f sold/s</title>"
                 "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#cccccc\"/>"
                 "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#3366cc\"/></g>\n",
                 b, e, a, s, x + 0.5, CH_T + PLOT_H - a / max * PLOT_H, w > 2 ? w - 1 : w,
@@ -478,7 +479,8 @@ static void svg_percentiles(FILE *f, const json_t *run, const char *label)
     json_array_foreach(pct, i, pair) {
         double q = json_number_value(json_array_get(pair, 0));
         double ms = json_number_value(json_array_get(pair, 1));
-        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2\" fill=\"#cc3333\"><title>%s%g: "
+        fprintf(f, "<circle class=\"mark\" cx=\"%.1f\" cy=\"%.1f\" r=\"2\" fill=\"#cc3333\">"
+                "<title>%s%g: "
                 "%.3f ms</title></circle>\n", CH_L + q_x(q), CH_T + PLOT_H - ms / max * PLOT_H,
                 q >= 1 ? "max, q = " : "q = ", q, ms);
     }

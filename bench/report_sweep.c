@@ -363,8 +363,9 @@ static void svg_sweep(FILE *f, const json_t *sw, const char *title, const char *
         double y = SW_T + SW_PH - (double)i / 4 * SW_PH;
         if (i > 0)
             fprintf(f, "<path d=\"M%d %.1f H%d\" stroke=\"#e4e4e4\"/>", SW_L, y, SW_W - SW_R);
-        fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.*f</text>\n", SW_L - 6,
-                y + 4, max >= 40 ? 0 : 1, max * (double)i / 4);
+        fprintf(f, max >= 40 ? "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.0f</text>\n"
+                             : "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.3g</text>\n",
+                SW_L - 6, y + 4, max * (double)i / 4);
     }
     rewind(body);
     while ((got = fread(buf, 1, sizeof buf, body)) > 0)
@@ -394,8 +395,9 @@ static void write_sweep_md(FILE *f, const json_t *sw)
 
 static void write_sweep_html(FILE *f, const json_t *sw)
 {
-    const json_t *settings = json_object_get(sw, "settings");
+    const json_t *settings = json_object_get(sw, "settings"), *pt;
     char title[128];
+    size_t i;
 
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<title>locklab sweep</title><style>body{font-family:sans-serif;max-width:1100px;"
@@ -418,7 +420,13 @@ static void write_sweep_html(FILE *f, const json_t *sw)
     snprintf(title, sizeof title, "Lost updates against %s", jstr(sw, "param", "?"));
     svg_sweep(f, sw, title, "lost_updates", "units", 0);
     print_sweep(f, sw, FMT_HTML);
-    fprintf(f, "</body></html>\n");
+    fprintf(f, "<p>Each point's own report:");
+    json_array_foreach(json_object_get(sw, "points"), i, pt) {
+        fprintf(f, " <a href=\"");
+        html_text(f, jstr(pt, "run", ""));
+        fprintf(f, "/report.html\">%s=%lld</a>", jstr(sw, "param", "?"), jint(pt, "value"));
+    }
+    fprintf(f, ".</p>\n</body></html>\n");
 }
 
 static void write_to(const char *dir, const char *name, void (*fn)(FILE *, const json_t *),

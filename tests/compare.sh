@@ -68,14 +68,10 @@ n=$(jq '[.runs[] | .lat_percentiles as $p | select(($p | length) > 10 and $p[0][
         $p[.][1] >= $p[. - 1][1]))] | length' "$run/results.json")
 t_ok "$n -eq 4" "every run's latency percentiles, 0 to 1, never fall ($n of 4)"
 t_ok "$(grep -c '^## Over time and by percentile' "$run/report.md") -eq 1" "report.md: over time and by percentile"
-if t_need chromium -- "headless chromium (apt-get install chromium): the report in a browser"; then
-    charts=$(t_charts "$html")
-    printf '%s\n' "$charts" | sed 's/^/    chart: /'
-    t_ok "$(grep -c -E '^(timeline|percentiles) ' <<< "$charts") -eq 8" \
-         "the page has a timeline and a percentile chart per run"
-    t_ok "$(grep -c . <<< "$charts") -ge 12 -a $(awk '$2 != $3 || $2 == 0' <<< "$charts" | wc -l) -eq 0" \
-         "every chart of the page has data: as many marks in the DOM as it says it drew, more than 0"
-    t_ok "'$(t_png "$run/report.png" | cut -d' ' -f1)' = 1200" "report.png is kept with the run"
+if t_page "$html" "$run/report.png" report.html; then
+    t_ok "$(grep -c -E '^(timeline|percentiles) ' <<< "$T_CHARTS") -eq 8 -a \
+          $(grep -c -E '^(bars|cost) ' <<< "$T_CHARTS") -eq 4" \
+         "report.html: a timeline and a percentile chart per run, beside its four bar charts"
 fi
 
 # The numbers: the exact strategies sell 60 and lose nothing. none races

@@ -7,6 +7,11 @@
 #                   and how many elements of class "mark" (a bar, a dot, a
 #                   bucket) it holds; nothing when chromium fails
 #   t_png FILE      "WIDTH HEIGHT" of a PNG file, "not a PNG" otherwise
+#   t_page HTML PNG WHAT
+#                   the page WHAT in the browser: its charts (T_CHARTS, as
+#                   t_charts prints them, and in the log), at least one,
+#                   each with data, and PNG its screenshot 1200 pixels
+#                   wide; a skip, and status 1, without chromium
 #
 # A chart has data when POINTS = MARKS > 0: the page says how many points
 # it drew, and the DOM holds that many.
@@ -31,4 +36,14 @@ t_png() {
     fi
     od -An -tu1 -j16 -N8 "$1" | awk '{ print $1 * 16777216 + $2 * 65536 + $3 * 256 + $4,
                                             $5 * 16777216 + $6 * 65536 + $7 * 256 + $8 }'
+}
+
+t_page() {
+    T_CHARTS=""
+    t_need chromium -- "headless chromium (apt-get install chromium): $3 in a browser" || return 1
+    T_CHARTS=$(t_charts "$1")
+    printf '%s\n' "$T_CHARTS" | sed 's/^/    chart: /'
+    t_ok "$(grep -c . <<< "$T_CHARTS") -gt 0 -a $(awk '$2 != $3 || $2 == 0' <<< "$T_CHARTS" | wc -l) -eq 0" \
+         "$3: every chart has data, as many marks in the DOM as it says it drew ($(grep -c . <<< "$T_CHARTS") charts)"
+    t_ok "'$(t_png "$2" | cut -d' ' -f1)' = 1200" "${2##*/} is kept with the run"
 }

@@ -1,7 +1,7 @@
 /* report_md.c — report.md: the main table with its notes, where the time
- * goes, the ceilings with their trials, the machine and the settings. The
- * machine's and the settings' keys are listed here, in the order both
- * reports show them.
+ * goes, each run over time and by percentile (report_time.c), the ceilings
+ * with their trials, the machine and the settings. The machine's and the
+ * settings' keys are listed here, in the order both reports show them.
  */
 #include "report_private.h"
 

@@ -37,10 +37,21 @@
  * is load_http.c, apart from the sockets (tests/test_load.c feeds it).
  *
  * Every thread counts into its own struct tally (statuses, results, errors,
- * a latency histogram from load_stats.c): the hot path takes no lock, and
- * the main thread merges the tallies after joining the threads. Latency runs
+ * a latency histogram from load_stats.c) and its own struct timeline (the
+ * answers, the 200s among them and the transport errors of each second,
+ * by the second each request ended in): the hot path takes no lock, and
+ * the main thread merges them after joining the threads. Latency runs
  * from the ticket to the last byte of the answer, connect included when one
- * was needed.
+ * was needed. --json adds the seconds ("per_second": three arrays, one
+ * element a second, the last second cut short by the end of the run) and
+ * the latency at a fixed list of quantiles ("lat_percentiles": [q, ms]
+ * pairs, from 0 (the minimum) to 1 (the maximum)), for the report's charts.
+ *
+ * Progress (--progress, or stderr a terminal): once a second, the requests
+ * done, the 200s among them, the rate over the last second and the time
+ * left: what the duration leaves, or with -n the requests still to send at
+ * the rate so far. Each worker publishes its two counts with relaxed
+ * atomic stores of its own counters; the main thread sums them.
  *
  * --bodies FILE writes every answer's body (its first BODY_CAP bytes), one
  * a line, to FILE, for a checker that reads what was granted (ll-report
@@ -123,6 +134,7 @@ struct load {
     const struct load_opts *opts;
     atomic_uint_fast64_t issued;
     atomic_bool          stop;
+    int64_t              start_ns;      /* when the workers were let go      */
     pthread_mutex_t      mu;
     pthread_cond_t       go_cond;       /* main → workers: start             */
     pthread_cond_t       done_cond;     /* workers → main: one finished      */
@@ -132,6 +144,7 @@ struct load {
 
 struct worker {
     atomic_uint_fast64_t done;          /* requests completed, for progress  */
+    atomic_uint_fast64_t sold;          /* 200 answers among them            */
     struct load   *load;
     pthread_t      tid;
     int            connect_errno;       /* first connect failure             */
@@ -140,6 +153,7 @@ struct worker {
     size_t         buf_cap;
     struct response resp;
     struct tally   tally;
+    struct timeline timeline;           /* what each second of the run saw   */
 };
 
 /* ---------------------------------------------------------------- utilities */
@@ -203,7 +217,8 @@ static const char usage_text[] =
     "  -t, --timeout S      per-request timeout in seconds (default 30)\n"
     "      --copies K       send every purchase K times, its copies one after the\n"
     "                       other to K different URLs (default 1)\n"
-    "      --json           print one JSON object instead of key=value lines\n"
+    "      --json           print one JSON object instead of key=value lines, with\n"
+    "                       the counts of every second and latency percentiles\n"
     "      --progress       print progress to stderr every second (default:\n"
     "                       only when stderr is a terminal)\n"
     "      --bodies FILE    write every answer's body to FILE, one a line\n"
@@ -548,9 +563,17 @@ static int worker_connect(struct worker *w, int k, int64_t deadline)
     return IO_OK;
 }
 
+/* The second of the run a request that ends at `end` counts in. */
+static uint64_t worker_second(const struct worker *w, int64_t end)
+{
+    int64_t ns = end - w->load->start_ns;
+    return ns > 0 ? (uint64_t)(ns / NS_PER_S) : 0;
+}
+
 static void worker_failed(struct worker *w, int k, int rc)
 {
     tally_failure(&w->tally, rc);
+    timeline_add(&w->timeline, worker_second(w, now_ns()), TL_ERRORS);
     conn_close(&w->conn[k]);
     /* In duration mode, do not spin on a refused port. */
     if (rc == IO_CONNECT && w->load->opts->duration_ns)
@@ -590,7 +613,16 @@ static void worker_request(struct worker *w, uint64_t ticket)
         worker_failed(w, k, rc);
         return;
     }
-    tally_answer(&w->tally, &w->resp, now_ns() - start);
+    int64_t end = now_ns();
+    uint64_t second = worker_second(w, end);
+    tally_answer(&w->tally, &w->resp, end - start);
+    timeline_add(&w->timeline, second, TL_ANSWERS);
+    if (w->resp.status == 200) {
+        timeline_add(&w->timeline, second, TL_SOLD);
+        /* Only this thread writes it: a relaxed load and store suffice. */
+        atomic_store_explicit(&w->sold, atomic_load_explicit(&w->sold, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+    }
     if (o->bodies)
         body_write(w->load, &w->resp);
     if (w->resp.close)
@@ -673,6 +705,8 @@ static struct worker *load_spawn(struct load *l)
             reader_init(&w[i].conn[k].in, conn_recv, &w[i].conn[k]);
         }
         atomic_init(&w[i].done, 0);
+        atomic_init(&w[i].sold, 0);
+        timeline_init(&w[i].timeline);
         tally_init(&w[i].tally);
         int rc = pthread_create(&w[i].tid, &attr, worker_main, &w[i]);
         if (rc != 0)
@@ -682,24 +716,50 @@ static struct worker *load_spawn(struct load *l)
     return w;
 }
 
-static uint64_t load_done(const struct worker *w, int n)
+static uint64_t load_done(const struct worker *w, int n, uint64_t *sold)
 {
     uint64_t sum = 0;
-    for (int i = 0; i < n; i++)
+    *sold = 0;
+    for (int i = 0; i < n; i++) {
         sum += atomic_load_explicit(&w[i].done, memory_order_relaxed);
+        *sold += atomic_load_explicit(&w[i].sold, memory_order_relaxed);
+    }
     return sum;
 }
 
-/* The progress line: overwritten in place on a terminal, one per second
- * otherwise. */
-static void load_progress(const struct worker *w, int n, int64_t now, int64_t *last_ns,
-                          uint64_t *last_done)
+/* Seconds left at `now`: what the duration leaves (0 once it is up and
+ * the last requests finish), or with -n the requests not yet done at the
+ * rate so far; -1 when nothing is done yet to tell. */
+static double load_left(const struct load *l, int64_t now, uint64_t done)
 {
-    uint64_t done = load_done(w, n);
+    const struct load_opts *o = l->opts;
+    double ran = (double)(now - l->start_ns) / (double)NS_PER_S;
+
+    if (o->duration_ns) {
+        double left = (double)o->duration_ns / (double)NS_PER_S - ran;
+        return left > 0 ? left : 0;
+    }
+    if (done == 0 || ran <= 0)
+        return -1;
+    return done >= o->requests ? 0 : (double)(o->requests - done) * ran / (double)done;
+}
+
+/* The progress line: overwritten in place on a terminal, one per second
+ * otherwise, e.g. "ll-load: 2140 done, 2100 sold, 3810/s, 4 s left". */
+static void load_progress(const struct load *l, const struct worker *w, int64_t now,
+                          int64_t *last_ns, uint64_t *last_done)
+{
+    uint64_t sold, done = load_done(w, l->opts->conns, &sold);
     double rate = (double)(done - *last_done) * (double)NS_PER_S / (double)(now - *last_ns);
+    double left = load_left(l, now, done);
     bool tty = isatty(STDERR_FILENO);
-    fprintf(stderr, "%sll-load: %llu done, %.0f/s%s", tty ? "\r" : "",
-            (unsigned long long)done, rate, tty ? "\033[K" : "\n");
+    char when[32] = "? s left";
+
+    if (left >= 0)
+        snprintf(when, sizeof when, "%.0f s left", left);
+    fprintf(stderr, "%sll-load: %llu done, %llu sold, %.0f/s, %s%s", tty ? "\r" : "",
+            (unsigned long long)done, (unsigned long long)sold, rate, when,
+            tty ? "\033[K" : "\n");
     fflush(stderr);
     *last_ns = now;
     *last_done = done;
@@ -712,6 +772,7 @@ static int64_t load_supervise(struct load *l, const struct worker *w)
     const struct load_opts *o = l->opts;
     pthread_mutex_lock(&l->mu);
     int64_t start = now_ns(), last_ns = start;
+    l->start_ns = start;                /* the workers read it after go      */
     int64_t stop_at = o->duration_ns ? start + o->duration_ns : INT64_MAX;
     int64_t tick_at = o->progress ? start + NS_PER_S : INT64_MAX;
     uint64_t last_done = 0;
@@ -732,7 +793,7 @@ static int64_t load_supervise(struct load *l, const struct worker *w)
             stop_at = INT64_MAX;
         }
         if (now >= tick_at && l->finished < o->conns) {
-            load_progress(w, o->conns, now, &last_ns, &last_done);
+            load_progress(l, w, now, &last_ns, &last_done);
             printed = true;
             tick_at += NS_PER_S;
         }
@@ -758,6 +819,14 @@ struct summary {
     struct field field[FIELDS_MAX];
     int          nfields;
     struct tally total;
+    struct timeline seconds;            /* every worker's, merged            */
+};
+
+/* The quantiles of --json's "lat_percentiles", denser towards the tail, as
+ * a latency-by-percentile chart draws them (0: the minimum, 1: the max). */
+static const double lat_quantiles[] = {
+    0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.925, 0.95, 0.96, 0.97,
+    0.98, 0.99, 0.995, 0.999, 0.9995, 0.9999, 0.99999, 1,
 };
 
 static void summary_add(struct summary *s, const char *name, const char *fmt, ...)
@@ -797,8 +866,10 @@ static void summary_build(struct summary *s, const struct worker *w, int n, int6
 {
     memset(s, 0, sizeof *s);
     tally_init(&s->total);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         tally_merge(&s->total, &w[i].tally);
+        timeline_merge(&s->seconds, &w[i].timeline);
+    }
     qsort(s->total.result, s->total.nresults, sizeof s->total.result[0], result_cmp);
 
     const struct tally *t = &s->total;
@@ -895,6 +966,23 @@ static void json_string(const char *str)
     putchar('"');
 }
 
+/* "per_second": {"answers": [...], "sold": [...], "errors": [...]}. */
+static void print_json_seconds(const struct timeline *t)
+{
+    static const char *const kind_names[TL_KINDS] = {
+        [TL_ANSWERS] = "answers", [TL_SOLD] = "sold", [TL_ERRORS] = "errors",
+    };
+    printf("\"per_second\":{");
+    for (int k = 0; k < TL_KINDS; k++) {
+        printf("%s\"%s\":[", k ? "," : "", kind_names[k]);
+        for (uint64_t sec = 0; sec < timeline_seconds(t); sec++)
+            printf("%s%llu", sec ? "," : "",
+                   (unsigned long long)timeline_get(t, sec, (enum tl_kind)k));
+        putchar(']');
+    }
+    putchar('}');
+}
+
 static void print_json(const struct summary *s)
 {
     const struct tally *t = &s->total;
@@ -915,7 +1003,13 @@ static void print_json(const struct summary *s)
         json_string(t->result[i].name);
         printf(":%llu", (unsigned long long)t->result[i].n);
     }
-    printf("}}\n");
+    printf("},");
+    print_json_seconds(&s->seconds);
+    printf(",\"lat_percentiles\":[");
+    for (size_t i = 0; i < sizeof lat_quantiles / sizeof lat_quantiles[0]; i++)
+        printf("%s[%g,%.3f]", i ? "," : "", lat_quantiles[i],
+               (double)hist_percentile(&t->latency, lat_quantiles[i]) / 1000.0);
+    printf("]}\n");
 }
 
 /* ---------------------------------------------------------------- main */
@@ -956,6 +1050,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "ll-load: --bodies: %s\n", strerror(errno));
 
     int err = load_connect_failure(w, opts.conns, &summary.total);
+    for (int i = 0; i < opts.conns; i++)
+        timeline_free(&w[i].timeline);
+    timeline_free(&summary.seconds);
     free(w);
     for (int k = 0; k < opts.ntargets; k++)
         free(opts.target[k].request);

@@ -10,6 +10,8 @@
 #include "load_stats.h"
 
 #include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- buckets */
@@ -121,4 +123,67 @@ uint64_t hist_percentile(const struct hist *h, double q)
     if (mid > h->max_us)
         return h->max_us;
     return mid;
+}
+
+/* ---------------------------------------------------------------- timeline */
+
+void timeline_init(struct timeline *t)
+{
+    memset(t, 0, sizeof *t);
+}
+
+/* Room for seconds 0..second, new ones zero. Out of memory is fatal: a
+ * load generator that cannot count has nothing useful left to do. */
+static void timeline_reserve(struct timeline *t, uint64_t second)
+{
+    uint64_t cap = t->cap ? t->cap : 16;
+
+    if (second < t->cap)
+        return;
+    while (cap <= second)
+        cap *= 2;
+    t->sec = realloc(t->sec, (size_t)cap * sizeof t->sec[0]);
+    if (t->sec == NULL) {
+        fputs("timeline: out of memory\n", stderr);
+        abort();
+    }
+    memset(t->sec + t->cap, 0, (size_t)(cap - t->cap) * sizeof t->sec[0]);
+    t->cap = cap;
+}
+
+void timeline_add(struct timeline *t, uint64_t second, enum tl_kind kind)
+{
+    assert(kind < TL_KINDS);
+    timeline_reserve(t, second);
+    t->sec[second][kind]++;
+    if (second >= t->n)
+        t->n = second + 1;
+}
+
+void timeline_merge(struct timeline *dst, const struct timeline *src)
+{
+    if (src->n == 0)
+        return;
+    timeline_reserve(dst, src->n - 1);
+    for (uint64_t s = 0; s < src->n; s++)
+        for (int k = 0; k < TL_KINDS; k++)
+            dst->sec[s][k] += src->sec[s][k];
+    if (src->n > dst->n)
+        dst->n = src->n;
+}
+
+uint64_t timeline_seconds(const struct timeline *t)
+{
+    return t->n;
+}
+
+uint64_t timeline_get(const struct timeline *t, uint64_t second, enum tl_kind kind)
+{
+    return second < t->n && kind < TL_KINDS ? t->sec[second][kind] : 0;
+}
+
+void timeline_free(struct timeline *t)
+{
+    free(t->sec);
+    timeline_init(t);
 }

@@ -1,4 +1,5 @@
-/* load_stats.h — a latency histogram for ll-load (and anything else).
+/* load_stats.h — a latency histogram and per-second counts for ll-load
+ * (and anything else).
  *
  * A fixed-size, allocation-free, log-linear histogram of durations in
  * microseconds, in the manner of HdrHistogram: values below 32 µs each get
@@ -64,5 +65,37 @@ uint64_t hist_max(const struct hist *h);
  * and clamped to [min, max]. q <= 0 gives the exact minimum, q >= 1 the
  * exact maximum, and an empty histogram gives 0. */
 uint64_t hist_percentile(const struct hist *h, double q);
+
+/* ---------------------------------------------------------------- timeline */
+
+/* What happened in each second of a run: answers, the 200s among them
+ * (sold) and the requests that failed below HTTP, counted by the second
+ * they ended in, from the run's start (second 0 is [0 s, 1 s)). Like a
+ * histogram, one per thread, merged after the join; the array grows by
+ * doubling when a new second begins, so the hot path is an index and an
+ * increment, and a realloc a few times a run. Out of memory aborts. */
+enum tl_kind { TL_ANSWERS, TL_SOLD, TL_ERRORS, TL_KINDS };
+
+struct timeline {
+    uint64_t (*sec)[TL_KINDS];      /* sec[s][kind]; NULL while empty       */
+    uint64_t n;                     /* seconds recorded: 0..n-1             */
+    uint64_t cap;
+};
+
+/* Make t empty (a zero-filled struct timeline is empty too). */
+void timeline_init(struct timeline *t);
+
+/* Count one event of `kind` in second `second`. */
+void timeline_add(struct timeline *t, uint64_t second, enum tl_kind kind);
+
+/* Add every second of src to dst (src is unchanged). */
+void timeline_merge(struct timeline *dst, const struct timeline *src);
+
+/* Seconds recorded (the last one that has an event, plus one), and one count. */
+uint64_t timeline_seconds(const struct timeline *t);
+uint64_t timeline_get(const struct timeline *t, uint64_t second, enum tl_kind kind);
+
+/* Give back the memory; t is empty again. */
+void timeline_free(struct timeline *t);
 
 #endif /* LOCKLAB_LOAD_STATS_H */

@@ -27,13 +27,21 @@
  *                                       answer of the stack, for scripts)
  *   ll-report sync-plan SYNC.json       the synchronizers' runs (report_sync.c)
  *   ll-report sync RUN                  their results, invariants checked
+ *   ll-report sample NAME               the instances' /stats on stdin, one
+ *                                       a line: "REQUESTS SOLD" of NAME
+ *                                       added up (compare's polls of a wrk
+ *                                       run, report_time.c)
+ *   ll-report sweep RUN                 compare --sweep's points (RUN/
+ *                                       points.tsv) → sweep.json, sweep.md,
+ *                                       sweep.html (report_sweep.c)
  *
  * RUN/raw/ holds settings.env and machine.env (key=value lines written by
  * bench/compare), limits.json (ll-limits), locks.json (GET /locks: each
  * strategy's ceiling), runs.tsv (one line per strategy:
  * index, name, family) and for run NN: NN.load.json (ll-load --json or
  * wrk-count.lua), NN.stock.json (GET /stock after the run), NN.stats-I.json
- * (GET /stats of instance I) and NN.cost.json (ll-report cost); and, when
+ * (GET /stats of instance I), NN.cost.json (ll-report cost) and, for a
+ * wrk run, NN.series.tsv (compare's polls: report_time.c); and, when
  * compare measured them, http.load.json (GET /health through the same
  * front end: the HTTP tier's ceiling) and the retry storms of orders
  * (storms.tsv: index, strategy, stock source, copies; storm-NN.load.json,
@@ -128,6 +136,7 @@ static json_t *build_runs(const char *raw, long long stock, int with_seed, const
         snprintf(file, sizeof file, "%s.stats", idx);
         inst = load_numbered(raw, file);
         run = derive_run(name, family, stock, with_seed, load, after, inst, limits, locks, cost);
+        derive_time(run, raw, idx, load);                    /* report_time.c */
         /* A fault scenario's run: with ?fence=1 or not, and ll-check's
          * verdict on the ledger. */
         json_object_set_new(run, "fence", json_boolean(!strcmp(variant, "fence")));
@@ -292,6 +301,7 @@ static int cmd_check(const char *path)
     }
 #undef EXPECT
     bad += check_stock(res, path);
+    bad += check_time(res, path);
     json_decref(res);
     if (bad == 0)
         printf("%s: valid\n", path);
@@ -345,7 +355,9 @@ static const char usage[] =
 "       ll-report cost BEFORE AFTER       (NN.cost.json from two snapshots)\n"
 "       ll-report get FILE|- KEY[.KEY...] (one value of a JSON document)\n"
 "       ll-report sync-plan SYNC.json     (the synchronizers' runs, from GET /sync)\n"
-"       ll-report sync RUNDIR             (their results, invariants checked)\n";
+"       ll-report sync RUNDIR             (their results, invariants checked)\n"
+"       ll-report sample NAME < STATS     (NAME's purchases and sales, /stats a line)\n"
+"       ll-report sweep RUNDIR            (compare --sweep's points: sweep.json, .md, .html)\n";
 
 int main(int argc, char **argv)
 {
@@ -372,6 +384,10 @@ int main(int argc, char **argv)
         return cmd_sync_plan(argv[2]);
     if (!strcmp(cmd, "sync") && argc == 3)
         return cmd_sync(argv[2]);
+    if (!strcmp(cmd, "sample") && argc == 3)
+        return cmd_sample(argv[2]);
+    if (!strcmp(cmd, "sweep") && argc == 3)
+        return cmd_sweep(argv[2]);
     if (!strcmp(cmd, "jtl") && (argc == 3 || argc == 7)) {
         long long stock = -1, fin = 0;
         if (argc == 7) {

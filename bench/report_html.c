@@ -1,8 +1,12 @@
 /* report_html.c — report.html, one self-contained page: the main table,
  * bar charts drawn as inline SVG (throughput beside the seeds', oversold
  * and lost units, efficiency, CPU time per request by who spent it), the
- * latency of client and server, the ceilings, the machine, the settings.
- * No script, no stylesheet or image from elsewhere.
+ * latency of client and server, the ceilings, the machine, the settings,
+ * and each run over time and by percentile (report_time.c). No script, no
+ * stylesheet or image from elsewhere. Every chart is an <svg> with
+ * data-chart (its kind) and data-points (the bars or points it drew, each
+ * of class "mark"), so that a test reading the page's DOM can tell that
+ * each one has data and drew it.
  */
 #include "report_private.h"
 
@@ -34,24 +38,28 @@ static void svg_bars(FILE *f, const char *title, const char *unit, const json_t 
                      const struct series *s, int nseries)
 {
     const int label_w = 170, bar_h = 14, gap = 8, width = 760, chart_w = width - label_w - 90;
-    size_t n = json_array_size(runs), i;
+    size_t n = json_array_size(runs), i, bars = 0;
     double max = 0;
     int j, y, height, decimals = strcmp(unit, "units") == 0 ? 0 : 1;
 
     if (n > 64)
         n = 64;
     for (i = 0; i < n; i++)
-        for (j = 0; j < nseries; j++)
+        for (j = 0; j < nseries; j++) {
             if (s[j].value[i] > max)
                 max = s[j].value[i];
+            bars += s[j].value[i] >= 0;
+        }
+    if (bars == 0)                  /* nothing measured (no ceilings): no chart */
+        return;
     if (max <= 0)
         max = 1;
     height = 40 + (int)n * (nseries * bar_h + gap) + 20;
     fprintf(f, "<figure><figcaption>");
     html_text(f, title);
     fprintf(f, "</figcaption>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-            "height=\"%d\" role=\"img\" font-family=\"sans-serif\" font-size=\"12\">\n",
-            width, height);
+            "height=\"%d\" role=\"img\" font-family=\"sans-serif\" font-size=\"12\" "
+            "data-chart=\"bars\" data-points=\"%zu\">\n", width, height, bars);
     for (j = 0; j < nseries; j++) {              /* legend */
         fprintf(f, "<rect x=\"%d\" y=\"8\" width=\"12\" height=\"12\" fill=\"%s\"/>"
                 "<text x=\"%d\" y=\"18\">", label_w + j * 230, s[j].colour, label_w + j * 230 + 16);
@@ -72,8 +80,8 @@ static void svg_bars(FILE *f, const char *title, const char *unit, const json_t 
             if (v < 0)
                 continue;
             w = (int)(v / max * chart_w + 0.5);
-            fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\">"
-                    "<title>%s: %.1f %s</title></rect>", label_w, y, w > 0 ? w : 1,
+            fprintf(f, "<rect class=\"mark\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                    "fill=\"%s\"><title>%s: %.1f %s</title></rect>", label_w, y, w > 0 ? w : 1,
                     bar_h - 2, s[j].colour, s[j].label, v, unit);
             fprintf(f, "<text x=\"%d\" y=\"%d\">%.*f</text>\n", label_w + w + 4,
                     y + bar_h - 4, decimals, v);
@@ -91,7 +99,7 @@ static void svg_cost(FILE *f, const json_t *runs)
         "#3366cc", "#999999", "#ee9933", "#cc3333", "#339966", "#cccc66",
     };
     const int label_w = 170, bar_h = 16, gap = 6, width = 760, chart_w = width - label_w - 90;
-    size_t n = json_array_size(runs), i, k;
+    size_t n = json_array_size(runs), i, k, bars = 0;
     double max = 0;
     int y, height;
 
@@ -104,9 +112,16 @@ static void svg_cost(FILE *f, const json_t *runs)
     if (max <= 0)
         return;
     height = 40 + (int)n * (bar_h + gap) + 10;
+    for (i = 0; i < n; i++) {                   /* the segments drawn below */
+        const json_t *us = json_object_get(json_object_get(json_array_get(runs, i), "cost"),
+                                           "cpu_us_per_request");
+        for (k = 0; us && k <= NCOST_GROUPS; k++)
+            bars += jnum(us, k < NCOST_GROUPS ? cost_groups[k][0] : "rest") > 0;
+    }
     fprintf(f, "<figure><figcaption>CPU time per request, &micro;s, by who spent it</figcaption>\n"
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" role=\"img\" "
-            "font-family=\"sans-serif\" font-size=\"12\">\n", width, height);
+            "font-family=\"sans-serif\" font-size=\"12\" data-chart=\"cost\" "
+            "data-points=\"%zu\">\n", width, height, bars);
     for (k = 0; k <= NCOST_GROUPS; k++)                          /* legend */
         fprintf(f, "<rect x=\"%d\" y=\"8\" width=\"12\" height=\"12\" fill=\"%s\"/>"
                 "<text x=\"%d\" y=\"18\">%s</text>\n", label_w + (int)k * 95, colour[k],
@@ -128,8 +143,8 @@ static void svg_cost(FILE *f, const json_t *runs)
             double v = jnum(us, key), w = v / max * chart_w;
             if (v <= 0)
                 continue;
-            fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
-                    "<title>%s: %.0f us</title></rect>", x, y, w, bar_h - 2, colour[k],
+            fprintf(f, "<rect class=\"mark\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
+                    "fill=\"%s\"><title>%s: %.0f us</title></rect>", x, y, w, bar_h - 2, colour[k],
                     k < NCOST_GROUPS ? cost_groups[k][1] : "load+rest", v);
             x += w;
         }
@@ -280,6 +295,7 @@ void write_html(FILE *f, const json_t *res)
     html_latency_table(f, runs);
     print_cost(f, runs, FMT_HTML);
     svg_cost(f, runs);
+    html_time(f, runs);                                   /* report_time.c */
     fprintf(f, "<h2>Ceilings</h2>\n<p class=note>%s</p>\n<table><tr><th>ceiling</th>"
             "<th>per second</th><th>trials</th><th>what ll-limits did</th></tr>\n",
             trials_note);

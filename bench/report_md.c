@@ -1,7 +1,7 @@
 /* report_md.c — report.md: the main table with its notes, where the time
- * goes, the ceilings with their trials, the machine and the settings. The
- * machine's and the settings' keys are listed here, in the order both
- * reports show them.
+ * goes, each run over time and by percentile (report_time.c), the ceilings
+ * with their trials, the machine and the settings. The machine's and the
+ * settings' keys are listed here, in the order both reports show them.
  */
 #include "report_private.h"
 
@@ -74,6 +74,7 @@ void write_md(FILE *f, const json_t *res)
     print_reconcile(f, runs, FMT_MD);
     print_storms(f, res, FMT_MD);
     print_cost(f, runs, FMT_MD);
+    print_time(f, runs, FMT_MD);
     fprintf(f, "## Ceilings (ll-limits)\n\n%s\n\n| ceiling | per second | trials | what |\n"
             "|---|--:|--:|---|\n", trials_note);
     json_object_foreach((json_t *)lim, k, v) {

@@ -14,6 +14,9 @@
  *   report_jtl.c    JMeter's aggregate report from its CSV results
  *   report_sync.c   the synchronizers' scenario: its plan, results and
  *                   invariant checks
+ *   report_time.c   a run over time and by percentile: its seconds, its
+ *                   latency distribution, their checks and charts
+ *   report_sweep.c  a sweep's points (compare --sweep) into one figure
  *
  * The arithmetic itself is harness.c's (harness.h).
  */
@@ -123,6 +126,29 @@ void print_front(FILE *f, const json_t *res, enum fmt fmt);
 void print_reconcile(FILE *f, const json_t *runs, enum fmt fmt);
 void print_storms(FILE *f, const json_t *res, enum fmt fmt);
 int  check_stock(const json_t *res, const char *path);
+
+/* The three formats' tables, shared by the sections (report_stock.c):
+ * a section's title and note, a head row, a row of cells, the end. */
+void section(FILE *f, enum fmt fmt, const char *title, const char *note);
+void head(FILE *f, enum fmt fmt, const char *const *names, const int *widths, int n);
+void cells(FILE *f, enum fmt fmt, const char *const *v, const int *widths, int n);
+void table_end(FILE *f, enum fmt fmt);
+
+/* ---------------------------------------------------------------- over time */
+
+/* report_time.c: a run's `timeline` (its seconds: from ll-load's
+ * per_second, else from compare's polls of /stats in raw/IDX.series.tsv)
+ * and its `lat_percentiles`, added to run; their part of ll-report check;
+ * the table of both (md, html) and the page's charts of each run;
+ * ll-report sample NAME (the /stats answers on stdin added up). */
+void derive_time(json_t *run, const char *raw, const char *idx, const json_t *load);
+int  check_time(const json_t *res, const char *path);
+void print_time(FILE *f, const json_t *runs, enum fmt fmt);
+void html_time(FILE *f, const json_t *runs);
+int  cmd_sample(const char *name);
+
+/* report_sweep.c: ll-report sweep RUN (compare --sweep's points). */
+int  cmd_sweep(const char *dir);
 
 /* ---------------------------------------------------------------- reports */
 

@@ -163,7 +163,7 @@ static void row_end(FILE *f, enum fmt fmt)
 }
 
 /* A table's head row: names[0..n), widths for the text form. */
-static void head(FILE *f, enum fmt fmt, const char *const *names, const int *widths, int n)
+void head(FILE *f, enum fmt fmt, const char *const *names, const int *widths, int n)
 {
     int i;
 
@@ -185,7 +185,7 @@ static void head(FILE *f, enum fmt fmt, const char *const *names, const int *wid
     fputs(fmt == FMT_HTML ? "</tr>\n" : "\n", f);
 }
 
-static void cells(FILE *f, enum fmt fmt, const char *const *v, const int *widths, int n)
+void cells(FILE *f, enum fmt fmt, const char *const *v, const int *widths, int n)
 {
     int i;
 
@@ -203,7 +203,7 @@ static void cells(FILE *f, enum fmt fmt, const char *const *v, const int *widths
 
 /* A section's title, lower case on the terminal as the cost table's is,
  * capitalised as a heading. */
-static void section(FILE *f, enum fmt fmt, const char *title, const char *note)
+void section(FILE *f, enum fmt fmt, const char *title, const char *note)
 {
     char heading[200];
 
@@ -223,7 +223,7 @@ static void section(FILE *f, enum fmt fmt, const char *title, const char *note)
     }
 }
 
-static void table_end(FILE *f, enum fmt fmt)
+void table_end(FILE *f, enum fmt fmt)
 {
     fputs(fmt == FMT_HTML ? "</table>\n" : fmt == FMT_MD ? "\n" : "", f);
 }

@@ -8,11 +8,14 @@
 # for MariaDB's share to be above one tick, or "where the time goes" is 0. Checks that the run produced a
 # results.json that ll-report finds valid (counts add up, derived numbers
 # agree with raw ones), a self-contained report.html with its charts, a
-# report.md, and that the numbers say what the strategies are.
+# report.md, and that the numbers say what the strategies are; and the
+# page in headless chromium: every chart has data, report.png is kept.
 set -u
 T_NAME=compare
 # shellcheck source=SCRIPTDIR/lib.sh
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=SCRIPTDIR/lib_page.sh
+. "$(dirname "$0")/lib_page.sh"
 t_setup
 
 OUT=$(mktemp -d)
@@ -46,10 +49,30 @@ for s in none mysql-update mysql-for-update redis-decr; do
     t_ok "$(grep -c "^$s " <<< "$("$T_BUILD/ll-report" table "$run/results.json")") -eq 1" \
          "the table has a row for $s"
 done
-t_ok "$(grep -c '^\[[1-4]/4\] .* sold ' "$log") -eq 4" "a result line per strategy, k of 4"
+t_ok "$(grep -c -E '^\[[1-4]/4\] .* sold [0-9]+  sold_out ' "$log") -eq 4" "a result line per strategy, k of 4"
 t_ok "$(grep -c '^\[[1-4]/4\] .* warming up for 1 s' "$log") -eq 4" "a warm-up before each"
 t_ok "'$after' = '$before'" "the warm-up product's count is put back ($before, $after)"
 t_ok "$(jq -r .settings.warmup_s "$run/results.json") = 1" "results.json records the warm-up"
+
+# Over time and by percentile: each run's seconds add up to its answers,
+# 200s and transport errors (ll-load counts them itself), its latency at
+# each quantile never falls as the quantile rises; the page in a real
+# browser has every chart with the points it says it drew.
+n=$(jq '[.runs[] | select(.timeline.source == "client" and (.timeline.end_s | length) > 0 and
+        (.timeline.answers | add) == .load.responses and
+        (.timeline.sold | add) == (.load.status["200"] // 0) and
+        (.timeline.errors | add) == .load.transport_errors)] | length' "$run/results.json")
+t_ok "$n -eq 4" "every run's one-second buckets add up to its answers, sales and errors ($n of 4)"
+n=$(jq '[.runs[] | .lat_percentiles as $p | select(($p | length) > 10 and $p[0][0] == 0 and
+        $p[-1][0] == 1 and all(range(1; $p | length); $p[.][0] > $p[. - 1][0] and
+        $p[.][1] >= $p[. - 1][1]))] | length' "$run/results.json")
+t_ok "$n -eq 4" "every run's latency percentiles, 0 to 1, never fall ($n of 4)"
+t_ok "$(grep -c '^## Over time and by percentile' "$run/report.md") -eq 1" "report.md: over time and by percentile"
+if t_page "$html" "$run/report.png" report.html; then
+    t_ok "$(grep -c -E '^(timeline|percentiles) ' <<< "$T_CHARTS") -eq 8 -a \
+          $(grep -c -E '^(bars|cost) ' <<< "$T_CHARTS") -eq 4" \
+         "report.html: a timeline and a percentile chart per run, beside its four bar charts"
+fi
 
 # The numbers: the exact strategies sell 60 and lose nothing. none races
 # without ?hold_ms (foundation.sh makes its loss certain), so its row is

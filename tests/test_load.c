@@ -5,8 +5,8 @@
  * whether the connection is then closed, or the failure that ends the
  * request. Every case is fed whole, cut in two at every byte, and one byte
  * at a time, and must read the same each way. Then the counts a thread
- * derives from a stream of answers (struct tally). Prints "N passed, M
- * failed".
+ * derives from a stream of answers (struct tally), and the seconds of a
+ * run (struct timeline). Prints "N passed, M failed".
  */
 #include "../bench/load_http.h"
 
@@ -346,6 +346,55 @@ static void test_tally(void)
     CHECK(hist_count(&sum.latency) == 12);
 }
 
+/* The seconds of a run (struct timeline): counted where they end, grown
+ * past the first allocation, merged by adding second by second; and the
+ * latency histogram's percentiles never fall as the quantile rises. */
+static void test_timeline(void)
+{
+    static const double q[] = { 0, 0.1, 0.5, 0.9, 0.99, 0.999, 0.9999, 1 };
+    struct timeline a, b;
+    struct hist h;
+    uint64_t sum = 0, prev = 0, s;
+    unsigned i, monotone = 1;
+
+    timeline_init(&a);
+    timeline_init(&b);
+    CHECK(timeline_seconds(&a) == 0 && timeline_get(&a, 0, TL_ANSWERS) == 0);
+    timeline_add(&a, 0, TL_ANSWERS);
+    timeline_add(&a, 0, TL_SOLD);
+    timeline_add(&a, 2, TL_ERRORS);
+    CHECK(timeline_seconds(&a) == 3);
+    CHECK(timeline_get(&a, 0, TL_ANSWERS) == 1 && timeline_get(&a, 0, TL_SOLD) == 1);
+    CHECK(timeline_get(&a, 1, TL_ANSWERS) == 0 && timeline_get(&a, 2, TL_ERRORS) == 1);
+    CHECK(timeline_get(&a, 3, TL_ANSWERS) == 0);         /* past the end: 0 */
+    for (s = 0; s < 1000; s++)                            /* grows, new seconds zero */
+        timeline_add(&b, s, TL_ANSWERS);
+    timeline_add(&b, 999, TL_ANSWERS);
+    CHECK(timeline_seconds(&b) == 1000 && timeline_get(&b, 999, TL_ANSWERS) == 2);
+    CHECK(timeline_get(&b, 500, TL_SOLD) == 0 && timeline_get(&b, 500, TL_ERRORS) == 0);
+    timeline_merge(&a, &b);
+    CHECK(timeline_seconds(&a) == 1000);
+    for (s = 0; s < timeline_seconds(&a); s++)
+        sum += timeline_get(&a, s, TL_ANSWERS);
+    CHECK(sum == 1 + 1001);
+    CHECK(timeline_get(&a, 0, TL_ANSWERS) == 2 && timeline_get(&a, 2, TL_ERRORS) == 1);
+    timeline_merge(&b, &a);                               /* the shorter one grows */
+    CHECK(timeline_get(&b, 999, TL_ANSWERS) == 4 && timeline_get(&b, 0, TL_SOLD) == 1);
+    timeline_free(&a);
+    timeline_free(&b);
+    CHECK(timeline_seconds(&a) == 0);
+
+    hist_init(&h);
+    for (i = 0; i < 10000; i++)
+        hist_add(&h, (uint64_t)(i * 7919u % 100000u) + (i % 97 == 0 ? 5000000u : 0u));
+    for (i = 0; i < sizeof q / sizeof q[0]; i++) {
+        uint64_t v = hist_percentile(&h, q[i]);
+        monotone &= v >= prev;
+        prev = v;
+    }
+    CHECK(monotone && prev == hist_max(&h) && hist_percentile(&h, 0) == hist_min(&h));
+}
+
 int main(void)
 {
     test_complete();
@@ -355,6 +404,7 @@ int main(void)
     test_malformed();
     test_truncated();
     test_tally();
+    test_timeline();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

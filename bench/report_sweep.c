@@ -1,0 +1,456 @@
+/* report_sweep.c — ll-report sweep RUN: a sweep's points into one figure.
+ *
+ * bench/compare --sweep PARAM=V1,V2,… (bench/lib/compare_sweep.sh) runs a
+ * whole comparison at each value V of one setting, connections or
+ * instances, and leaves RUN/sweep.env (param, values, started, the
+ * points' options) and RUN/points.tsv, one line "V<TAB>DIR" per point, DIR
+ * the point's run (RUN/DIR/results.json, built and checkable like any
+ * other). This reads them into RUN/sweep.json — per strategy (a fenced run
+ * is a strategy of its own, "+fence"), its sold/s, client p99, oversold
+ * and lost units and req/s at each V, null where a point has no such run,
+ * and the HTTP tier's ceiling at each V — and writes RUN/sweep.md, and
+ * RUN/sweep.html: the table, and a line chart against V for sold/s (the
+ * HTTP tier's ceiling dashed beside it), p99, oversold and lost units, one
+ * line per strategy. V is on a log axis when the values span a factor of
+ * 8 or more (1, 4, 16, 64, 256 evenly apart), else a linear one. Each
+ * chart is an <svg data-chart="sweep" data-points="N">, as in report.html:
+ * N dots of class "mark", the strategies' (the HTTP tier's are not).
+ *
+ * The story it is for: seed 000 §1.6.2 lowers the concurrency to show its
+ * optimistic lock (version column, retried) recovering — the more buyers
+ * race for the row, the more of them lose and retry.
+ */
+#include "report_private.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SWEEP_MAX 32                /* points of one sweep */
+
+/* ---------------------------------------------------------------- reading */
+
+/* The run labelled `label` among a point's runs, or NULL. */
+static const json_t *point_run(const json_t *res, const char *label)
+{
+    const json_t *run;
+    size_t i;
+
+    json_array_foreach(json_object_get(res, "runs"), i, run) {
+        char buf[64];
+        if (!strcmp(run_label(run, buf, sizeof buf), label))
+            return run;
+    }
+    return NULL;
+}
+
+static json_t *point_of(const json_t *run, long long value)
+{
+    const json_t *lat = json_object_get(run, "latency_ms");
+
+    if (run == NULL)
+        return json_pack("{s:I,s:n}", "value", (json_int_t)value, "sold_per_s");
+    return json_pack("{s:I,s:f,s:f,s:f,s:O?,s:O?,s:O?,s:I,s:I}", "value", (json_int_t)value,
+                     "sold_per_s", jnum(run, "sold_per_s"), "rps", jnum(run, "rps"),
+                     "p99_ms", jnum(lat, "p99"),
+                     "oversold", json_object_get(run, "oversold"),
+                     "oversold_max", json_object_get(run, "oversold_max"),
+                     "lost_updates", json_object_get(run, "lost_updates"),
+                     "sold", (json_int_t)jint(run, "sold"),
+                     "requests", (json_int_t)jint(run, "requests"));
+}
+
+/* RUN/points.tsv's points, each {value, run, results}. */
+static json_t *read_points(const char *dir)
+{
+    char *p = path_join(dir, "points.tsv"), line[1024];
+    FILE *f = fopen(p, "r");
+    json_t *points = json_array();
+
+    if (f == NULL)
+        die("%s: no such file (bench/compare --sweep writes it)", p);
+    while (fgets(line, sizeof line, f)) {
+        char rel[900], *rp, *rj;
+        long long v;
+
+        if (sscanf(line, "%lld %899s", &v, rel) != 2)
+            continue;
+        if (json_array_size(points) == SWEEP_MAX)
+            die("%s: more than %d points", p, SWEEP_MAX);
+        rp = path_join(dir, rel);
+        rj = path_join(rp, "results.json");
+        json_array_append_new(points, json_pack("{s:I,s:s,s:o}", "value", (json_int_t)v,
+                                                "run", rel, "results", load_json(rj)));
+        free(rj);
+        free(rp);
+    }
+    fclose(f);
+    free(p);
+    if (json_array_size(points) == 0)
+        die("%s: no points", dir);
+    return points;
+}
+
+/* Every strategy of every point, first seen first, with its points. */
+static json_t *build_series(const json_t *points)
+{
+    json_t *series = json_array(), *seen = json_object();
+    const json_t *pt, *run;
+    size_t i, j, k;
+
+    json_array_foreach(points, i, pt)
+        json_array_foreach(json_object_get(json_object_get(pt, "results"), "runs"), j, run) {
+            char label[64];
+            json_t *s;
+            run_label(run, label, sizeof label);
+            if (json_object_get(seen, label))
+                continue;
+            json_object_set_new(seen, label, json_true());
+            s = json_pack("{s:s,s:[]}", "strategy", label, "points");
+            json_array_foreach(points, k, pt)
+                json_array_append_new(json_object_get(s, "points"),
+                    point_of(point_run(json_object_get(pt, "results"), label),
+                             jint(pt, "value")));
+            json_array_append_new(series, s);
+        }
+    json_decref(seen);
+    return series;
+}
+
+static json_t *build_sweep(const char *dir)
+{
+    char *p = path_join(dir, "sweep.env");
+    json_t *env = load_env(p), *points = read_points(dir), *http = json_array(), *values = json_array();
+    json_t *first = json_object_get(json_array_get(points, 0), "results"), *pt, *sweep;
+    size_t i;
+
+    free(p);
+    json_array_foreach(points, i, pt) {
+        const json_t *c = json_object_get(json_object_get(json_object_get(
+            json_object_get(pt, "results"), "limits"), "ceilings"), CEIL_HTTP);
+        json_array_append_new(values, json_integer(jint(pt, "value")));
+        json_array_append_new(http, c ? json_real(jnum(c, "rate")) : json_null());
+    }
+    sweep = json_pack("{s:i,s:s,s:s,s:s,s:O,s:O,s:o,s:o,s:o}", "version", 1,
+        "tool", "locklab bench/compare --sweep", "param", jstr(env, "param", "?"),
+        "started", jstr(env, "started", "?"), "settings", json_object_get(first, "settings"),
+        "machine", json_object_get(first, "machine"), "values", values,
+        "series", build_series(points), "http", http);
+    json_array_foreach(points, i, pt)
+        json_object_del((json_t *)pt, "results");
+    json_object_set_new(sweep, "points", points);
+    json_decref(env);
+    return sweep;
+}
+
+/* ---------------------------------------------------------------- table */
+
+static const char sweep_note[] =
+    "The same comparison at each value, each point a whole run of bench/compare (its own "
+    "warm-ups, HTTP tier and report in points/). sold/s and req/s are the load tool's, p99 "
+    "the client's, oversold and lost the instances' counts against the stock.";
+
+static void fmt_int_or_dash(char *buf, size_t n, const json_t *v)
+{
+    if (json_is_integer(v))
+        snprintf(buf, n, "%lld", (long long)json_integer_value(v));
+    else
+        snprintf(buf, n, "-");
+}
+
+static void print_sweep(FILE *f, const json_t *sw, enum fmt fmt)
+{
+    static const int widths[] = { 24, 11, 9, 9, 9, 9, 9 };
+    const char *names[] = { "strategy", jstr(sw, "param", "?"), "sold/s", "p99 ms", "oversold",
+                            "lost", "req/s" };
+    char v[7][32], title[96];
+    const char *cv[7] = { v[0], v[1], v[2], v[3], v[4], v[5], v[6] };
+    const json_t *s, *pt;
+    size_t i, j;
+
+    snprintf(title, sizeof title, "the sweep over %s", jstr(sw, "param", "?"));
+    section(f, fmt, title, sweep_note);
+    head(f, fmt, names, widths, 7);
+    json_array_foreach(json_object_get(sw, "series"), i, s)
+        json_array_foreach(json_object_get(s, "points"), j, pt) {
+            snprintf(v[0], sizeof v[0], "%s", jstr(s, "strategy", "?"));
+            snprintf(v[1], sizeof v[1], "%lld", jint(pt, "value"));
+            if (json_is_null(json_object_get(pt, "sold_per_s"))) {
+                for (int k = 2; k < 7; k++)
+                    snprintf(v[k], sizeof v[k], "-");
+            } else {
+                snprintf(v[2], sizeof v[2], "%.0f", jnum(pt, "sold_per_s"));
+                snprintf(v[3], sizeof v[3], "%.1f", jnum(pt, "p99_ms"));
+                fmt_int_or_dash(v[4], sizeof v[4], json_object_get(pt, "oversold"));
+                fmt_int_or_dash(v[5], sizeof v[5], json_object_get(pt, "lost_updates"));
+                snprintf(v[6], sizeof v[6], "%.0f", jnum(pt, "rps"));
+            }
+            cells(f, fmt, cv, widths, 7);
+        }
+    json_array_foreach(json_object_get(sw, "http"), i, pt) {
+        snprintf(v[0], sizeof v[0], "(the HTTP tier)");
+        snprintf(v[1], sizeof v[1], "%lld", (long long)json_integer_value(
+            json_array_get(json_object_get(sw, "values"), i)));
+        if (json_is_number(pt))
+            snprintf(v[2], sizeof v[2], "%.0f", json_number_value(pt));
+        else
+            snprintf(v[2], sizeof v[2], "-");
+        for (j = 3; j < 7; j++)
+            snprintf(v[j], sizeof v[j], "-");
+        cells(f, fmt, cv, widths, 7);
+    }
+    table_end(f, fmt);
+}
+
+/* ---------------------------------------------------------------- charts */
+
+enum { SW_W = 820, SW_H = 300, SW_L = 70, SW_R = 220, SW_T = 16, SW_B = 44 };
+#define SW_PW ((double)(SW_W - SW_L - SW_R))
+#define SW_PH ((double)(SW_H - SW_T - SW_B))
+
+static const char *const palette[] = {
+    "#3366cc", "#dc3912", "#ff9900", "#109618", "#990099", "#0099c6", "#dd4477", "#66aa00",
+    "#b82e2e", "#316395",
+};
+
+struct axis {
+    double lo, hi;
+    int    log;
+};
+
+static double axis_x(const struct axis *a, double v)
+{
+    double t;
+
+    if (a->hi <= a->lo)
+        return SW_L + SW_PW / 2;
+    t = a->log ? (log(v) - log(a->lo)) / (log(a->hi) - log(a->lo)) : (v - a->lo) / (a->hi - a->lo);
+    return SW_L + t * SW_PW;
+}
+
+/* A metric of a point, or NAN where there is none. */
+static double metric(const json_t *pt, const char *key)
+{
+    const json_t *v = json_object_get(pt, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* One line of the chart: a path through the points that have the metric
+ * (broken where one has not) and a dot on each. Returns the dots drawn. */
+static size_t sweep_line(FILE *f, const struct axis *ax, const json_t *vals, const json_t *ys,
+                         double max, const char *colour, const char *dash, const char *label,
+                         const char *unit, int mark)
+{
+    size_t i, n = 0;
+    const char *op = "M";
+
+    fprintf(f, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s d=\"", colour, dash);
+    for (i = 0; i < json_array_size(ys); i++) {
+        double y = json_number_value(json_array_get(ys, i));
+        if (!json_is_number(json_array_get(ys, i))) {
+            op = "M";
+            continue;
+        }
+        fprintf(f, "%s%.1f %.1f ", op, axis_x(ax, (double)json_integer_value(json_array_get(vals, i))),
+                SW_T + SW_PH - y / max * SW_PH);
+        op = "L";
+    }
+    fprintf(f, "\"/>\n");
+    for (i = 0; i < json_array_size(ys); i++) {
+        double x, y = json_number_value(json_array_get(ys, i));
+        if (!json_is_number(json_array_get(ys, i)))
+            continue;
+        x = axis_x(ax, (double)json_integer_value(json_array_get(vals, i)));
+        fprintf(f, "<circle%s cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>",
+                mark ? " class=\"mark\"" : "", x, SW_T + SW_PH - y / max * SW_PH, colour);
+        html_text(f, label);
+        fprintf(f, " at %lld: %.1f %s</title></circle>\n",
+                (long long)json_integer_value(json_array_get(vals, i)), y, unit);
+        n++;
+    }
+    return n;
+}
+
+/* The values of `key` across a series' points, null where missing. */
+static json_t *series_metric(const json_t *s, const char *key)
+{
+    json_t *ys = json_array();
+    const json_t *pt;
+    size_t i;
+
+    json_array_foreach(json_object_get(s, "points"), i, pt) {
+        double v = metric(pt, key);
+        json_array_append_new(ys, isnan(v) ? json_null() : json_real(v));
+    }
+    return ys;
+}
+
+static double array_max(const json_t *a, double max)
+{
+    const json_t *v;
+    size_t i;
+
+    json_array_foreach(a, i, v)
+        if (json_is_number(v) && json_number_value(v) > max)
+            max = json_number_value(v);
+    return max;
+}
+
+static void svg_sweep(FILE *f, const json_t *sw, const char *title, const char *key,
+                      const char *unit, int with_http)
+{
+    const json_t *vals = json_object_get(sw, "values"), *s;
+    const json_t *series = json_object_get(sw, "series"), *http = json_object_get(sw, "http");
+    size_t n = json_array_size(vals), ns = json_array_size(series), i, points = 0;
+    struct axis ax = { INFINITY, 0, 0 };
+    double max = 0;
+    json_t **ys = calloc(ns ? ns : 1, sizeof *ys);
+    FILE *body = tmpfile();
+    char buf[4096];
+    size_t got;
+
+    if (ys == NULL || body == NULL)
+        die("sweep: out of memory or no temporary file");
+    for (i = 0; i < n; i++) {
+        double v = (double)json_integer_value(json_array_get(vals, i));
+        ax.lo = v < ax.lo ? v : ax.lo;
+        ax.hi = v > ax.hi ? v : ax.hi;
+    }
+    ax.log = ax.lo > 0 && ax.hi >= 8 * ax.lo;
+    json_array_foreach(series, i, s) {
+        ys[i] = series_metric(s, key);
+        max = array_max(ys[i], max);
+    }
+    if (with_http)
+        max = array_max(http, max);
+    if (max <= 0)
+        max = 1;
+    /* The lines first, into `body`, to count their points for the tag. */
+    json_array_foreach(series, i, s) {
+        const char *colour = palette[i % (sizeof palette / sizeof palette[0])];
+        points += sweep_line(body, &ax, vals, ys[i], max, colour, "", jstr(s, "strategy", "?"),
+                             unit, 1);
+        fprintf(body, "<rect x=\"%d\" y=\"%zu\" width=\"12\" height=\"3\" fill=\"%s\"/>"
+                "<text x=\"%d\" y=\"%zu\">", SW_W - SW_R + 14, SW_T + 6 + i * 16, colour,
+                SW_W - SW_R + 30, SW_T + 10 + i * 16);
+        html_text(body, jstr(s, "strategy", "?"));
+        fprintf(body, "</text>\n");
+        json_decref(ys[i]);
+    }
+    if (with_http && array_max(http, 0) > 0) {
+        sweep_line(body, &ax, vals, http, max, "#888888", " stroke-dasharray=\"5 4\"",
+                   "the HTTP tier (GET /health)", unit, 0);
+        fprintf(body, "<rect x=\"%d\" y=\"%zu\" width=\"12\" height=\"3\" fill=\"#888888\"/>"
+                "<text x=\"%d\" y=\"%zu\">the HTTP tier</text>\n", SW_W - SW_R + 14,
+                SW_T + 6 + ns * 16, SW_W - SW_R + 30, SW_T + 10 + ns * 16);
+    }
+    free(ys);
+    fprintf(f, "<figure><figcaption>");
+    html_text(f, title);
+    fprintf(f, "</figcaption>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "role=\"img\" font-family=\"sans-serif\" font-size=\"12\" data-chart=\"sweep\" "
+            "data-points=\"%zu\">\n<path d=\"M%d %d V%d H%d\" stroke=\"#888\" fill=\"none\"/>\n",
+            SW_W, SW_H, points, SW_L, SW_T, SW_H - SW_B, SW_W - SW_R);
+    for (i = 0; i < n; i++) {                      /* x ticks: the swept values */
+        double x = axis_x(&ax, (double)json_integer_value(json_array_get(vals, i)));
+        fprintf(f, "<path d=\"M%.1f %d v4\" stroke=\"#888\"/><text x=\"%.1f\" y=\"%d\" "
+                "text-anchor=\"middle\">%lld</text>\n", x, SW_H - SW_B, x, SW_H - SW_B + 16,
+                (long long)json_integer_value(json_array_get(vals, i)));
+    }
+    fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s%s</text>\n",
+            SW_L + SW_PW / 2, SW_H - 6, jstr(sw, "param", "?"), ax.log ? " (log scale)" : "");
+    for (i = 0; i <= 4; i++) {                     /* y: a grid line every quarter */
+        double y = SW_T + SW_PH - (double)i / 4 * SW_PH;
+        if (i > 0)
+            fprintf(f, "<path d=\"M%d %.1f H%d\" stroke=\"#e4e4e4\"/>", SW_L, y, SW_W - SW_R);
+        fprintf(f, max >= 40 ? "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.0f</text>\n"
+                             : "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.3g</text>\n",
+                SW_L - 6, y + 4, max * (double)i / 4);
+    }
+    rewind(body);
+    while ((got = fread(buf, 1, sizeof buf, body)) > 0)
+        fwrite(buf, 1, got, f);
+    fclose(body);
+    fprintf(f, "</svg></figure>\n");
+}
+
+/* ---------------------------------------------------------------- reports */
+
+static void write_sweep_md(FILE *f, const json_t *sw)
+{
+    const json_t *settings = json_object_get(sw, "settings");
+
+    fprintf(f, "# locklab sweep — %s over %s\n\nStarted %s; scenario %s, stock %s, ",
+            jstr(settings, "scenario", "?"), jstr(sw, "param", "?"), jstr(sw, "started", "?"),
+            jstr(settings, "scenario", "?"), jstr(settings, "stock", "?"));
+    if (json_object_get(settings, "duration_s"))
+        fprintf(f, "%s s of load per strategy and point.\n\n", jstr(settings, "duration_s", "?"));
+    else
+        fprintf(f, "%s purchases per strategy and point.\n\n", jstr(settings, "requests", "?"));
+    print_sweep(f, sw, FMT_MD);
+    fprintf(f, "sweep.html draws sold/s, p99, oversold and lost against %s, a line per "
+            "strategy.\n",
+            jstr(sw, "param", "?"));
+}
+
+static void write_sweep_html(FILE *f, const json_t *sw)
+{
+    const json_t *settings = json_object_get(sw, "settings"), *pt;
+    char title[128];
+    size_t i;
+
+    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<title>locklab sweep</title><style>body{font-family:sans-serif;max-width:1100px;"
+            "margin:2em auto;color:#222}table{border-collapse:collapse;margin:1em 0}"
+            "td,th{border:1px solid #ccc;padding:3px 8px}td.n{text-align:right}"
+            "th{background:#f3f3f3}figure{margin:1.5em 0}figcaption{font-weight:bold}"
+            ".note{color:#555;font-size:90%%}</style></head><body>\n<h1>locklab: ");
+    html_text(f, jstr(settings, "scenario", "?"));
+    fprintf(f, " over ");
+    html_text(f, jstr(sw, "param", "?"));
+    fprintf(f, "</h1>\n<p>Started ");
+    html_text(f, jstr(sw, "started", "?"));
+    fprintf(f, "; stock %s each run.</p>\n", jstr(settings, "stock", "?"));
+    snprintf(title, sizeof title, "Sold per second against %s", jstr(sw, "param", "?"));
+    svg_sweep(f, sw, title, "sold_per_s", "sold/s", 1);
+    snprintf(title, sizeof title, "p99 latency (client), ms, against %s", jstr(sw, "param", "?"));
+    svg_sweep(f, sw, title, "p99_ms", "ms", 0);
+    snprintf(title, sizeof title, "Oversold units against %s", jstr(sw, "param", "?"));
+    svg_sweep(f, sw, title, "oversold", "units", 0);
+    snprintf(title, sizeof title, "Lost updates against %s", jstr(sw, "param", "?"));
+    svg_sweep(f, sw, title, "lost_updates", "units", 0);
+    print_sweep(f, sw, FMT_HTML);
+    fprintf(f, "<p>Each point's own report:");
+    json_array_foreach(json_object_get(sw, "points"), i, pt) {
+        fprintf(f, " <a href=\"");
+        html_text(f, jstr(pt, "run", ""));
+        fprintf(f, "/report.html\">%s=%lld</a>", jstr(sw, "param", "?"), jint(pt, "value"));
+    }
+    fprintf(f, ".</p>\n</body></html>\n");
+}
+
+static void write_to(const char *dir, const char *name, void (*fn)(FILE *, const json_t *),
+                     const json_t *sw)
+{
+    char *p = path_join(dir, name);
+    FILE *f = fopen(p, "w");
+
+    if (f == NULL || (fn(f, sw), fclose(f)) != 0)
+        die("%s: cannot write", p);
+    free(p);
+}
+
+int cmd_sweep(const char *dir)
+{
+    json_t *sw = build_sweep(dir);
+    char *p = path_join(dir, "sweep.json");
+
+    if (json_dump_file(sw, p, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0)
+        die("%s: cannot write", p);
+    free(p);
+    write_to(dir, "sweep.md", write_sweep_md, sw);
+    write_to(dir, "sweep.html", write_sweep_html, sw);
+    print_sweep(stdout, sw, FMT_TEXT);
+    json_decref(sw);
+    return 0;
+}

@@ -46,6 +46,7 @@
 
 struct redis_link {
     redisContext *c;
+    unsigned      gen;               /* connections made: a new one, a new gen */
     int           timeout_ms;        /* what redisSetTimeout was last given   */
     int64_t       retry_at_ms;       /* no connect before this (throttle)     */
     char          lasterr[128];      /* why the last connection failed (errstr) */
@@ -69,6 +70,14 @@ struct redis_script {
 };
 
 /* ---------------------------------------------------------------- redis_conn.c */
+
+/* The master --redis-sentinel's Sentinels are asked for. */
+#define REDIS_SENTINEL_MASTER "locklab"
+
+/* Where server i is now: --redis's address, but for server 0 with
+ * --redis-sentinel the master the Sentinels name (or last named, when none
+ * answers). Every connect to server 0 asks: a failover is followed. */
+void redis_server_addr(const struct config *cfg, int server, struct hostport *out);
 
 struct redis_set *redis_set_of(struct lock_ctx *ctx);
 void              redis_ctx_free(struct lock_ctx *ctx);

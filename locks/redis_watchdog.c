@@ -89,7 +89,7 @@ static int period_ms(void)
  * wd.mu: the connection belongs to the watchdog thread alone. */
 static int renew(const char *key, const char *field, enum redis_watch_unit unit)
 {
-    const struct hostport *hp = &wd.cfg->redis[0];
+    struct hostport hp;
     struct timeval tv = { REDIS_CMD_TIMEOUT_MS / 1000, (REDIS_CMD_TIMEOUT_MS % 1000) * 1000 };
     char lease[24];
     const char *argv[3];
@@ -100,7 +100,8 @@ static int renew(const char *key, const char *field, enum redis_watch_unit unit)
     if (wd.c == NULL) {
         if (now_ms() < wd.retry_at_ms)
             return -1;
-        wd.c = redisConnectWithTimeout(hp->host, hp->port, tv);
+        redis_server_addr(wd.cfg, 0, &hp);     /* the master now (Sentinel) */
+        wd.c = redisConnectWithTimeout(hp.host, hp.port, tv);
         if (wd.c == NULL || wd.c->err) {
             if (wd.c)
                 redisFree(wd.c);

@@ -61,6 +61,12 @@ struct redis_set {
     int64_t  expires_wall_ms;        /* redis-getset: our expiry timestamp    */
     int64_t  valid_until_ms;         /* redlock: end of validity (monotonic)  */
     uint64_t seq;                    /* acquisitions made by this slot        */
+
+    /* redisson-wait: the replicas server 0's master had (ROLE), asked on
+     * the connection of generation replicas_gen at replicas_at_ms. */
+    int      replicas;
+    unsigned replicas_gen;
+    int64_t  replicas_at_ms;
 };
 
 /* A Lua script run by SHA1; sha is filled once per process (SCRIPT LOAD). */
@@ -154,6 +160,10 @@ extern struct redis_script redis_compare_and_delete;
 /* Redisson RLock's tryLock and unlock (redisson.c), also run by the
  * synchronizers' RedissonMultiLock (sync/redisson_multilock.c). */
 extern struct redis_script redisson_lock, redisson_unlock;
+/* redisson's acquire and release (redisson.c), by name in the tables of
+ * the strategies that share them: redisson-wait, redisson-global. */
+int redisson_acquire(struct lock_ctx *ctx, const char *key);
+int redisson_release(struct lock_ctx *ctx, const char *key);
 
 /* ---------------------------------------------------------------- redis_pubsub.c */
 

@@ -141,7 +141,7 @@ static int redisson_try(struct lock_ctx *ctx, const char *key, const char *field
     return rc;
 }
 
-static int redisson_acquire(struct lock_ctx *ctx, const char *key)
+int redisson_acquire(struct lock_ctx *ctx, const char *key)
 {
     char field[80], channel[160];
     long long ttl;
@@ -176,7 +176,7 @@ static int redisson_acquire(struct lock_ctx *ctx, const char *key)
     return LL_OK;
 }
 
-static int redisson_release(struct lock_ctx *ctx, const char *key)
+int redisson_release(struct lock_ctx *ctx, const char *key)
 {
     char field[80], channel[160], lease[16];
     const char *argv[5] = { key, channel, "0", lease, field };

@@ -228,6 +228,10 @@ redis_switch() {
     from=$(sentinel_master) || die "the Sentinel on $SENTINEL_PORT does not answer"
     to=$(other_server "$from")
     if ((lag > 0)); then
+        # The replica's link must be up to be cut (after a failover the old
+        # master takes a moment to resync as the new one's replica).
+        wait_for "a synced replica of $from" "$STACK_TIMEOUT" - "$RUN/logs/sentinel.log" \
+            replica_synced "$to"
         link=$(repl_cut "$from")
         say "replication $from -> $to cut (the replica's port $link) for $lag ms"
         sleep "$((lag / 1000)).$(printf '%03d' $((lag % 1000)))"

@@ -468,24 +468,44 @@ static int set_try(struct lock_ctx *ctx, const char *key, const char *value,
     return got;
 }
 
-int redis_set_spin(struct lock_ctx *ctx, const char *key, const char *value,
-                   const char *unit, int ttl)
+int redis_spin(struct lock_ctx *ctx, const char *key, redis_try_fn try_once, const void *arg,
+               int64_t lease_ms)
 {
     int64_t sent;
     int got;
 
     for (;;) {
         sent = now_us();
-        if ((got = set_try(ctx, key, value, unit, ttl)) < 0)
+        if ((got = try_once(ctx, key, arg)) < 0)
             return ctx->err;
         if (got) {
-            if (unit)           /* the lease runs from the try that took it */
-                lock_lease(ctx, sent, unit[0] == 'E' ? ttl * 1000LL : ttl);
+            if (lease_ms > 0)   /* the lease runs from the try that took it */
+                lock_lease(ctx, sent, lease_ms);
             return LL_OK;
         }
         if (lock_poll(ctx, key) != LL_OK)
             return redis_timeout(ctx, 0, key, "string");
     }
+}
+
+struct set_args {
+    const char *value, *unit;
+    int         ttl;
+};
+
+static int set_try_args(struct lock_ctx *ctx, const char *key, const void *arg)
+{
+    const struct set_args *a = arg;
+    return set_try(ctx, key, a->value, a->unit, a->ttl);
+}
+
+int redis_set_spin(struct lock_ctx *ctx, const char *key, const char *value,
+                   const char *unit, int ttl)
+{
+    const struct set_args a = { value, unit, ttl };
+
+    return redis_spin(ctx, key, set_try_args, &a,
+                      !unit ? 0 : unit[0] == 'E' ? ttl * 1000LL : ttl);
 }
 
 int redis_set_token_spin(struct lock_ctx *ctx, const char *key, const char *unit, int ttl)

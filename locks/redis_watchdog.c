@@ -9,7 +9,9 @@
  *     if HEXISTS key field then (P)EXPIRE key lease; return 1 else return 0
  *
  * so renewing a lock that was released (or taken over) meanwhile does
- * nothing.
+ * nothing. A string lock (redis-renew, seed 004's renewed lock) is renewed
+ * the same way, its token compared instead: if GET key == token then
+ * PEXPIRE.
  *
  * Why one process-wide thread rather than one per holder (the seed's Timer
  * per lock): a holder's own connection is busy with its own request, so a
@@ -76,6 +78,11 @@ static struct redis_script renew_millis = {
     "redis.call('pexpire', KEYS[1], ARGV[2]); return 1; end; return 0;",
     ""
 };
+static struct redis_script renew_string = {
+    "if redis.call('get', KEYS[1]) == ARGV[1] then "
+    "redis.call('pexpire', KEYS[1], ARGV[2]); return 1; end; return 0;",
+    ""
+};
 
 static int period_ms(void)
 {
@@ -118,8 +125,8 @@ static int renew(const char *key, const char *field, enum redis_watch_unit unit)
     argv[0] = key;
     argv[1] = field;
     argv[2] = lease;
-    r = redis_eval_on(wd.c, unit == WATCH_SECONDS ? &renew_seconds : &renew_millis,
-                      1, 3, argv, &ops);
+    r = redis_eval_on(wd.c, unit == WATCH_SECONDS ? &renew_seconds :
+                      unit == WATCH_MILLIS ? &renew_millis : &renew_string, 1, 3, argv, &ops);
     if (r == NULL) {
         redisFree(wd.c);
         wd.c = NULL;

@@ -205,7 +205,7 @@ static struct lock_ctx *borrow(int wait_ms)
         ctx->token_src = NULL;
         ctx->qty = 1;
         ctx->order = NULL;
-        ctx->retries = ctx->backend_ops = ctx->wakeups = 0;
+        ctx->retries = ctx->backend_ops = ctx->wakeups = ctx->deadlocks = 0;
         ctx->held_us = -1;
         ctx->err = 0;
         ctx->backend = NULL;
@@ -270,6 +270,8 @@ static enum MHD_Result sale(struct MHD_Connection *conn, struct request *r)
         body = failure_json(rc, ctx);
     }
     json_object_set_new(body, "lock", json_string(a.ops->name));
+    if (ctx->deadlocks > 0)
+        json_object_set_new(body, "deadlocks", json_integer(ctx->deadlocks));
     if (status_code(rc) == MHD_HTTP_INTERNAL_SERVER_ERROR)
         log_failure(a.ops->name, ctx->errstr);
     stats_record(lock_index(a.ops), rc, now_us() - t0, ctx, release_failed);

@@ -125,6 +125,8 @@ struct lock_ctx {
     unsigned    retries;            /* spins / optimistic retries this request*/
     unsigned    backend_ops;        /* ZooKeeper/Redis round trips (stats)    */
     unsigned    wakeups;            /* watch / pub-sub wake-ups (stats)       */
+    unsigned    deadlocks;          /* MariaDB's deadlock errors (1213) met
+                                     * by this request (app/db.c; stats)     */
     int64_t     held_us;            /* the lock held, acquired to released;
                                      * -1 when it never was (stats)           */
     const struct lock_ops *ops;     /* the strategy it runs                   */

@@ -378,7 +378,7 @@ static json_t *reset_locks(struct lock_ctx *ctx, const struct product *prod)
             continue;
         ctx->ops = all[i];
         ctx->err = 0;
-        rc = lock_reset(ctx, prod->key);
+        rc = lock_reset(ctx, lock_key_for(all[i], prod->key));
         json_object_set_new(cleared, all[i]->name, rc == LL_OK ? json_string("ok")
                                                                : failure_json(rc, ctx));
     }
@@ -454,6 +454,8 @@ static enum MHD_Result route_locks(struct MHD_Connection *conn, struct request *
             "fenced", !!(o->props & LOCK_FENCED),
             "fence", o->fence, "nofence", o->fence ? NULL : o->nofence);
         json_object_set_new(one, "stock", json_string(o->stock ? o->stock : "mysql"));
+        json_object_set_new(one, "lock_key", json_string(o->lock_key ? o->lock_key
+                                                                     : "lock:<product>"));
         json_array_append_new(list, one);
     }
     return reply(conn, MHD_HTTP_OK, json_pack("{s:s,s:o}", "default", cfg->lock,

@@ -105,7 +105,9 @@ static int fenced_reply(struct lock_ctx *ctx, redisReply *r, const char *key, lo
     if (r->element[0]->integer == -1) {
         *ttl = -2;
         ctx->token = r->element[1]->integer;
-        ctx->token_src = REDISSON_FENCE;
+        /* The counter is the lock's: redisson-global's, of lock:all, is a
+         * service of its own (its table's fence). */
+        ctx->token_src = ctx->ops && ctx->ops->fence ? ctx->ops->fence : REDISSON_FENCE;
     } else {
         *ttl = r->element[0]->integer > 0 ? r->element[0]->integer : 0;
     }

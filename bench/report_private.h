@@ -124,6 +124,11 @@ void print_reconcile(FILE *f, const json_t *runs, enum fmt fmt);
 void print_storms(FILE *f, const json_t *res, enum fmt fmt);
 int  check_stock(const json_t *res, const char *path);
 
+/* bench/compare --products N (report_stock.c): ll-report stocks, the
+ * products' GET /stock answers summed; the lock granularity table. */
+int  cmd_stocks(int n, char **paths);
+void print_grain(FILE *f, const json_t *res, enum fmt fmt);
+
 /* ---------------------------------------------------------------- reports */
 
 /* The machine's and the settings' keys, and how the reports name them. */

@@ -166,7 +166,7 @@ t_ok "$? -eq 0" "ll-report check: results.json valid"
 t_ok "'$(jq -r '"\(.settings.products) \(.settings.stock)"' "$grun/results.json")' = '4 80'" \
      "4 products of 20 units: a stock of 80"
 t_ok "'$(jq -r '[.runs[] | "\(.strategy):\(.lock_key):\(.sold):\(.final):\(.oversold):\(.lost_updates)"]
-        | join(" ")' "$grun/results.json")' = 'redisson:lock\:<product>:80:0:0:0 redisson-global:lock\:all:80:0:0:0'" \
+        | join(" ")' "$grun/results.json")' = 'redisson:lock:<product>:80:0:0:0 redisson-global:lock:all:80:0:0:0'" \
      "redisson (a lock per product) and redisson-global (lock:all) both sell exactly 80"
 t_ok "'$(jq -s -r 'map(.count) | map(tostring) | join(" ")' "$grun"/raw/01.stock-*.json)' = '0 0 0 0'" \
      "every product sold out: the load reached all four"

@@ -87,8 +87,8 @@ static int mutex_tx_sell(struct lock_ctx *ctx, const struct product *p, long lon
 const struct lock_ops lock_mutex_tx = {
     .name    = "mutex-tx",
     .family  = "local",
-    .summary = "mutex's lock inside a transaction: @Transactional around a synchronized method, the lock released before the COMMIT (seed 001)",
-    .flaw    = "the next holder reads the count the last one has not committed yet: lost updates even on one instance; excludes only within one",
+    .summary = "mutex inside a transaction: @Transactional around synchronized, unlocked before the COMMIT (seed 001)",
+    .flaw    = "the next holder reads a count not yet committed: lost updates even on one instance",
     .props   = LOCK_AUTO_RELEASE,
     .ceiling = LOCK_CEIL_SERIAL_MYSQL,
     .sell    = mutex_tx_sell,

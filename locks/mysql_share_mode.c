@@ -80,8 +80,8 @@ static int share_mode_sell(struct lock_ctx *ctx, const struct product *p, long l
 const struct lock_ops lock_mysql_share_mode = {
     .name    = "mysql-share-mode",
     .family  = "mysql",
-    .summary = "SELECT ... LOCK IN SHARE MODE, then UPDATE and COMMIT; a deadlocked purchase (1213) is rolled back and retried (seed 001)",
-    .flaw    = "shared locks cannot all become exclusive: concurrent purchases deadlock (1213, counted) and all but one roll back and retry",
+    .summary = "SELECT ... LOCK IN SHARE MODE, then UPDATE; a deadlocked purchase is retried (seed 001)",
+    .flaw    = "two shared locks cannot both become exclusive: deadlocks (1213, counted), rollbacks, retries",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling = LOCK_CEIL_FOR_UPDATE,
     .sell    = share_mode_sell,

@@ -62,8 +62,8 @@ static int noindex_sell(struct lock_ctx *ctx, const struct product *p, long long
 const struct lock_ops lock_mysql_update_noindex = {
     .name    = "mysql-update-noindex",
     .family  = "mysql",
-    .summary = "mysql-update's conditional UPDATE in a transaction, the product named by sku, a column without an index (seed 001)",
-    .flaw    = "no index serves the WHERE: the UPDATE locks every row it scans, the whole table, until the COMMIT; a sale of one product blocks the sales of all others",
+    .summary = "mysql-update's UPDATE in a transaction, on sku, a column without an index (seed 001)",
+    .flaw    = "the UPDATE locks every row it scans until the COMMIT: one product's sale blocks all others",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .ceiling = LOCK_CEIL_SERIAL_MYSQL,
     .sell    = noindex_sell,

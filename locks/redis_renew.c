@@ -41,8 +41,8 @@ static int renew_release(struct lock_ctx *ctx, const char *key)
 const struct lock_ops lock_redis_renew = {
     .name     = "redis-renew",
     .family   = "redis",
-    .summary  = "SET lock:P <token> PX <lease> NX, renewed every lease/3 by a token-checked PEXPIRE script, compare-and-delete release (seed 004 scheme 5)",
-    .flaw     = "not reentrant; waiters poll, in no order; one Redis server: a failover to a replica that missed the lock admits a second holder",
+    .summary  = "SET lock:P <token> PX <lease> NX, renewed at lease/3 by a token-checked PEXPIRE (seed 004 scheme 5)",
+    .flaw     = "not reentrant; waiters poll; one Redis: a failover to a replica that missed the lock admits a second holder",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = renew_acquire,

@@ -77,8 +77,8 @@ static int setnx_lua_acquire(struct lock_ctx *ctx, const char *key)
 const struct lock_ops lock_redis_setnx_lua = {
     .name     = "redis-setnx-lua",
     .family   = "redis",
-    .summary  = "SETNX then EXPIRE in one Lua script, so no death can fall between them; release by compare-and-delete (seed 004 scheme 3)",
-    .flaw     = "no renewal: a holder slower than the expiry (the lease in whole seconds) is overtaken and two sales overlap; not reentrant",
+    .summary  = "SETNX and EXPIRE in one Lua script; compare-and-delete release (seed 004 scheme 3)",
+    .flaw     = "no renewal: a holder slower than the expiry (whole seconds) is overtaken; not reentrant",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = setnx_lua_acquire,

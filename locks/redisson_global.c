@@ -17,8 +17,8 @@
 const struct lock_ops lock_redisson_global = {
     .name     = "redisson-global",
     .family   = "redis",
-    .summary  = "redisson with one lock for every product (lock:all), the coarse-grained lock (seed 004 §2.5)",
-    .flaw     = "sales of different products wait for each other: the whole shop sells at one critical section's speed",
+    .summary  = "redisson on one lock for every product, lock:all (seed 004 §2.5)",
+    .flaw     = "sales of different products wait for each other: the shop sells at one critical section's speed",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .lock_key = LOCK_KEY_ALL,

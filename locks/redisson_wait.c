@@ -139,8 +139,8 @@ static int redisson_wait_acquire(struct lock_ctx *ctx, const char *key)
 const struct lock_ops lock_redisson_wait = {
     .name     = "redisson-wait",
     .family   = "redis",
-    .summary  = "redisson, then WAIT for the master's replicas (ROLE): the lock is held only once a replica has it, so a failover keeps it (Redisson's checkLockSyncedSlaves)",
-    .flaw     = "WAIT is not consensus: a lock a replica acknowledged is lost if that replica restarts empty or another one is promoted; no lock while the replica lags (503); a round trip more",
+    .summary  = "redisson, then WAIT for the master's replicas: the lock is held only once a replica has it",
+    .flaw     = "WAIT is not consensus (a replica restarted empty, another one promoted); no lock while the replica lags",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = redisson_wait_acquire,

@@ -64,10 +64,10 @@ static int master_replicas(struct lock_ctx *ctx)
         r->element[0]->type != REDIS_REPLY_STRING)
         return redis_reply_error(ctx, 0, r, "ROLE"), -1;
     if (strcmp(r->element[0]->str, "master") != 0) {
-        lock_error(ctx, LL_UNAVAILABLE, rs->name[0], "%s is a %s now, not the master (a "
-                   "failover)", rs->name[0], r->element[0]->str);
         freeReplyObject(r);
-        redis_drop(ctx, 0, "ROLE");
+        redis_drop(ctx, 0, "ROLE");     /* the next connection asks the Sentinel */
+        lock_error(ctx, LL_UNAVAILABLE, rs->name[0], "%s is a replica now, not the master "
+                   "(a failover)", rs->name[0]);
         return -1;
     }
     n = r->elements >= 3 && r->element[2]->type == REDIS_REPLY_ARRAY

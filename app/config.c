@@ -39,6 +39,7 @@ static const struct opt opts[] = {
     { "--mysql-db",       "LOCKLAB_MYSQL_DB",       OPT_STR,  F(mysql_db),       "locklab", 0, 0 },
     { "--mysql-socket",   "LOCKLAB_MYSQL_SOCKET",   OPT_STR,  F(mysql_socket),   NULL, 0, 0 },
     { "--redis",          "LOCKLAB_REDIS",          OPT_SERVERS, F(redis),       "127.0.0.1:6379", 0, 0 },
+    { "--redis-sentinel", "LOCKLAB_REDIS_SENTINEL", OPT_STR, F(redis_sentinel), NULL, 0, 0 },
     { "--zk",             "LOCKLAB_ZK",             OPT_STR,  F(zk),             "127.0.0.1:2181", 0, 0 },
     { "--threads",        "LOCKLAB_THREADS",        OPT_INT,  F(threads),        "16", 1, 1024 },
     { "--max-connections","LOCKLAB_MAX_CONNECTIONS",OPT_INT,  F(max_connections),"1024", 1, 65536 },
@@ -67,6 +68,11 @@ const char config_usage[] =
 "  --mysql-socket PATH    reach MariaDB on this machine through its Unix socket\n"
 "                         instead of host:port (fewer µs a round trip)\n"
 "  --redis H:P[,H:P...]   Redis servers; Redlock uses all of them (127.0.0.1:6379)\n"
+"  --redis-sentinel H:P[,H:P...]\n"
+"                         Sentinels that name the current master of the first\n"
+"                         --redis server (master name 'locklab'): every\n"
+"                         connection to it asks them first, so a failover is\n"
+"                         followed (off: the address given)\n"
 "  --zk H:P[,H:P...]      ZooKeeper connect string (127.0.0.1:2181)\n"
 "  --threads N            worker slots, each with its own backend connections (16)\n"
 "  --max-connections N    HTTP connections served at once (1024); past it a\n"
@@ -210,6 +216,13 @@ int config_parse(struct config *cfg, int argc, char **argv, char *err, int errle
     if (cfg->lock_wait_ms > cfg->max_wait_ms) {
         snprintf(err, errlen, "--lock-wait-ms %d is above --max-wait-ms %d",
                  cfg->lock_wait_ms, cfg->max_wait_ms);
+        return -1;
+    }
+    if (cfg->redis_sentinel &&
+        (cfg->nsentinel = config_parse_servers(cfg->redis_sentinel, cfg->sentinel,
+                                               CONFIG_MAX_SERVERS)) <= 0) {
+        snprintf(err, errlen, "--redis-sentinel: '%s' is not host:port[,host:port...] (at "
+                 "most %d)", cfg->redis_sentinel, CONFIG_MAX_SERVERS);
         return -1;
     }
     if (lock_find(cfg->lock) == NULL) {

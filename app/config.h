@@ -28,6 +28,10 @@ struct config {
 
     struct hostport redis[CONFIG_MAX_SERVERS];   /* --redis a:p,b:q   */
     int             nredis;
+    const char     *redis_sentinel;  /* --redis-sentinel, as given, or NULL */
+    struct hostport sentinel[CONFIG_MAX_SERVERS]; /* ... parsed: server 0 is
+                                  * the master they name (locks/redis_conn.c) */
+    int             nsentinel;
     const char     *zk;          /* ZooKeeper connect string, as given   */
 
     int threads;                 /* worker slots (backend connections)   */

@@ -135,6 +135,8 @@ static int db_fail(struct lock_ctx *ctx, unsigned err, const char *error, const 
         return lock_error(ctx, LL_UNAVAILABLE, "mysql", "mysql %s: %s (%u)",
                           db->where, msg, err);
     }
+    if (err == ER_LOCK_DEADLOCK)
+        ctx->deadlocks++;
     if (err == ER_LOCK_WAIT_TIMEOUT || err == ER_LOCK_DEADLOCK)
         return lock_error(ctx, LL_TIMEOUT, "mysql", "mysql %s: %s (%u)", what, msg, err);
     return lock_error(ctx, LL_ERROR, "mysql", "mysql %s: %s (%u)", what, msg, err);

@@ -205,7 +205,7 @@ static struct lock_ctx *borrow(int wait_ms)
         ctx->token_src = NULL;
         ctx->qty = 1;
         ctx->order = NULL;
-        ctx->retries = ctx->backend_ops = ctx->wakeups = 0;
+        ctx->retries = ctx->backend_ops = ctx->wakeups = ctx->deadlocks = 0;
         ctx->held_us = -1;
         ctx->err = 0;
         ctx->backend = NULL;
@@ -270,6 +270,8 @@ static enum MHD_Result sale(struct MHD_Connection *conn, struct request *r)
         body = failure_json(rc, ctx);
     }
     json_object_set_new(body, "lock", json_string(a.ops->name));
+    if (ctx->deadlocks > 0)
+        json_object_set_new(body, "deadlocks", json_integer(ctx->deadlocks));
     if (status_code(rc) == MHD_HTTP_INTERNAL_SERVER_ERROR)
         log_failure(a.ops->name, ctx->errstr);
     stats_record(lock_index(a.ops), rc, now_us() - t0, ctx, release_failed);
@@ -376,7 +378,7 @@ static json_t *reset_locks(struct lock_ctx *ctx, const struct product *prod)
             continue;
         ctx->ops = all[i];
         ctx->err = 0;
-        rc = lock_reset(ctx, prod->key);
+        rc = lock_reset(ctx, lock_key_for(all[i], prod->key));
         json_object_set_new(cleared, all[i]->name, rc == LL_OK ? json_string("ok")
                                                                : failure_json(rc, ctx));
     }
@@ -452,6 +454,8 @@ static enum MHD_Result route_locks(struct MHD_Connection *conn, struct request *
             "fenced", !!(o->props & LOCK_FENCED),
             "fence", o->fence, "nofence", o->fence ? NULL : o->nofence);
         json_object_set_new(one, "stock", json_string(o->stock ? o->stock : "mysql"));
+        json_object_set_new(one, "lock_key", json_string(o->lock_key ? o->lock_key
+                                                                     : "lock:<product>"));
         json_array_append_new(list, one);
     }
     return reply(conn, MHD_HTTP_OK, json_pack("{s:s,s:o}", "default", cfg->lock,

@@ -10,6 +10,7 @@
 struct lock_stats {
     _Atomic uint64_t status[LL_STATUS_MAX];
     _Atomic uint64_t retries, backend_ops, wakeups, release_errors;
+    _Atomic uint64_t deadlocks;         /* MariaDB's 1213s met (mysql-share-mode …) */
     _Atomic uint64_t holds, held_us;    /* purchases that got the lock, and how long */
     _Atomic uint64_t bucket[HIST_BUCKETS];
     _Atomic uint64_t sum_us, max_us;
@@ -102,6 +103,7 @@ void stats_record(int lock, int status, int64_t latency_us,
         atomic_fetch_add_explicit(&s->retries, ctx->retries, memory_order_relaxed);
         atomic_fetch_add_explicit(&s->backend_ops, ctx->backend_ops, memory_order_relaxed);
         atomic_fetch_add_explicit(&s->wakeups, ctx->wakeups, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->deadlocks, ctx->deadlocks, memory_order_relaxed);
         if (ctx->held_us >= 0) {
             atomic_fetch_add_explicit(&s->holds, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&s->held_us, (uint64_t)ctx->held_us,
@@ -126,6 +128,7 @@ void stats_reset(void)
         atomic_store(&s->retries, 0);
         atomic_store(&s->backend_ops, 0);
         atomic_store(&s->wakeups, 0);
+        atomic_store(&s->deadlocks, 0);
         atomic_store(&s->release_errors, 0);
         atomic_store(&s->holds, 0);
         atomic_store(&s->held_us, 0);
@@ -137,6 +140,7 @@ void stats_reset(void)
 static json_t *one_json(struct lock_stats *s)
 {
     struct hist h;
+    json_t *o;
     uint64_t n, acquisitions, holds = atomic_load(&s->holds), held = atomic_load(&s->held_us);
     int k;
 
@@ -149,7 +153,7 @@ static json_t *one_json(struct lock_stats *s)
     h.max_us = atomic_load(&s->max_us);
     n = h.count;
     acquisitions = atomic_load(&s->status[LL_OK]) + atomic_load(&s->status[LL_SOLD_OUT]);
-    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,"
+    o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,"
                      "s:{s:f,s:f,s:f,s:f,s:f,s:f}}",
         "requests", (json_int_t)n,
         "sold", (json_int_t)atomic_load(&s->status[LL_OK]),
@@ -176,6 +180,8 @@ static json_t *one_json(struct lock_stats *s)
         "p95", (double)hist_percentile(&h, 0.95) / 1000.0,
         "p99", (double)hist_percentile(&h, 0.99) / 1000.0,
         "max", (double)h.max_us / 1000.0);
+    json_object_set_new(o, "deadlocks", json_integer((json_int_t)atomic_load(&s->deadlocks)));
+    return o;
 }
 
 /* The process's context switches since it began, voluntary and not, of

@@ -268,7 +268,8 @@ void stock_hold(struct lock_ctx *ctx)
 
 /* ---------------------------------------------------------------- the sale */
 
-static int sell_guarded(struct lock_ctx *ctx, const struct product *p, long long *remaining)
+static int sell_guarded(struct lock_ctx *ctx, const struct product *p, const char *key,
+                        long long *remaining)
 {
     long long count;
     int rc, tries = 0;
@@ -281,11 +282,11 @@ again:
         return LL_SOLD_OUT;
     if (tries == 0)
         stock_hold(ctx);    /* the window between read and write, stretched */
-    if ((rc = lock_check(ctx, p->key)) != LL_OK)
+    if ((rc = lock_check(ctx, key)) != LL_OK)
         return rc;
     if (ctx->lease_until_us && now_us() >= ctx->lease_until_us)
         return lock_error(ctx, LL_LOST, NULL, "the lease on %s may have run out %lld ms "
-                          "ago: sale not written", p->key,
+                          "ago: sale not written", key,
                           (long long)(now_us() - ctx->lease_until_us) / 1000);
     if (ctx->late_ms > 0 && tries == 0)     /* fault: a pause no check can see */
         sleep_us((int64_t)ctx->late_ms * 1000);
@@ -308,13 +309,14 @@ int stock_sell(struct lock_ctx *ctx, const struct lock_ops *ops,
 {
     int held = 0, rc = LL_OK, rrc, why_saved = 0;
     struct { int err; const char *backend; char errstr[sizeof ctx->errstr]; } why;
+    const char *key = lock_key_for(ops, p->key);
     int64_t got = 0;
 
     ctx->ops = ops;
     if (lock_sells(ops))
         return lock_sell(ctx, p, remaining);
     while (held < reentry && rc == LL_OK) {
-        rc = lock_acquire(ctx, p->key);
+        rc = lock_acquire(ctx, key);
         lock_poll_done(ctx);
         if (rc == LL_OK && held++ == 0)
             ctx->held_since_us = got = now_us();
@@ -322,10 +324,10 @@ int stock_sell(struct lock_ctx *ctx, const struct lock_ops *ops,
     if (rc == LL_OK) {
         if (ctx->crash) {       /* fault: the holder dies holding the lock */
             fprintf(stderr, "locklab: crash requested while holding %s (%s)\n",
-                    p->key, ops->name);
+                    key, ops->name);
             _exit(3);
         }
-        rc = sell_guarded(ctx, p, remaining);
+        rc = sell_guarded(ctx, p, key, remaining);
     }
     /* Release on every path, innermost first. A failed release after a
      * sale does not undo the sale: it stays on ctx->err, which the HTTP
@@ -338,13 +340,13 @@ int stock_sell(struct lock_ctx *ctx, const struct lock_ops *ops,
         memcpy(why.errstr, ctx->errstr, sizeof why.errstr);
     if (held > 0) {
         while (held > 0) {
-            rrc = lock_release(ctx, p->key);
+            rrc = lock_release(ctx, key);
             held--;
             if (rrc != LL_OK && rc == LL_SOLD_OUT)
                 rc = rrc;
         }
         ctx->held_us = now_us() - got;
-        lock_poll_released(ctx, p->key); /* wake this instance's poller */
+        lock_poll_released(ctx, key);   /* wake this instance's poller */
     }
     if (why_saved)
         lock_error(ctx, why.err, why.backend, "%s", why.errstr);

@@ -25,6 +25,9 @@
  *                                       run's NN.cost.json (report_cost.c)
  *   ll-report get FILE|- KEY[.KEY...]   one value of a JSON document (an
  *                                       answer of the stack, for scripts)
+ *   ll-report stocks STOCK.json...      the GET /stock answers of a run's
+ *                                       products (--products) as one: their
+ *                                       counts summed
  *   ll-report sync-plan SYNC.json       the synchronizers' runs (report_sync.c)
  *   ll-report sync RUN                  their results, invariants checked
  *   ll-report sample NAME               the instances' /stats on stdin, one
@@ -208,7 +211,8 @@ static int cmd_build(const char *dir)
             json_object_set(m, k, v);
     }
     json_object_set_new(res, "runs", build_runs(raw, stock,
-                            !strcmp(jstr(settings, "scenario", ""), "seeds"), limits));
+                            !strcmp(jstr(settings, "scenario", ""), "seeds") &&
+                            jint(settings, "products") <= 1, limits));
     json_object_set_new(res, "storms", build_storms(raw, jint(settings, "storm_stock")));
     p = path_join(dir, "results.json");
     if (json_dump_file(res, p, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0)
@@ -221,6 +225,7 @@ static int cmd_build(const char *dir)
     print_front(stdout, res, FMT_TEXT);
     print_reconcile(stdout, json_object_get(res, "runs"), FMT_TEXT);
     print_storms(stdout, res, FMT_TEXT);
+    print_grain(stdout, res, FMT_TEXT);
     print_cost(stdout, json_object_get(res, "runs"), FMT_TEXT);
     print_topology(stdout, res, FMT_TEXT);
     json_decref(res);
@@ -354,6 +359,7 @@ static const char usage[] =
 "       ll-report jtl RESULTS.csv [--stock S --final F]\n"
 "       ll-report cost BEFORE AFTER       (NN.cost.json from two snapshots)\n"
 "       ll-report get FILE|- KEY[.KEY...] (one value of a JSON document)\n"
+"       ll-report stocks STOCK.json...    (the products' GET /stock answers, summed)\n"
 "       ll-report sync-plan SYNC.json     (the synchronizers' runs, from GET /sync)\n"
 "       ll-report sync RUNDIR             (their results, invariants checked)\n"
 "       ll-report sample NAME < STATS     (NAME's purchases and sales, /stats a line)\n"
@@ -380,6 +386,8 @@ int main(int argc, char **argv)
         return cmd_cost(argv[2], argv[3]);
     if (!strcmp(cmd, "get") && argc == 4)
         return cmd_get(argv[2], argv[3]);
+    if (!strcmp(cmd, "stocks") && argc >= 3)
+        return cmd_stocks(argc - 2, argv + 2);
     if (!strcmp(cmd, "sync-plan") && argc == 3)
         return cmd_sync_plan(argv[2]);
     if (!strcmp(cmd, "sync") && argc == 3)

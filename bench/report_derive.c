@@ -94,6 +94,7 @@ static json_t *server_side(const char *name, json_t *instances)
     static const char *const counters[] = {
         "requests", "sold", "sold_out", "lock_timeouts", "unavailable", "errors", "unknown",
         "fenced", "lock_lost", "release_errors", "retries", "backend_ops", "wakeups", "holds", "held_us",
+        "deadlocks",
     };
     struct lat_summary lat[16], merged;
     json_t *out = json_object(), *inst;
@@ -120,30 +121,20 @@ static json_t *server_side(const char *name, json_t *instances)
     return out;
 }
 
-/* The ceiling strategy `name` is measured against, as GET /locks
- * (raw/locks.json) names it; NULL when it names none. */
-static const char *lock_ceiling(const json_t *locks, const char *name)
+/* Field `field` of strategy `name` in GET /locks, or def where it has
+ * none (an older locks.json): "ceiling", the limit it is measured against;
+ * "stock", where it sells from ("redis" for the Redis stock, else "mysql");
+ * "lock_key", its lock's granularity. */
+static const char *lock_field(const json_t *locks, const char *name, const char *field,
+                              const char *def)
 {
     const json_t *s;
     size_t i;
 
     json_array_foreach(json_object_get(locks, "strategies"), i, s)
         if (!strcmp(jstr(s, "name", ""), name))
-            return json_string_value(json_object_get(s, "ceiling"));
-    return NULL;
-}
-
-/* Where strategy `name` sells from, as GET /locks says: "redis" for the
- * Redis stock, else "mysql" (an older locks.json names none). */
-static const char *lock_stock(const json_t *locks, const char *name)
-{
-    const json_t *s;
-    size_t i;
-
-    json_array_foreach(json_object_get(locks, "strategies"), i, s)
-        if (!strcmp(jstr(s, "name", ""), name))
-            return jstr(s, "stock", "mysql");
-    return "mysql";
+            return jstr(s, field, def);
+    return def;
 }
 
 static double ceiling_rate(const json_t *limits, const char *key)
@@ -164,7 +155,8 @@ json_t *derive_run(const char *name, const char *family, long long stock,
                    int with_seed, json_t *load, json_t *stock_after, json_t *instances,
                    const json_t *limits, const json_t *locks, const json_t *cost)
 {
-    const char *ceiling = lock_ceiling(locks, name), *src = lock_stock(locks, name);
+    const char *ceiling = lock_field(locks, name, "ceiling", NULL);
+    const char *src = lock_field(locks, name, "stock", "mysql");
     double elapsed = jnum(load, "elapsed_s"), ceil_rate = ceiling_rate(limits, ceiling);
     const struct seed_result *seed = with_seed ? seed_find(name) : NULL;
     struct answers a;
@@ -218,6 +210,8 @@ json_t *derive_run(const char *name, const char *family, long long stock,
     }
     json_object_set_new(run, "unknown", json_integer(unknown));
     json_object_set_new(run, "stock", json_string(src));
+    json_object_set_new(run, "lock_key",
+                        json_string(lock_field(locks, name, "lock_key", "lock:<product>")));
     if (!strcmp(src, "redis"))
         json_object_set_new(run, "reconcile", derive_reconcile(stock_after));
     json_object_set_new(run, "http_share", num_or_null(harness_efficiency(

@@ -286,6 +286,7 @@ void write_html(FILE *f, const json_t *res)
     print_front(f, res, FMT_HTML);
     print_reconcile(f, runs, FMT_HTML);
     print_storms(f, res, FMT_HTML);
+    print_grain(f, res, FMT_HTML);
     svg_bars(f, "Throughput", "requests/s", runs, thr, have_seeds ? 2 : 1);
     svg_bars(f, "Oversold units and lost updates", "units", runs, bad, 2);
     svg_bars(f, "Efficiency", "%", runs, eff, 1);

@@ -29,6 +29,8 @@ const char *const setting_keys[][2] = {
     { "zk_servers", "ZooKeeper servers (1: standalone)" },
     { "storm_orders", "orders of each retry storm, each sent twice" },
     { "storm_stock", "initial stock of each retry storm" },
+    { "products", "products the load was spread over (1001 onwards)" },
+    { "stock_per_product", "initial stock of each product" },
 };
 
 const size_t nmachine_keys = sizeof machine_keys / sizeof machine_keys[0];
@@ -73,6 +75,7 @@ void write_md(FILE *f, const json_t *res)
     print_front(f, res, FMT_MD);
     print_reconcile(f, runs, FMT_MD);
     print_storms(f, res, FMT_MD);
+    print_grain(f, res, FMT_MD);
     print_cost(f, runs, FMT_MD);
     print_time(f, runs, FMT_MD);
     fprintf(f, "## Ceilings (ll-limits)\n\n%s\n\n| ceiling | per second | trials | what |\n"

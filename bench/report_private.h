@@ -149,6 +149,10 @@ int  cmd_sample(const char *name);
 
 /* report_sweep.c: ll-report sweep RUN (compare --sweep's points). */
 int  cmd_sweep(const char *dir);
+/* bench/compare --products N (report_stock.c): ll-report stocks, the
+ * products' GET /stock answers summed; the lock granularity table. */
+int  cmd_stocks(int n, char **paths);
+void print_grain(FILE *f, const json_t *res, enum fmt fmt);
 
 /* ---------------------------------------------------------------- reports */
 

@@ -19,6 +19,20 @@
 
 local threads = {}
 
+-- With LOCKLAB_WRK_PRODUCTS=N (bench/compare --products N) each request of
+-- a thread names the next of products 1001..1000+N in place of the URL's
+-- product=, as ll-load does with N URLs. Without it the request is the
+-- URL's, built once (wrk asks for request() only when it is defined).
+local products = tonumber(os.getenv("LOCKLAB_WRK_PRODUCTS") or "1") or 1
+if products > 1 then
+   local turn = 0
+   function request()
+      turn = turn + 1
+      local path = wrk.path:gsub("product=%d+", "product=" .. (1001 + turn % products))
+      return wrk.format(nil, path)
+   end
+end
+
 function setup(thread)
    table.insert(threads, thread)
 end

@@ -125,6 +125,8 @@ struct lock_ctx {
     unsigned    retries;            /* spins / optimistic retries this request*/
     unsigned    backend_ops;        /* ZooKeeper/Redis round trips (stats)    */
     unsigned    wakeups;            /* watch / pub-sub wake-ups (stats)       */
+    unsigned    deadlocks;          /* MariaDB's deadlock errors (1213) met
+                                     * by this request (app/db.c; stats)     */
     int64_t     held_us;            /* the lock held, acquired to released;
                                      * -1 when it never was (stats)           */
     const struct lock_ops *ops;     /* the strategy it runs                   */
@@ -214,6 +216,10 @@ struct lock_ops {
     const char *stock;      /* where the stock it sells lives: NULL for
                              * MariaDB's db_stock, "redis" for stock:P
                              * (locks/redis_stock.h); GET /locks says which */
+    const char *lock_key;   /* the lock's granularity (seed 004 §2.5): NULL,
+                             * one lock per product ("lock:<code>"), or the
+                             * name of the one lock every product's sale
+                             * takes (LOCK_KEY_ALL); GET /locks says which */
 
     /* The strategy's parameters for methods its family shares between
      * several strategies, which read them from ctx->ops (SQLite builds a
@@ -250,7 +256,17 @@ struct lock_ops {
     const char *nofence;
 };
 
+/* The one lock of every product, for a coarse-grained strategy. */
+#define LOCK_KEY_ALL "lock:all"
+
 /* ---------------------------------------------------------------- calls */
+
+/* The name of the lock a sale of the product whose own lock is
+ * product_key ("lock:1001") takes under ops: its own, or ops's one lock. */
+static inline const char *lock_key_for(const struct lock_ops *ops, const char *product_key)
+{
+    return ops->lock_key ? ops->lock_key : product_key;
+}
 
 /* Callers run a strategy through these, never through its table, so each
  * optional hook's absence is handled here only (as Redis's connection.h

@@ -1,4 +1,4 @@
-/* mysql_for_update.c — pessimistic row lock (seed 000 §1.6.2):
+/* mysql_for_update.c — pessimistic row lock (seed 000 §1.6.1):
  *
  *     (autocommit off)                                     -- db_begin()
  *     SELECT count FROM db_stock WHERE id = ? FOR UPDATE;  -- row lock
@@ -94,7 +94,7 @@ static const struct mysql_queue_conf for_update_queue = { .batch = 1, .sell = fo
 const struct lock_ops lock_mysql_for_update = {
     .name    = "mysql-for-update",
     .family  = "mysql",
-    .summary = "SELECT ... FOR UPDATE in a transaction, then UPDATE and COMMIT in one round trip (seed 000 §1.6.2); one transaction per row per instance at a time",
+    .summary = "SELECT ... FOR UPDATE in a transaction, then UPDATE and COMMIT in one round trip (seed 000 §1.6.1); one transaction per row per instance at a time",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling = LOCK_CEIL_FOR_UPDATE,
     MYSQL_QUEUE_METHODS(&for_update_queue),

@@ -1,5 +1,5 @@
 /* mysql_optimistic.c — optimistic concurrency with a version column
- * (seed 000 §1.6.3):
+ * (seed 000 §1.6.2):
  *
  *     SELECT count, version FROM db_stock WHERE id = ?;
  *     UPDATE db_stock SET count = ?, version = version + 1
@@ -162,7 +162,7 @@ static const struct mysql_queue_conf optimistic_queue = { .batch = 1, .sell = op
 const struct lock_ops lock_mysql_optimistic = {
     .name    = "mysql-optimistic",
     .family  = "mysql",
-    .summary = "version column: UPDATE ... WHERE version = ?, retried with jittered backoff (seed 000 §1.6.3); one attempt per row per instance at a time",
+    .summary = "version column: UPDATE ... WHERE version = ?, retried with jittered backoff (seed 000 §1.6.2); one attempt per row per instance at a time",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling = LOCK_CEIL_FOR_UPDATE,
     MYSQL_QUEUE_METHODS(&optimistic_queue),

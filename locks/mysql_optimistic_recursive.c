@@ -1,5 +1,5 @@
 /* mysql_optimistic_recursive.c — the seeds' optimistic lock as written
- * (seed 000 §1.6.3): on a lost race checkAndLock() calls itself at once.
+ * (seed 000 §1.6.2): on a lost race checkAndLock() calls itself at once.
  *
  *     SELECT count, version …;  UPDATE … WHERE id = ? AND version = ?;
  *     0 rows → checkAndLock()          -- recursion, no pause
@@ -40,7 +40,7 @@ static int recursive_sell(struct lock_ctx *ctx, const struct product *p, long lo
 const struct lock_ops lock_mysql_optimistic_recursive = {
     .name    = "mysql-optimistic-recursive",
     .family  = "mysql",
-    .summary = "the seeds' optimistic lock as written: on a lost race, recurse at once (seed 000 §1.6.3)",
+    .summary = "the seeds' optimistic lock as written: on a lost race, recurse at once (seed 000 §1.6.2)",
     .flaw    = "no pause between retries and a stack frame per lost race: losers hammer the row",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling = LOCK_CEIL_FOR_UPDATE,

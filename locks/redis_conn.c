@@ -7,6 +7,17 @@
  * next one for REDIS_RECONNECT_MS, so a dead server is not hammered. The
  * failure becomes LL_UNAVAILABLE with backend "redis HOST:PORT". Every
  * command is one round trip counted in ctx->backend_ops.
+ *
+ * Where server 0 is. With --redis-sentinel, server 0 is whatever master the
+ * Sentinels name (SENTINEL get-master-addr-by-name locklab), asked at every
+ * connect to it: by the slots' connections, the watchdog's and the pub/sub
+ * dispatcher's (redis_server_addr()). A failover is followed the way a
+ * Sentinel client follows one: Sentinel kills the clients of the servers it
+ * reconfigures, every connection finds its peer gone, and the next use
+ * connects to the master it names then. A connection that still reaches
+ * a demoted master is answered READONLY at its first write, which drops it
+ * the same way. When no Sentinel answers, the master last named, or else
+ * the address given, is used.
  */
 #include "redis_private.h"
 #include "../app/util.h"
@@ -27,6 +38,64 @@ struct redis_script redis_compare_and_delete = {
 };
 
 static pthread_mutex_t script_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---------------------------------------------------------------- where server 0 is */
+
+#define SENTINEL_TIMEOUT_MS 300         /* per Sentinel asked */
+
+static struct {
+    pthread_mutex_t mu;
+    struct hostport named;              /* the master the Sentinels last named */
+    int             known;
+} master = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/* Ask one Sentinel for the master's address: 0, or -1. */
+static int sentinel_ask(const struct hostport *s, struct hostport *out)
+{
+    struct timeval tv = { 0, SENTINEL_TIMEOUT_MS * 1000 };
+    redisContext *c = redisConnectWithTimeout(s->host, s->port, tv);
+    redisReply *r = NULL;
+    int rc = -1;
+
+    if (c && !c->err) {
+        redisSetTimeout(c, tv);
+        r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", REDIS_SENTINEL_MASTER);
+    }
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING &&
+        strlen(r->element[0]->str) < sizeof out->host &&
+        parse_int(r->element[1]->str, 1, 65535, &(long long){ 0 }) == 0) {
+        snprintf(out->host, sizeof out->host, "%s", r->element[0]->str);
+        out->port = atoi(r->element[1]->str);
+        rc = 0;
+    }
+    if (r)
+        freeReplyObject(r);
+    if (c)
+        redisFree(c);
+    return rc;
+}
+
+void redis_server_addr(const struct config *cfg, int server, struct hostport *out)
+{
+    int i;
+
+    *out = cfg->redis[server];
+    if (server != 0 || cfg->nsentinel == 0)
+        return;
+    for (i = 0; i < cfg->nsentinel; i++)
+        if (sentinel_ask(&cfg->sentinel[i], out) == 0) {
+            pthread_mutex_lock(&master.mu);
+            master.named = *out;
+            master.known = 1;
+            pthread_mutex_unlock(&master.mu);
+            return;
+        }
+    pthread_mutex_lock(&master.mu);
+    if (master.known)
+        *out = master.named;
+    pthread_mutex_unlock(&master.mu);
+}
 
 /* ---------------------------------------------------------------- the set */
 
@@ -76,7 +145,7 @@ static redisContext *link_open(struct lock_ctx *ctx, struct redis_link *l, int s
                                int timeout_ms)
 {
     struct redis_set *rs = redis_set_of(ctx);
-    const struct hostport *hp = &ctx->cfg->redis[server];
+    struct hostport hp;
     int64_t now;
 
     if (l->c && fd_peer_closed(l->c->fd)) {
@@ -97,7 +166,10 @@ static redisContext *link_open(struct lock_ctx *ctx, struct redis_link *l, int s
         return NULL;
     }
     ctx->backend_ops++;
-    l->c = redisConnectWithTimeout(hp->host, hp->port, ms_tv(timeout_ms));
+    redis_server_addr(ctx->cfg, server, &hp);
+    snprintf(rs->name[server], sizeof rs->name[server], "redis %s:%d", hp.host, hp.port);
+    l->gen++;
+    l->c = redisConnectWithTimeout(hp.host, hp.port, ms_tv(timeout_ms));
     if (l->c == NULL || l->c->err) {
         snprintf(l->lasterr, sizeof l->lasterr, "%s", l->c ? l->c->errstr : "out of memory");
         link_close(l);
@@ -258,7 +330,11 @@ int redis_reply_error(struct lock_ctx *ctx, int server, redisReply *r, const cha
     else if (is_error(r, "LOADING") || is_error(r, "BUSY") || is_error(r, "MASTERDOWN"))
         rc = lock_error(ctx, LL_UNAVAILABLE, rs->name[server], "%s: %s",
                         rs->name[server], r->str);
-    else
+    else if (is_error(r, "READONLY")) {     /* a demoted master: ask again */
+        rc = lock_error(ctx, LL_UNAVAILABLE, rs->name[server], "%s is a replica now (a "
+                        "failover): %s", rs->name[server], r->str);
+        link_forget(&rs->link[server]);
+    } else
         rc = lock_error(ctx, LL_ERROR, rs->name[server], "%s on %s: %s", key,
                         rs->name[server], r->type == REDIS_REPLY_ERROR ? r->str
                         : "unexpected reply type");
@@ -392,24 +468,44 @@ static int set_try(struct lock_ctx *ctx, const char *key, const char *value,
     return got;
 }
 
-int redis_set_spin(struct lock_ctx *ctx, const char *key, const char *value,
-                   const char *unit, int ttl)
+int redis_spin(struct lock_ctx *ctx, const char *key, redis_try_fn try_once, const void *arg,
+               int64_t lease_ms)
 {
     int64_t sent;
     int got;
 
     for (;;) {
         sent = now_us();
-        if ((got = set_try(ctx, key, value, unit, ttl)) < 0)
+        if ((got = try_once(ctx, key, arg)) < 0)
             return ctx->err;
         if (got) {
-            if (unit)           /* the lease runs from the try that took it */
-                lock_lease(ctx, sent, unit[0] == 'E' ? ttl * 1000LL : ttl);
+            if (lease_ms > 0)   /* the lease runs from the try that took it */
+                lock_lease(ctx, sent, lease_ms);
             return LL_OK;
         }
         if (lock_poll(ctx, key) != LL_OK)
             return redis_timeout(ctx, 0, key, "string");
     }
+}
+
+struct set_args {
+    const char *value, *unit;
+    int         ttl;
+};
+
+static int set_try_args(struct lock_ctx *ctx, const char *key, const void *arg)
+{
+    const struct set_args *a = arg;
+    return set_try(ctx, key, a->value, a->unit, a->ttl);
+}
+
+int redis_set_spin(struct lock_ctx *ctx, const char *key, const char *value,
+                   const char *unit, int ttl)
+{
+    const struct set_args a = { value, unit, ttl };
+
+    return redis_spin(ctx, key, set_try_args, &a,
+                      !unit ? 0 : unit[0] == 'E' ? ttl * 1000LL : ttl);
 }
 
 int redis_set_token_spin(struct lock_ctx *ctx, const char *key, const char *unit, int ttl)

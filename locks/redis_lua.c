@@ -22,7 +22,7 @@ static int lua_acquire(struct lock_ctx *ctx, const char *key)
     return redis_set_token_spin(ctx, key, "PX", ctx->cfg->lease_ms);
 }
 
-static int lua_release(struct lock_ctx *ctx, const char *key)
+int redis_token_release(struct lock_ctx *ctx, const char *key)
 {
     struct redis_set *rs = redis_set_of(ctx);
     const char *argv[2] = { key, rs->token };
@@ -50,7 +50,7 @@ const struct lock_ops lock_redis_lua = {
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = lua_acquire,
-    .release  = lua_release,
+    .release  = redis_token_release,
     .reset    = redis_del_key,
     .ctx_free = redis_ctx_free,
     .fence    = REDIS_FENCE,

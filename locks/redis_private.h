@@ -46,6 +46,7 @@
 
 struct redis_link {
     redisContext *c;
+    unsigned      gen;               /* connections made: a new one, a new gen */
     int           timeout_ms;        /* what redisSetTimeout was last given   */
     int64_t       retry_at_ms;       /* no connect before this (throttle)     */
     char          lasterr[128];      /* why the last connection failed (errstr) */
@@ -60,6 +61,12 @@ struct redis_set {
     int64_t  expires_wall_ms;        /* redis-getset: our expiry timestamp    */
     int64_t  valid_until_ms;         /* redlock: end of validity (monotonic)  */
     uint64_t seq;                    /* acquisitions made by this slot        */
+
+    /* redisson-wait: the replicas server 0's master had (ROLE), asked on
+     * the connection of generation replicas_gen at replicas_at_ms. */
+    int      replicas;
+    unsigned replicas_gen;
+    int64_t  replicas_at_ms;
 };
 
 /* A Lua script run by SHA1; sha is filled once per process (SCRIPT LOAD). */
@@ -69,6 +76,14 @@ struct redis_script {
 };
 
 /* ---------------------------------------------------------------- redis_conn.c */
+
+/* The master --redis-sentinel's Sentinels are asked for. */
+#define REDIS_SENTINEL_MASTER "locklab"
+
+/* Where server i is now: --redis's address, but for server 0 with
+ * --redis-sentinel the master the Sentinels name (or last named, when none
+ * answers). Every connect to server 0 asks: a failover is followed. */
+void redis_server_addr(const struct config *cfg, int server, struct hostport *out);
 
 struct redis_set *redis_set_of(struct lock_ctx *ctx);
 void              redis_ctx_free(struct lock_ctx *ctx);
@@ -132,9 +147,25 @@ void redis_new_token(struct lock_ctx *ctx, char *buf, int len);
 int redis_set_spin(struct lock_ctx *ctx, const char *key, const char *value,
                    const char *unit, int ttl);
 
+/* One try at `key`: 1 taken (its fencing token on ctx when ctx->fence), 0
+ * held by someone else, -1 a failure recorded on ctx. */
+typedef int (*redis_try_fn)(struct lock_ctx *ctx, const char *key, const void *arg);
+
+/* The spin of every single-key lock: try_once(arg), again at each of
+ * lock_poll()'s turns while someone else holds the key; a lease_ms > 0 is
+ * recorded on ctx (lock_lease) from the try that took it. At the deadline
+ * redis_timeout()'s answer. redis_set_spin() is this with SET or SETNX. */
+int redis_spin(struct lock_ctx *ctx, const char *key, redis_try_fn try_once, const void *arg,
+               int64_t lease_ms);
+
 /* The token lock of redis-uuid and redis-lua: redis_set_spin() with a new
  * token as the value. On LL_OK the token is in the slot's redis_set. */
 int redis_set_token_spin(struct lock_ctx *ctx, const char *key, const char *unit, int ttl);
+
+/* Release a token lock: compare-and-delete of key if it still holds the
+ * slot's token (redis_compare_and_delete); LL_ERROR when it no longer did
+ * (its expiry ran out). redis-lua's release, shared by name. */
+int redis_token_release(struct lock_ctx *ctx, const char *key);
 
 /* Wall clock in milliseconds (CLOCK_REALTIME): for values other clients
  * compare, as redis-getset and Redisson's fair lock do. */
@@ -145,6 +176,10 @@ extern struct redis_script redis_compare_and_delete;
 /* Redisson RLock's tryLock and unlock (redisson.c), also run by the
  * synchronizers' RedissonMultiLock (sync/redisson_multilock.c). */
 extern struct redis_script redisson_lock, redisson_unlock;
+/* redisson's acquire and release (redisson.c), by name in the tables of
+ * the strategies that share them: redisson-wait, redisson-global. */
+int redisson_acquire(struct lock_ctx *ctx, const char *key);
+int redisson_release(struct lock_ctx *ctx, const char *key);
 
 /* ---------------------------------------------------------------- redis_pubsub.c */
 
@@ -192,11 +227,15 @@ void redis_sub_released_msg(struct redis_sub *sub, int published, const char *ms
 
 /* ---------------------------------------------------------------- redis_watchdog.c */
 
-enum redis_watch_unit { WATCH_SECONDS, WATCH_MILLIS };
+/* How a held lock is renewed: a hash lock by EXPIRE or PEXPIRE while it
+ * has our field (HEXISTS), a string lock by PEXPIRE while it holds our
+ * token (GET compared: redis-renew). */
+enum redis_watch_unit { WATCH_SECONDS, WATCH_MILLIS, WATCH_STRING };
 
-/* Count one more entry of this slot into `key` as hash field `field`; the
- * first one starts renewing it every lease/3 (EXPIRE lease in seconds or
- * PEXPIRE lease in ms, guarded by HEXISTS). */
+/* Count one more entry of this slot into `key` as hash field `field` (or,
+ * WATCH_STRING, as the string key holding the token `field`); the first one
+ * starts renewing it every lease/3 (EXPIRE lease in seconds or PEXPIRE
+ * lease in ms, guarded by HEXISTS or by GET). */
 void redis_watch(struct lock_ctx *ctx, const char *key, const char *field,
                  enum redis_watch_unit unit);
 /* One entry less; the last one stops the renewal. */

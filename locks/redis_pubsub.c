@@ -204,9 +204,12 @@ static int subscribe_pending(redisContext *c)
 
 static redisContext *dispatcher_connect(void)
 {
-    const struct hostport *hp = &ps.cfg->redis[0];
     struct timeval tv = { REDIS_CMD_TIMEOUT_MS / 1000, (REDIS_CMD_TIMEOUT_MS % 1000) * 1000 };
-    redisContext *c = redisConnectWithTimeout(hp->host, hp->port, tv);
+    struct hostport hp;
+    redisContext *c;
+
+    redis_server_addr(ps.cfg, 0, &hp);          /* the master now (Sentinel) */
+    c = redisConnectWithTimeout(hp.host, hp.port, tv);
 
     pthread_mutex_lock(&ps.mu);
     if (c == NULL || c->err) {

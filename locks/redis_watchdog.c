@@ -9,7 +9,9 @@
  *     if HEXISTS key field then (P)EXPIRE key lease; return 1 else return 0
  *
  * so renewing a lock that was released (or taken over) meanwhile does
- * nothing.
+ * nothing. A string lock (redis-renew, seed 004's renewed lock) is renewed
+ * the same way, its token compared instead: if GET key == token then
+ * PEXPIRE.
  *
  * Why one process-wide thread rather than one per holder (the seed's Timer
  * per lock): a holder's own connection is busy with its own request, so a
@@ -76,6 +78,11 @@ static struct redis_script renew_millis = {
     "redis.call('pexpire', KEYS[1], ARGV[2]); return 1; end; return 0;",
     ""
 };
+static struct redis_script renew_string = {
+    "if redis.call('get', KEYS[1]) == ARGV[1] then "
+    "redis.call('pexpire', KEYS[1], ARGV[2]); return 1; end; return 0;",
+    ""
+};
 
 static int period_ms(void)
 {
@@ -89,7 +96,7 @@ static int period_ms(void)
  * wd.mu: the connection belongs to the watchdog thread alone. */
 static int renew(const char *key, const char *field, enum redis_watch_unit unit)
 {
-    const struct hostport *hp = &wd.cfg->redis[0];
+    struct hostport hp;
     struct timeval tv = { REDIS_CMD_TIMEOUT_MS / 1000, (REDIS_CMD_TIMEOUT_MS % 1000) * 1000 };
     char lease[24];
     const char *argv[3];
@@ -100,7 +107,8 @@ static int renew(const char *key, const char *field, enum redis_watch_unit unit)
     if (wd.c == NULL) {
         if (now_ms() < wd.retry_at_ms)
             return -1;
-        wd.c = redisConnectWithTimeout(hp->host, hp->port, tv);
+        redis_server_addr(wd.cfg, 0, &hp);     /* the master now (Sentinel) */
+        wd.c = redisConnectWithTimeout(hp.host, hp.port, tv);
         if (wd.c == NULL || wd.c->err) {
             if (wd.c)
                 redisFree(wd.c);
@@ -117,8 +125,8 @@ static int renew(const char *key, const char *field, enum redis_watch_unit unit)
     argv[0] = key;
     argv[1] = field;
     argv[2] = lease;
-    r = redis_eval_on(wd.c, unit == WATCH_SECONDS ? &renew_seconds : &renew_millis,
-                      1, 3, argv, &ops);
+    r = redis_eval_on(wd.c, unit == WATCH_SECONDS ? &renew_seconds :
+                      unit == WATCH_MILLIS ? &renew_millis : &renew_string, 1, 3, argv, &ops);
     if (r == NULL) {
         redisFree(wd.c);
         wd.c = NULL;

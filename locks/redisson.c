@@ -105,7 +105,9 @@ static int fenced_reply(struct lock_ctx *ctx, redisReply *r, const char *key, lo
     if (r->element[0]->integer == -1) {
         *ttl = -2;
         ctx->token = r->element[1]->integer;
-        ctx->token_src = REDISSON_FENCE;
+        /* The counter is the lock's: redisson-global's, of lock:all, is a
+         * service of its own (its table's fence). */
+        ctx->token_src = ctx->ops && ctx->ops->fence ? ctx->ops->fence : REDISSON_FENCE;
     } else {
         *ttl = r->element[0]->integer > 0 ? r->element[0]->integer : 0;
     }
@@ -141,7 +143,7 @@ static int redisson_try(struct lock_ctx *ctx, const char *key, const char *field
     return rc;
 }
 
-static int redisson_acquire(struct lock_ctx *ctx, const char *key)
+int redisson_acquire(struct lock_ctx *ctx, const char *key)
 {
     char field[80], channel[160];
     long long ttl;
@@ -176,7 +178,7 @@ static int redisson_acquire(struct lock_ctx *ctx, const char *key)
     return LL_OK;
 }
 
-static int redisson_release(struct lock_ctx *ctx, const char *key)
+int redisson_release(struct lock_ctx *ctx, const char *key)
 {
     char field[80], channel[160], lease[16];
     const char *argv[5] = { key, channel, "0", lease, field };

@@ -8,6 +8,11 @@
 -- the fixes the seed itself proposes: the holder's server and thread (so the
 -- same thread can re-enter, hold_count counts the entries) and an expiry so
 -- that a crashed holder's row is taken over.
+--
+-- `sku` is the product's code once more, as a column without an index (a
+-- generated copy of product_code, so every row has it): seed 001's pitfall,
+-- the conditional UPDATE whose WHERE no index serves, which locks every row
+-- it scans (mysql-update-noindex). Nothing else reads it.
 
 CREATE TABLE IF NOT EXISTS db_stock (
     id            BIGINT       NOT NULL AUTO_INCREMENT,
@@ -17,6 +22,7 @@ CREATE TABLE IF NOT EXISTS db_stock (
     version       BIGINT       NOT NULL DEFAULT 0,
     fence         BIGINT       NOT NULL DEFAULT 0,
     fence_by      VARCHAR(16)  NOT NULL DEFAULT '',
+    sku           VARCHAR(32)  AS (product_code) PERSISTENT,
     PRIMARY KEY (id),
     UNIQUE KEY uk_product_stock (product_code, stock_code)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
@@ -25,6 +31,7 @@ CREATE TABLE IF NOT EXISTS db_stock (
 -- loads this file at every `up`).
 ALTER TABLE db_stock ADD COLUMN IF NOT EXISTS fence BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE db_stock ADD COLUMN IF NOT EXISTS fence_by VARCHAR(16) NOT NULL DEFAULT '';
+ALTER TABLE db_stock ADD COLUMN IF NOT EXISTS sku VARCHAR(32) AS (product_code) PERSISTENT;
 
 CREATE TABLE IF NOT EXISTS db_lock (
     id            BIGINT       NOT NULL AUTO_INCREMENT,

@@ -43,7 +43,7 @@ sql() {
     MYSQL_PWD=$LOCKLAB_MYSQL_PASSWORD mariadb -h"$LOCKLAB_MYSQL_HOST" -P"$LOCKLAB_MYSQL_PORT" \
         -u"$LOCKLAB_MYSQL_USER" "$LOCKLAB_MYSQL_DB" -N -e "$1"
 }
-for p in $(seq 3001 3020); do
+for p in $(seq 3001 3030); do
     sql "INSERT IGNORE INTO db_stock (product_code, stock_code, count) VALUES ('$p', '001', 10)"
 done
 

@@ -41,8 +41,8 @@ crash_holder() {
 restart() { "$STACK" up >/dev/null || echo "stack up failed"; }
 
 echo "== exact counts through nginx, three instances"
-for lock in redis-setnx redis-setnx-expire redis-getset redis-set-nx-ex redis-uuid \
-            redis-lua redis-reentrant redisson redisson-fair redlock; do
+for lock in redis-setnx redis-setnx-expire redis-setnx-lua redis-getset redis-set-nx-ex redis-uuid \
+            redis-lua redis-renew redis-reentrant redisson redisson-wait redisson-fair redlock; do
     t_reset $S
     t_load "lock=$lock" $R $C
     t_exact "$lock"
@@ -77,7 +77,7 @@ done
 t_reset 10
 # Their /locks entries say they are not reentrant, so reentry=2 is refused
 # at once instead of a purchase waiting for the lock it holds.
-for lock in redis-setnx redis-lua redlock; do
+for lock in redis-setnx redis-setnx-lua redis-lua redis-renew redlock; do
     req "$LOCKLAB_URL/check/lock?lock=$lock&reentry=2&wait_ms=300"
     t_ok "$CODE = 400 -a $(t_jq "$BODY" .parameter) = reentry" "$lock is not reentrant: reentry=2 is refused (400 naming reentry)"
 done
@@ -118,9 +118,13 @@ echo "== redis-lua: no renewal, so a slow holder is overtaken too"
 t_reset 10
 t_load "lock=redis-lua&late_ms=5000&wait_ms=20000" 2 2
 t_ok "$L_lost -gt 0" "redis-lua: lost update with a pause of 5 s after the checks > lease 3 s ($L_lost)"
+# Seed 004's scheme 3 closes scheme 1's window (below) but renews nothing either.
+t_reset 10
+t_load "lock=redis-setnx-lua&late_ms=5000&wait_ms=20000" 2 2
+t_ok "$L_lost -gt 0" "redis-setnx-lua: lost update with a pause of 5 s after the checks > expiry 3 s ($L_lost)"
 
 echo "== the watchdog keeps a long hold alive and exclusive"
-for lock in redis-reentrant redisson redisson-fair; do
+for lock in redis-renew redis-reentrant redisson redisson-fair; do
     t_reset 10
     t_load "lock=$lock&hold_ms=4000&wait_ms=20000" 3 3
     t_ok "$L_sold -eq 3 -a '$L_lost' = 0 -a '$L_final' = 7" \
@@ -128,7 +132,7 @@ for lock in redis-reentrant redisson redisson-fair; do
 done
 
 echo "== leases free the lock of a crashed holder"
-for lock in redis-lua redisson redisson-fair redlock; do
+for lock in redis-lua redis-setnx-lua redisson redisson-fair redlock; do
     t_reset 10
     crash_holder $lock
     LOCKLAB_URL=$APP1 t_load "lock=$lock" 5 1

@@ -36,8 +36,11 @@ static void test_config(void)
     char *unknown[] = { "locklab", "--frobnicate" };
     char *novalue[] = { "locklab", "--port" };
     char *help[] = { "locklab", "--help" };
+    char *sentinel[] = { "locklab", "--redis-sentinel", "127.0.0.1:26379,h:2" };
+    char *badsentinel[] = { "locklab", "--redis-sentinel", "26379" };
 
     unsetenv("LOCKLAB_PORT");
+    unsetenv("LOCKLAB_REDIS_SENTINEL");
     CHECK(parse(&cfg, err, 9, ok) == 0);
     CHECK(cfg.port == 8100 && cfg.threads == 4 && cfg.allow_faults == 1);
     CHECK(strcmp(cfg.lock, "mysql-update") == 0);
@@ -50,6 +53,10 @@ static void test_config(void)
     CHECK(parse(&cfg, err, 2, unknown) == -1 && strstr(err, "frobnicate"));
     CHECK(parse(&cfg, err, 2, novalue) == -1 && strstr(err, "needs a value"));
     CHECK(parse(&cfg, err, 2, help) == 1);
+    CHECK(cfg.nsentinel == 0);                  /* off unless asked for */
+    CHECK(parse(&cfg, err, 3, sentinel) == 0 && cfg.nsentinel == 2);
+    CHECK(cfg.sentinel[0].port == 26379 && !strcmp(cfg.sentinel[1].host, "h"));
+    CHECK(parse(&cfg, err, 3, badsentinel) == -1 && strstr(err, "--redis-sentinel"));
 
     setenv("LOCKLAB_PORT", "9000", 1);
     CHECK(parse(&cfg, err, 1, help) == 0 && cfg.port == 9000);       /* env fallback */

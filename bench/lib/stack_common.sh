@@ -270,6 +270,7 @@ STACK_NEEDS=(
     cmd:mariadbd:mariadb-server cmd:mariadb-install-db:mariadb-server
     cmd:mariadb:mariadb-client cmd:mariadb-admin:mariadb-client
     cmd:redis-server:redis-server cmd:redis-cli:redis-server
+    cmd:redis-sentinel:redis-sentinel
     file:/usr/share/java/zookeeper.jar:zookeeper
     file:/usr/share/java/slf4j-log4j12.jar:zookeeper
     file:/usr/share/java/log4j-1.2.jar:zookeeper

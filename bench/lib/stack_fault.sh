@@ -14,6 +14,12 @@
 #                               all of their servers), healed after MS or at
 #                               `heal`; needs `bench/stack up --netns`
 #   heal [app:PORT]             remove the cuts (of one instance, or all)
+#   failover [--lag MS]         Redis server 1's master gives way to its
+#                               replica, through the Sentinel; with --lag
+#                               the replica's link is cut MS first, so what
+#                               the master took meanwhile is lost (needs
+#                               `bench/stack up --redis-replica`; --lag
+#                               needs root): bench/lib/stack_replica.sh
 #   status                      what is paused or cut now
 #
 # TARGET is app:PORT, mysql, redis:K, zk:K, zk:leader, zk:follower or nginx.
@@ -159,6 +165,22 @@ fault_heal() {
     fault_log "healed ${1:-every instance}"
 }
 
+fault_failover() {
+    local lag=0
+    case ${1:-} in
+        --lag) lag=$(fault_ms "${2:-}") ;;
+        "") ;;
+        *) die "failover: unknown option '$1'" ;;
+    esac
+    topology_load
+    if ((TOPO_REDIS_REPLICA == 0)) || ! svc_running sentinel; then
+        die "failover needs Redis's replica and Sentinel: bench/stack up --redis-replica"
+    fi
+    fault_log "failover of Redis server 1 asked$( ((lag)) && echo " (replication cut for $lag ms first)")"
+    redis_switch "$lag"
+    fault_log "failover done: the master is redis on $(sentinel_master)"
+}
+
 fault_status() {
     local file name pid state cuts
     for file in "$RUN/pids"/*.pid; do
@@ -173,6 +195,7 @@ fault_status() {
         cuts=$(net_cuts)
         [[ -z $cuts ]] || printf 'cut     %s\n' "$cuts"
     fi
+    repl_cut_active && printf 'cut     the replication link of Redis server 1\n'
     return 0
 }
 
@@ -187,6 +210,8 @@ cmd_fault() {
         partition) (($# >= 2)) || die "usage: bench/fault partition app:PORT BACKEND [--for MS]"
             fault_partition "$@" ;;
         heal) fault_heal "${1:-}" ;;
+        failover) (($# == 0 || $# == 2)) || die "usage: bench/fault failover [--lag MS]"
+            fault_failover "$@" ;;
         status) fault_status ;;
         *) sed -n '4,/^# TARGET/p' "$ROOT/bench/lib/stack_fault.sh" | sed 's/^# \{0,1\}//' >&2
            exit 2 ;;

@@ -120,6 +120,7 @@ app_args() {
     [[ -n $TOPO_LEASE_MS ]] && printf '%s\n' --lease-ms "$TOPO_LEASE_MS"
     [[ $TOPO_FAULTS == 1 ]] && printf '%s\n' --allow-faults
     [[ $TOPO_LEDGER == 1 ]] && printf '%s\n' --ledger
+    [[ $TOPO_REDIS_REPLICA == 1 ]] && printf '%s\n' --redis-sentinel "$(replica_host):$SENTINEL_PORT"
     return 0
 }
 
@@ -142,7 +143,9 @@ app_start() {
         port_free_or_die "$port" "$name"
     fi
     mkdir -p "$RUN/apps"
-    pid=$(cd "$ROOT" &&
+    # The Sentinel comes from the topology (app_args), never from a
+    # LOCKLAB_REDIS_SENTINEL the caller exported from an older stack.env.
+    pid=$(cd "$ROOT" && unset LOCKLAB_REDIS_SENTINEL &&
         LOCKLAB_MYSQL_PASSWORD=$(secret mysql-password) &&
         LOCKLAB_ADMIN_TOKEN=$(secret admin-token) &&
         export LOCKLAB_MYSQL_PASSWORD LOCKLAB_ADMIN_TOKEN &&

@@ -1,0 +1,152 @@
+/* redisson_wait.c — redisson, then WAIT: the lock is held only once a
+ * replica has it too (seed 000 §3.8, seed 001 进阶8, seed 002: a failover
+ * to a replica that had not received the lock lets a second holder in).
+ *
+ *     acquire:  redisson's tryLock and wait (redisson.c), then on the same
+ *               connection  WAIT <replicas> REDISSON_WAIT_MS
+ *               fewer acknowledged than asked: unlock, 503 unavailable
+ *     release, check, watchdog, fencing: redisson's
+ *
+ * This is what Redisson's own lock can do (its checkLockSyncedSlaves
+ * setting, with slavesSyncTimeout 1 s): it sends WAIT in one batch with the
+ * tryLock script and refuses the lock when fewer replicas than it knows
+ * acknowledged it. Here the WAIT is a round trip of its own, after the
+ * script. How many replicas: those the master lists in ROLE, asked on each
+ * new connection and again once a second on it (Redisson counts the
+ * replicas its Sentinel view holds). A master without replicas — the stack
+ * without --redis-replica — leaves nothing to wait for, and this is
+ * redisson.
+ *
+ * WAIT counts the writes of this connection only: had the connection been
+ * replaced between the script and the WAIT, a WAIT on the new one would be
+ * acknowledged at once for nothing, so that case refuses the lock too.
+ *
+ * Why a strategy and not a parameter of redisson: it is a different lock,
+ * with a different price and a different failure, and as its own row of
+ * GET /locks, the README table and bench/compare it is measured beside
+ * redisson (docs/measurements.md); the query's parameter mask is nearly
+ * full as well.
+ *
+ * What it fixes: bench/fault failover --lag (the replica cut off, then the
+ * failover) no longer gives two holders: while the replica lags, no lock is
+ * granted at all (tests/failover.sh). What it costs: a round trip and the
+ * replica's acknowledgement on every acquisition, and no lock while the
+ * replica lags. What it still gets wrong: WAIT is not consensus. A lock a
+ * replica acknowledged was received, not kept: a replica that restarts
+ * without its data, or a failover to another replica than the one that
+ * acknowledged (with several), loses it all the same; the watchdog's
+ * renewals are not waited for.
+ */
+#include "redis_private.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define REDISSON_WAIT_MS 1000   /* Redisson's slavesSyncTimeout */
+#define ROLE_REFRESH_MS  1000
+
+/* The replicas of the master on this slot's connection to server 0, by
+ * ROLE; -1 with the failure on ctx (a demoted master is dropped: the next
+ * connection asks the Sentinel). */
+static int master_replicas(struct lock_ctx *ctx)
+{
+    struct redis_set *rs = redis_set_of(ctx);
+    int64_t now = now_ms();
+    redisReply *r;
+    int n;
+
+    if (rs->link[0].c && rs->replicas_gen == rs->link[0].gen &&
+        now < rs->replicas_at_ms + ROLE_REFRESH_MS)
+        return rs->replicas;
+    if ((r = redis_cmd(ctx, 0, "ROLE")) == NULL)
+        return -1;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+        r->element[0]->type != REDIS_REPLY_STRING)
+        return redis_reply_error(ctx, 0, r, "ROLE"), -1;
+    if (strcmp(r->element[0]->str, "master") != 0) {
+        freeReplyObject(r);
+        redis_drop(ctx, 0, "ROLE");     /* the next connection asks the Sentinel */
+        lock_error(ctx, LL_UNAVAILABLE, rs->name[0], "%s is a replica now, not the master "
+                   "(a failover)", rs->name[0]);
+        return -1;
+    }
+    n = r->elements >= 3 && r->element[2]->type == REDIS_REPLY_ARRAY
+        ? (int)r->element[2]->elements : 0;
+    freeReplyObject(r);
+    rs->replicas = n;
+    rs->replicas_gen = rs->link[0].gen;
+    rs->replicas_at_ms = now;
+    return n;
+}
+
+/* WAIT for want replicas on the connection of generation gen: how many
+ * acknowledged, or -1 with the failure on ctx. */
+static long long replicas_wait(struct lock_ctx *ctx, unsigned gen, int want)
+{
+    struct redis_set *rs = redis_set_of(ctx);
+    redisContext *c = redis_link(ctx, 0, REDISSON_WAIT_MS + REDIS_CMD_TIMEOUT_MS);
+    redisReply *r;
+    long long acked;
+
+    if (c == NULL)
+        return -1;
+    if (rs->link[0].gen != gen) {
+        lock_error(ctx, LL_UNAVAILABLE, rs->name[0], "the connection to %s that took the "
+                   "lock was lost before its WAIT", rs->name[0]);
+        return -1;
+    }
+    ctx->backend_ops++;
+    if ((r = redisCommand(c, "WAIT %d %d", want, REDISSON_WAIT_MS)) == NULL) {
+        redis_drop(ctx, 0, "WAIT");
+        return -1;
+    }
+    if (r->type != REDIS_REPLY_INTEGER)
+        return redis_reply_error(ctx, 0, r, "WAIT"), -1;
+    acked = r->integer;
+    freeReplyObject(r);
+    return acked;
+}
+
+static int redisson_wait_acquire(struct lock_ctx *ctx, const char *key)
+{
+    struct redis_set *rs;
+    char why[sizeof ctx->errstr];
+    const char *backend;
+    unsigned gen;
+    long long acked;
+    int rc, want;
+
+    if ((rc = redisson_acquire(ctx, key)) != LL_OK)
+        return rc;
+    rs = redis_set_of(ctx);
+    gen = rs->link[0].gen;              /* the connection the lock was taken on */
+    if ((want = master_replicas(ctx)) == 0)
+        return LL_OK;
+    acked = want < 0 ? -1 : replicas_wait(ctx, gen, want);
+    if (acked >= want)
+        return LL_OK;
+    if (acked >= 0)
+        lock_error(ctx, LL_UNAVAILABLE, rs->name[0], "%lld of %d replica(s) of %s "
+                   "acknowledged %s within %d ms: a failover could lose it, so it is not "
+                   "held", acked, want, rs->name[0], key, REDISSON_WAIT_MS);
+    rc = ctx->err;
+    backend = ctx->backend;
+    snprintf(why, sizeof why, "%s", ctx->errstr);
+    redisson_release(ctx, key);         /* best effort: the lease frees it otherwise */
+    return lock_error(ctx, rc, backend, "%s", why);
+}
+
+const struct lock_ops lock_redisson_wait = {
+    .name     = "redisson-wait",
+    .family   = "redis",
+    .summary  = "redisson, then WAIT for the master's replicas: the lock is held only once a replica has it",
+    .flaw     = "WAIT is not consensus (a replica restarted empty, another one promoted); no lock while the replica lags",
+    .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
+    .ceiling  = LOCK_CEIL_SERIAL_REDIS,
+    .acquire  = redisson_wait_acquire,
+    .release  = redisson_release,
+    .check    = redis_watch_check,
+    .reset    = redis_del_key,
+    .ctx_free = redis_ctx_free,
+    .fence    = REDISSON_FENCE,
+};

@@ -29,6 +29,7 @@ struct config {
     struct hostport redis[CONFIG_MAX_SERVERS];   /* --redis a:p,b:q   */
     int             nredis;
     const char     *zk;          /* ZooKeeper connect string, as given   */
+    const char     *etcd;        /* etcd endpoints, host:port[,…]        */
 
     int threads;                 /* worker slots (backend connections)   */
     int max_connections;         /* HTTP connections (threads) at once   */

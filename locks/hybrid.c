@@ -17,10 +17,13 @@
  * check asks both. With ?fence=1 the token is ZooKeeper's (the czxid of our
  * node, zk_check), the arbiter's; the Redis layer takes none.
  *
- * What it gets wrong: it costs both services' round trips on every sale, so
- * it is slower than either lock alone, never faster — the screening saves
- * ZooKeeper work, not time; and it needs both: either backend down, and no
- * sale (unavailable), where each lock alone would need one.
+ * What it gets wrong: every sale pays both services' round trips — alone
+ * (one buyer at a time) it is slower than curator and far slower than
+ * redisson; under contention the screening pays, since ZooKeeper then sees
+ * one contender instead of a queue of them, and it keeps up with curator
+ * or passes it, never with redisson (measured in docs/etcd.md). And it
+ * needs both: either backend down, and no sale (unavailable), where each
+ * lock alone would need one.
  */
 #include "hybrid_private.h"
 #include "zk_private.h"
@@ -77,7 +80,7 @@ const struct lock_ops lock_hybrid = {
     .name     = "hybrid",
     .family   = "hybrid",
     .summary  = "redisson's lock:P in front of curator's /locklab/locks/P: Redis screens, ZooKeeper arbitrates (seed 004 §4.5.1)",
-    .flaw     = "both services' round trips on every sale, slower than either lock alone; needs both up, where each alone needs one",
+    .flaw     = "both services' round trips on every sale: far slower than redisson, and than curator when uncontended; needs both up, where each alone needs one",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling  = LOCK_CEIL_SERIAL_ZK,
     .acquire  = hybrid_acquire,

@@ -126,7 +126,10 @@ static int etcd_acquire(struct lock_ctx *ctx, const char *key)
     rc = etcd_mutex_txn(&s->conn, s->prefix, s->key, s->lease, &s->rev, &owner,
                         ctx->deadline_ms);
     if (rc != ETCD_OK) {
-        etcd_fail(ctx, rc, "txn");
+        if (now_ms() >= ctx->deadline_ms)   /* a cluster too slow, not down */
+            lock_timeout(ctx);
+        else
+            etcd_fail(ctx, rc, "txn");
         give_up(ctx, s);
         return ctx->err;
     }

@@ -286,7 +286,7 @@ void etcd_ctx_free(struct lock_ctx *ctx)
     if (s == NULL)
         return;
     if (s->lease) {
-        etcd_lease_revoke(&s->conn, s->lease, now_ms() + 1000);
+        etcd_lease_revoke(&s->conn, s->lease, now_ms() + 300);  /* one try */
         etcd_session_abandon(ctx);
     }
     etcd_conn_free(&s->conn);

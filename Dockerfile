@@ -11,7 +11,7 @@
 #
 # The server runs as an unprivileged user. Its arguments come from the
 # compose file (`command:`), which points it at the mariadb, redis and
-# zookeeper services by name. The health check speaks HTTP through bash's
+# zookeeper and etcd services by name. The health check speaks HTTP through bash's
 # /dev/tcp so the image needs no curl.
 
 FROM debian:bookworm AS build
@@ -19,7 +19,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
         cmake make gcc libc6-dev pkg-config \
         libmicrohttpd-dev libhiredis-dev libmariadb-dev \
-        libzookeeper-mt-dev libjansson-dev \
+        libzookeeper-mt-dev libjansson-dev libcurl4-openssl-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -29,7 +29,7 @@ RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release \
 FROM debian:bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-        libmicrohttpd12 libhiredis0.14 libmariadb3 libzookeeper-mt2 libjansson4 \
+        libmicrohttpd12 libhiredis0.14 libmariadb3 libzookeeper-mt2 libjansson4 libcurl4 \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --no-create-home --shell /usr/sbin/nologin locklab
 COPY --from=build /build/locklab /usr/local/bin/locklab

@@ -41,6 +41,7 @@ static const struct opt opts[] = {
     { "--redis",          "LOCKLAB_REDIS",          OPT_SERVERS, F(redis),       "127.0.0.1:6379", 0, 0 },
     { "--redis-sentinel", "LOCKLAB_REDIS_SENTINEL", OPT_STR, F(redis_sentinel), NULL, 0, 0 },
     { "--zk",             "LOCKLAB_ZK",             OPT_STR,  F(zk),             "127.0.0.1:2181", 0, 0 },
+    { "--etcd",           "LOCKLAB_ETCD",           OPT_STR,  F(etcd),           "127.0.0.1:2379", 0, 0 },
     { "--threads",        "LOCKLAB_THREADS",        OPT_INT,  F(threads),        "16", 1, 1024 },
     { "--max-connections","LOCKLAB_MAX_CONNECTIONS",OPT_INT,  F(max_connections),"1024", 1, 65536 },
     { "--lock-wait-ms",   "LOCKLAB_LOCK_WAIT_MS",   OPT_INT,  F(lock_wait_ms),   "10000", 0, 3600000 },
@@ -74,6 +75,7 @@ const char config_usage[] =
 "                         connection to it asks them first, so a failover is\n"
 "                         followed (off: the address given)\n"
 "  --zk H:P[,H:P...]      ZooKeeper connect string (127.0.0.1:2181)\n"
+"  --etcd H:P[,H:P...]    etcd endpoints, tried in turn (127.0.0.1:2379)\n"
 "  --threads N            worker slots, each with its own backend connections (16)\n"
 "  --max-connections N    HTTP connections served at once (1024); past it a\n"
 "                         request gets a prompt 503 \"overloaded\" and its\n"
@@ -223,6 +225,12 @@ int config_parse(struct config *cfg, int argc, char **argv, char *err, int errle
                                                CONFIG_MAX_SERVERS)) <= 0) {
         snprintf(err, errlen, "--redis-sentinel: '%s' is not host:port[,host:port...] (at "
                  "most %d)", cfg->redis_sentinel, CONFIG_MAX_SERVERS);
+        return -1;
+    }
+    if (config_parse_servers(cfg->etcd, (struct hostport[CONFIG_MAX_SERVERS]){ 0 },
+                             CONFIG_MAX_SERVERS) <= 0) {
+        snprintf(err, errlen, "--etcd: '%s' is not host:port[,host:port...] (at most %d)",
+                 cfg->etcd, CONFIG_MAX_SERVERS);
         return -1;
     }
     if (lock_find(cfg->lock) == NULL) {

@@ -33,6 +33,7 @@ struct config {
                                   * the master they name (locks/redis_conn.c) */
     int             nsentinel;
     const char     *zk;          /* ZooKeeper connect string, as given   */
+    const char     *etcd;        /* etcd endpoints, host:port[,…]        */
 
     int threads;                 /* worker slots (backend connections)   */
     int max_connections;         /* HTTP connections (threads) at once   */

@@ -30,6 +30,7 @@
 #include "stats.h"
 #include "stock.h"
 #include "util.h"
+#include "../locks/hybrid.h"
 #include "../locks/lock.h"
 #include "../locks/redis_stock.h"
 #include "../sync/sync.h"
@@ -429,6 +430,7 @@ static enum MHD_Result route_stock(struct MHD_Connection *conn, struct request *
         stats_reset();
         order_stats_reset();
         redis_stock_stats_reset();
+        fallback_stats_reset();
     }
     return reply(conn, status_code(rc), body);
 }
@@ -470,6 +472,7 @@ static enum MHD_Result route_stats(struct MHD_Connection *conn, struct request *
         stats_reset();
         order_stats_reset();
         redis_stock_stats_reset();
+        fallback_stats_reset();
         return reply(conn, MHD_HTTP_OK, json_pack("{s:s}", "result", "reset"));
     }
     body = stats_json();
@@ -482,6 +485,7 @@ static enum MHD_Result route_stats(struct MHD_Connection *conn, struct request *
     json_object_set_new(body, "uptime_s", json_real((double)(now_ms() - started_ms) / 1000.0));
     json_object_set_new(body, "orders", order_stats_json());
     json_object_set_new(body, "redis_stock", redis_stock_stats_json());
+    json_object_set_new(body, "fallback", fallback_stats_json());
     return reply(conn, MHD_HTTP_OK, body);
 }
 

@@ -71,6 +71,7 @@ const char *harness_ceiling_text(const char *key)
         { CEIL_SERIAL_MYSQL, "SELECT + UPDATE back to back from one client" },
         { CEIL_SERIAL_REDIS, "Redis SET NX PX, SELECT + UPDATE, Lua compare-and-delete, one client" },
         { CEIL_SERIAL_ZK,    "ZooKeeper create EPHEMERAL, SELECT + UPDATE, delete, one client" },
+        { CEIL_SERIAL_ETCD,  "etcd Mutex transaction (put under a lease + range the owner), SELECT + UPDATE, delete, one client over etcd's JSON gateway" },
         { CEIL_REDIS_DECR,   "Redis stock: the check-and-decrement Lua script (DECRBY, INCRBY, XADD), concurrent connections" },
         { CEIL_REDIS_WATCH,  "Redis stock: WATCH, GET, MULTI DECRBY INCRBY XADD EXEC from the best of 1, 2, 3, 4, 6, 8 connections; sales = EXECs that committed" },
         { CEIL_SERIAL_REDIS_STOCK, "Redis stock: SET NX PX, GET, MULTI SET INCRBY XADD EXEC, Lua compare-and-delete, one client" },

@@ -67,6 +67,7 @@ double harness_held_share(long long held_us, double seconds);
 #define CEIL_SERIAL_MYSQL   "serial_mysql"      /* SELECT + UPDATE, one client            */
 #define CEIL_SERIAL_REDIS   "serial_redis"      /* SET NX PX, SELECT + UPDATE, Lua del    */
 #define CEIL_SERIAL_ZK      "serial_zk"         /* create EPHEMERAL, SELECT + UPDATE, del */
+#define CEIL_SERIAL_ETCD    "serial_etcd"       /* Mutex txn, SELECT + UPDATE, delete     */
 /* The stock in Redis (locks/redis_stock.h): Redis alone, no MariaDB. */
 #define CEIL_REDIS_DECR     "redis_decr"        /* the decrement script, concurrent       */
 #define CEIL_REDIS_WATCH    "redis_watch"       /* WATCH, GET, MULTI … EXEC, concurrent   */

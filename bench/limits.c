@@ -5,9 +5,11 @@
  *               [--only KEY[,KEY…]] [--mysql-host H] [--mysql-port N]
  *               [--mysql-user U] [--mysql-password P] [--mysql-db D]
  *               [--mysql-socket PATH] [--redis H:P[,…]] [--zk H:P[,…]]
+ *               [--etcd H:P[,…]]
  *
  * Every option falls back to the LOCKLAB_* variable that bench/stack writes
- * to .run/stack.env (LOCKLAB_MYSQL_PORT, LOCKLAB_REDIS, LOCKLAB_ZK, …).
+ * to .run/stack.env (LOCKLAB_MYSQL_PORT, LOCKLAB_REDIS, LOCKLAB_ZK,
+ * LOCKLAB_ETCD, …).
  * MariaDB is reached the way the stack's instances reach it: through
  * LOCKLAB_MYSQL_SOCKET when that is set, else host:port.
  *
@@ -30,6 +32,10 @@
  *                     script — one lock round trip on each side.
  *   serial_zk         one session: create(EPHEMERAL), the SELECT + UPDATE,
  *                     delete — what a ZooKeeper lock costs at the least.
+ *   serial_etcd       one session (a lease): concurrency.Mutex's transaction
+ *                     (put our key, range the owner), the SELECT + UPDATE,
+ *                     delete — over etcd's JSON gateway, as the etcd
+ *                     strategy speaks it (locks/etcd_client.c).
  *   redis_decr        N connections, each looping EVALSHA of redis-decr's
  *                     own script for one purchase (DECRBY, INCRBY, XADD) on
  *                     scratch keys locklab:limits:stock…: what Redis takes
@@ -72,6 +78,8 @@
 #include "../app/db_pipe.h"
 #include "../locks/redis_stock.h"
 #include "limits_sync.h"
+#include "../app/util.h"
+#include "../locks/etcd_private.h"
 
 #include <errno.h>
 #include <hiredis/hiredis.h>
@@ -93,6 +101,7 @@
 #define REDIS_KEY   "locklab:limits:lock"
 #define ZK_PARENT   "/locklab-limits"
 #define ZK_NODE     ZK_PARENT "/lock"
+#define ETCD_PREFIX "/locklab-limits/etcd/"
 
 static const char release_lua[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then "
@@ -107,6 +116,7 @@ struct opts {
     char        redis_host[128];
     int         redis_port;
     const char *zk;
+    const char *etcd;
     const char *product;
     const char *only;
     double      seconds;
@@ -119,9 +129,9 @@ static const char usage[] =
 "                 [--only KEY,...]\n"
 "                 [--mysql-host H] [--mysql-port N] [--mysql-user U]\n"
 "                 [--mysql-password P] [--mysql-db D] [--mysql-socket PATH]\n"
-"                 [--redis H:P] [--zk H:P,...]\n"
+"                 [--redis H:P] [--zk H:P,...] [--etcd H:P,...]\n"
 "keys: mysql_update mysql_update_peak mysql_for_update serial_mysql serial_redis\n"
-"      serial_zk redis_decr redis_watch serial_redis_stock;\n"
+"      serial_zk serial_etcd redis_decr redis_watch serial_redis_stock;\n"
 "      sync (every synchronizer's), sync_<backend>_<primitive>\n";
 
 static const char *env_or(const char *name, const char *def)
@@ -157,6 +167,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
     o->mysql_db = env_or("LOCKLAB_MYSQL_DB", "locklab");
     o->mysql_socket = env_or("LOCKLAB_MYSQL_SOCKET", "");
     o->zk = env_or("LOCKLAB_ZK", "127.0.0.1:2181");
+    o->etcd = env_or("LOCKLAB_ETCD", "127.0.0.1:2379");
     o->product = "1002";
     o->only = NULL;
     o->seconds = 3.0;
@@ -181,6 +192,7 @@ static int parse_opts(struct opts *o, int argc, char **argv)
         else if (!strcmp(a, "--mysql-db"))         o->mysql_db = v;
         else if (!strcmp(a, "--mysql-socket"))     o->mysql_socket = v;
         else if (!strcmp(a, "--zk"))               o->zk = v;
+        else if (!strcmp(a, "--etcd"))             o->etcd = v;
         else if (!strcmp(a, "--redis")) {
             if (set_redis(o, v) != 0)
                 return -1;
@@ -872,6 +884,57 @@ static void measure_zk(const struct opts *o, struct db *d, struct ceiling *c)
     zookeeper_close(zh);
 }
 
+/* etcd: the Mutex's transaction around the sale, delete after. */
+struct etcd_serial {
+    struct etcd_conn conn;
+    long long        lease;
+    char             key[ETCD_KEY_MAX];
+};
+
+static int step_etcd(void *arg, struct db *d, char *err)
+{
+    struct etcd_serial *e = arg;
+    long long mine, owner;
+
+    if (etcd_mutex_txn(&e->conn, ETCD_PREFIX, e->key, e->lease, &mine, &owner,
+                       now_ms() + ETCD_CALL_MS) != ETCD_OK) {
+        set_err(err, "etcd: txn %s: %s", e->key, e->conn.err);
+        return -1;
+    }
+    if (owner != mine) {
+        set_err(err, "etcd: %s is held by another key (revision %lld)", ETCD_PREFIX, owner);
+        return -1;
+    }
+    if (sale_plain(d, err) != 0)
+        return -1;
+    if (etcd_delete(&e->conn, e->key, 0, now_ms() + ETCD_CALL_MS) != ETCD_OK) {
+        set_err(err, "etcd: delete %s: %s", e->key, e->conn.err);
+        return -1;
+    }
+    return 0;
+}
+
+static void measure_etcd(const struct opts *o, struct db *d, struct ceiling *c)
+{
+    struct etcd_serial e;
+    int ttl;
+
+    memset(c, 0, sizeof *c);
+    if (etcd_conn_init(&e.conn, o->etcd) != 0) {
+        set_err(c->err, "etcd: '%s' is not host:port[,…]", o->etcd);
+        return;
+    }
+    if (etcd_lease_grant(&e.conn, 10, &e.lease, &ttl, now_ms() + 10000) != ETCD_OK) {
+        set_err(c->err, "etcd %s: lease grant: %s", o->etcd, e.conn.err);
+    } else {
+        snprintf(e.key, sizeof e.key, "%s%llx", ETCD_PREFIX, (unsigned long long)e.lease);
+        etcd_delete(&e.conn, ETCD_PREFIX, 1, now_ms() + 5000);  /* a killed run's */
+        measure_serial(o, d, step_etcd, &e, c);
+        etcd_lease_revoke(&e.conn, e.lease, now_ms() + 5000);
+    }
+    etcd_conn_free(&e.conn);
+}
+
 /* ---------------------------------------------------------------- trials */
 
 /* One run of the measurement `key`, o->seconds long. */
@@ -892,6 +955,8 @@ static void measure_once(const struct opts *o, const char *key, struct db *d, lo
         measure_redis_concurrent(o, step_watch, NULL, c);
     else if (!strcmp(key, CEIL_SERIAL_REDIS_STOCK))
         measure_redis_stock_serial(o, d, c);
+    else if (!strcmp(key, CEIL_SERIAL_ETCD))
+        measure_etcd(o, d, c);
     else
         measure_zk(o, d, c);
 }
@@ -1033,8 +1098,8 @@ int main(int argc, char **argv)
     } else {
         static const char *const keys[] = {
             CEIL_MYSQL_UPDATE, CEIL_UPDATE_PEAK, CEIL_FOR_UPDATE, CEIL_SERIAL_MYSQL,
-            CEIL_SERIAL_REDIS, CEIL_SERIAL_ZK, CEIL_REDIS_DECR, CEIL_REDIS_WATCH,
-            CEIL_SERIAL_REDIS_STOCK,
+            CEIL_SERIAL_REDIS, CEIL_SERIAL_ZK, CEIL_SERIAL_ETCD, CEIL_REDIS_DECR,
+            CEIL_REDIS_WATCH, CEIL_SERIAL_REDIS_STOCK,
         };
         size_t k;
         for (k = 0; k < sizeof keys / sizeof keys[0]; k++) {

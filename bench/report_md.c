@@ -14,7 +14,7 @@ const char *const machine_keys[][2] = {
     { "wake", "a thread's wake-up (ll-wake, before the run)" },
     { "mariadb_prio", "MariaDB's priority" }, { "load", "load average before" },
     { "mariadb", "MariaDB" }, { "redis", "Redis" }, { "zookeeper", "ZooKeeper" },
-    { "nginx", "nginx" }, { "wrk", "wrk" },
+    { "etcd", "etcd" }, { "nginx", "nginx" }, { "wrk", "wrk" },
 };
 
 const char *const setting_keys[][2] = {
@@ -27,6 +27,7 @@ const char *const setting_keys[][2] = {
     { "warmup_s", "warm-up before each run, not counted (s)" },
     { "redis_servers", "Redis servers (redlock's quorum: N/2 + 1)" },
     { "zk_servers", "ZooKeeper servers (1: standalone)" },
+    { "etcd_servers", "etcd members (1: alone)" },
     { "storm_orders", "orders of each retry storm, each sent twice" },
     { "storm_stock", "initial stock of each retry storm" },
     { "products", "products the load was spread over (1001 onwards)" },

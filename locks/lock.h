@@ -78,6 +78,7 @@ const char *ll_status_name(int status);
 #define LOCK_CEIL_SERIAL_MYSQL "serial_mysql"      /* SELECT + UPDATE, one client          */
 #define LOCK_CEIL_SERIAL_REDIS "serial_redis"      /* SET NX PX, SELECT + UPDATE, Lua del  */
 #define LOCK_CEIL_SERIAL_ZK    "serial_zk"         /* create, SELECT + UPDATE, delete      */
+#define LOCK_CEIL_SERIAL_ETCD  "serial_etcd"       /* Mutex txn, SELECT + UPDATE, delete   */
 /* The stock in Redis (locks/redis_stock.h): what Redis itself takes of a
  * strategy's sale, with no MariaDB on the path (the consumer writes it
  * afterwards). */
@@ -94,6 +95,8 @@ struct lock_room;
 struct mysql_slot;      /* locks/mysql_queue.c */
 struct redis_set;       /* locks/redis_private.h */
 struct zk_slot;         /* locks/zk_client.c */
+struct etcd_slot;       /* locks/etcd_private.h */
+struct hybrid_slot;     /* locks/hybrid_private.h */
 struct order;           /* app/order.h: POST /order's purchase */
 
 #define LOCK_MAX_DEPTH 8    /* deepest re-entry a request may ask for */
@@ -109,6 +112,8 @@ struct lock_ctx {
     struct mysql_slot   *mysql;     /* its place in the row queues            */
     struct redis_set    *redis;     /* Redis connections, the token it set    */
     struct zk_slot      *zk;        /* the ZooKeeper locks it holds           */
+    struct etcd_slot    *etcd;      /* its etcd session and the lock it holds */
+    struct hybrid_slot  *hybrid;    /* which layer a composite lock took      */
 
     /* The request being served. */
     int64_t     deadline_ms;        /* monotonic; acquire gives up after it   */

@@ -141,7 +141,7 @@ t_ok "$(jq '[.runs[] | select(.strategy == "mysql-update" and .efficiency_concur
        "$run/results.json") -eq 1" "... and against the concurrent ceiling too"
 t_ok "$(grep -c 'of the concurrent hot-row UPDATE ceiling' "$run/report.md") -eq 1" \
      "report.md says so"
-for key in mysql_update mysql_update_peak mysql_for_update serial_mysql serial_redis serial_zk \
+for key in mysql_update mysql_update_peak mysql_for_update serial_mysql serial_redis serial_zk serial_etcd \
            redis_decr redis_watch serial_redis_stock; do
     rate=$(jq -r ".limits.ceilings.$key.rate // 0 | floor" "$run/results.json")
     trials=$(jq -r ".limits.ceilings.$key.trials | length" "$run/results.json")

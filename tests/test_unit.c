@@ -136,6 +136,9 @@ static void test_ceilings(const struct lock_ops *const *all, int n)
         { "mysql-lock-table", LOCK_CEIL_SERIAL_MYSQL },
         { "redis-decr", LOCK_CEIL_REDIS_DECR }, { "redis-watch", LOCK_CEIL_REDIS_WATCH },
         { "redis-lock-stock", LOCK_CEIL_SERIAL_REDIS_STOCK },
+        { "etcd", LOCK_CEIL_SERIAL_ETCD },
+        /* hybrid: no faster than its arbiter; fallback: its first layer's */
+        { "hybrid", LOCK_CEIL_SERIAL_ZK }, { "fallback", LOCK_CEIL_SERIAL_REDIS },
     };
     size_t k;
     int i;
@@ -149,6 +152,8 @@ static void test_ceilings(const struct lock_ops *const *all, int n)
         CHECK(all[i]->stock == NULL || !strcmp(all[i]->stock, "redis"));
         if (!strcmp(all[i]->family, "zookeeper"))
             CHECK(!strcmp(all[i]->ceiling, CEIL_SERIAL_ZK));
+        if (!strcmp(all[i]->family, "etcd"))
+            CHECK(!strcmp(all[i]->ceiling, CEIL_SERIAL_ETCD));
     }
     for (k = 0; k < sizeof want / sizeof want[0]; k++)
         CHECK(lock_find(want[k][0]) && !strcmp(lock_find(want[k][0])->ceiling, want[k][1]));
@@ -173,7 +178,7 @@ static void test_codes_and_registry(void)
     for (i = 0; i < n; i++)
         CHECK(lock_find(all[i]->name) == all[i] && lock_index(all[i]) == i);
     CHECK(lock_find("nope") == NULL);
-    CHECK(!strcmp(all[0]->name, "none") && !strcmp(all[n - 1]->name, "curator"));
+    CHECK(!strcmp(all[0]->name, "none") && !strcmp(all[n - 1]->name, "fallback"));
     test_table_check(all);
     test_ceilings(all, n);
     CHECK(!strcmp(ll_status_name(LL_OK), "sold") && !strcmp(ll_status_name(LL_TIMEOUT), "lock_timeout"));

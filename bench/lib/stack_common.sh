@@ -286,6 +286,7 @@ STACK_NEEDS=(
     pkg:libmicrohttpd-dev:libmicrohttpd-dev pkg:libhiredis-dev:libhiredis-dev
     pkg:libmariadb-dev:libmariadb-dev pkg:libzookeeper-mt-dev:libzookeeper-mt-dev
     pkg:libjansson-dev:libjansson-dev
+    cmd:etcd:etcd-server cmd:etcdctl:etcd-client pkg:libcurl4-openssl-dev:libcurl4-openssl-dev
 )
 
 pkg_installed() {
@@ -316,7 +317,7 @@ missing_packages() {
 # one install, no recommends), or explain what to install otherwise. While
 # installing, a policy-rc.d (unless the machine has one) keeps the
 # packages' own services (MariaDB on 3306, Redis on 6379, nginx on 80,
-# ZooKeeper on 2181) from starting: the stack never runs system services.
+# ZooKeeper on 2181, etcd on 2379) from starting: the stack never runs system services.
 ensure_packages() {
     local missing policy=/usr/sbin/policy-rc.d own_policy=0 rc=0
     mapfile -t missing < <(missing_packages)

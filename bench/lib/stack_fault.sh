@@ -10,8 +10,8 @@
 #   restart TARGET              SIGKILL, then `bench/stack up` brings it back
 #   partition app:PORT BACKEND [--for MS]
 #                               cut the instance off from BACKEND (mysql,
-#                               redis, redis:K, zk, zk:K; redis and zk mean
-#                               all of their servers), healed after MS or at
+#                               redis, redis:K, zk, zk:K, etcd, etcd:K; redis,
+#                               zk and etcd mean all of their servers), healed after MS or at
 #                               `heal`; needs `bench/stack up --netns`
 #   heal [app:PORT]             remove the cuts (of one instance, or all)
 #   failover [--lag MS]         Redis server 1's master gives way to its
@@ -22,7 +22,8 @@
 #                               needs root): bench/lib/stack_replica.sh
 #   status                      what is paused or cut now
 #
-# TARGET is app:PORT, mysql, redis:K, zk:K, zk:leader, zk:follower or nginx.
+# TARGET is app:PORT, mysql, redis:K, zk:K, zk:leader, zk:follower, etcd:K,
+# etcd:leader, etcd:follower or nginx.
 # A pause stops the whole process group (nginx's workers with their
 # master), as a stop-the-world pause stops every thread; the process keeps
 # its sockets, its sessions and its locks, and finds on waking that time
@@ -51,6 +52,17 @@ fault_service() {
                 [[ $(zk_mode "$k") == follower ]] && { printf 'zk-%s\n' "$k"; return 0; }
             done
             die "no ZooKeeper follower now"
+            ;;
+        etcd:leader)
+            k=$(etcd_leader "$TOPO_ETCD") || die "no etcd leader now"
+            printf 'etcd-%s\n' "$k"
+            ;;
+        etcd:follower)
+            ((TOPO_ETCD > 1)) || die "etcd:follower: etcd runs alone (bench/stack up --etcd 3)"
+            for ((k = 1; k <= TOPO_ETCD; k++)); do
+                [[ $(etcd_role "$k") == follower ]] && { printf 'etcd-%s\n' "$k"; return 0; }
+            done
+            die "no etcd follower now"
             ;;
         *) svc_name "$1" ;;
     esac
@@ -124,7 +136,9 @@ fault_ports() {
         redis:[1-9]*) redis_port "${1#redis:}" ;;
         zk) for ((k = 1; k <= TOPO_ZK; k++)); do zk_port "$k"; done ;;
         zk:[1-9]*) zk_port "${1#zk:}" ;;
-        *) die "partition: BACKEND is mysql, redis, redis:K, zk or zk:K, not '$1'" ;;
+        etcd) for ((k = 1; k <= TOPO_ETCD; k++)); do etcd_port "$k"; done ;;
+        etcd:[1-9]*) etcd_port "${1#etcd:}" ;;
+        *) die "partition: BACKEND is mysql, redis, redis:K, zk, zk:K, etcd or etcd:K, not '$1'" ;;
     esac
 }
 

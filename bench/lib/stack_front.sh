@@ -112,6 +112,7 @@ app_args() {
         --mysql-host "$host" --mysql-port "$MYSQL_PORT" "${db[@]}" \
         --mysql-user locklab --mysql-db locklab \
         --redis "$(redis_list "$TOPO_REDIS" "$host")" --zk "$(zk_list "$TOPO_ZK" "$host")" \
+        --etcd "$(etcd_list "$TOPO_ETCD" "$host")" \
         --max-connections "$APP_CONNS"
     [[ -n $sock ]] && printf '%s\n' --unix "$sock"
     [[ -n $TOPO_THREADS ]] && printf '%s\n' --threads "$TOPO_THREADS"

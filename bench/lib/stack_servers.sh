@@ -382,3 +382,124 @@ zk_up() {
         say "zk ensemble of $n serving, leader zk:$(zk_leader "$n")"
     fi
 }
+
+# -------------------------------------------------------------------- etcd
+
+# etcd K (of --etcd N: 1 alone, 3 a cluster) serves clients on
+# 12279+K-1 and its peers on 12679+K-1, with its data in .run/etcd/K/data.
+# Debian's etcd-server (3.4) runs as it is, with these choices:
+#   - heartbeat 100 ms, election timeout 1 s (etcd's defaults): a leader
+#     lost is replaced in about a second, which the leader-loss test waits on;
+#   - its write-ahead log fsynced at every commit (3.4 has no way to turn
+#     that off), which bounds serial_etcd on this disk;
+#   - history compacted down to the last 10000 revisions, so a long
+#     benchmark does not fill the backend (a watch from a compacted
+#     revision is cancelled, and the strategy looks again);
+#   - with --netns it listens on the bridge too (stack_net.sh).
+# A changed cluster (N) restarts every member with fresh data, as zk_prepare
+# does: etcd holds nothing here but lock keys and their leases.
+ETCD_CLIENT_BASE=$((12279 + STACK_OFFSET))
+ETCD_PEER_BASE=$((12679 + STACK_OFFSET))
+
+etcd_port() { printf '%d\n' $((ETCD_CLIENT_BASE + $1 - 1)); }
+etcd_peer_port() { printf '%d\n' $((ETCD_PEER_BASE + $1 - 1)); }
+
+# etcd_args K N: member K's command line after the binary, one per line.
+etcd_args() {
+    local k=$1 n=$2 j cluster="" clients="" host
+    for ((j = 1; j <= n; j++)); do
+        cluster+="${cluster:+,}e$j=http://127.0.0.1:$(etcd_peer_port "$j")"
+    done
+    for host in $(backend_binds); do
+        clients+="${clients:+,}http://$host:$(etcd_port "$k")"
+    done
+    printf '%s\n' --name "e$k" "--data-dir=$RUN/etcd/$k/data" \
+        --listen-client-urls "$clients" \
+        --advertise-client-urls "http://127.0.0.1:$(etcd_port "$k")" \
+        --listen-peer-urls "http://127.0.0.1:$(etcd_peer_port "$k")" \
+        --initial-advertise-peer-urls "http://127.0.0.1:$(etcd_peer_port "$k")" \
+        --initial-cluster "$cluster" --initial-cluster-state new \
+        --initial-cluster-token "locklab-$STACK_OFFSET-$n" \
+        --heartbeat-interval 100 --election-timeout 1000 \
+        --auto-compaction-mode revision --auto-compaction-retention 10000 \
+        --logger zap --log-outputs stderr --log-level warn
+}
+
+# etcd_status K: member K's /v3/maintenance/status answer, or nothing.
+etcd_status() {
+    curl -s -m 2 -X POST -d '{}' "http://127.0.0.1:$(etcd_port "$1")/v3/maintenance/status" 2>/dev/null
+}
+
+# etcd_role K: "leader", "follower", or nothing when K does not serve.
+etcd_role() {
+    local s
+    s=$(etcd_status "$1")
+    [[ -n $s ]] || return 0
+    jq -r 'if .leader == null then empty
+           elif .leader == .header.member_id then "leader" else "follower" end' <<<"$s" 2>/dev/null
+}
+
+# etcd_healthy K: member K answers and its cluster has a leader.
+etcd_healthy() {
+    [[ $(curl -s -m 2 "http://127.0.0.1:$(etcd_port "$1")/health" 2>/dev/null) == *'"health":"true"'* ]]
+}
+
+# etcd_leader N: print the K of the leader among 1..N.
+etcd_leader() {
+    local n=$1 k
+    for ((k = 1; k <= n; k++)); do
+        [[ $(etcd_role "$k") == leader ]] && { printf '%d\n' "$k"; return 0; }
+    done
+    return 1
+}
+
+# etcd_prepare K N: a member whose command line would change (the cluster
+# grew or shrank, --netns) stops and loses its data, then starts afresh.
+etcd_prepare() {
+    local k=$1 n=$2 dir="$RUN/etcd/$1" new
+    mkdir -p "$dir"
+    new=$(etcd_args "$k" "$n")
+    [[ -r $dir/args && $(<"$dir/args") == "$new" ]] && return 0
+    if [[ -r $dir/args ]]; then
+        say "etcd:$k: cluster changed to $n member(s), restarting it with fresh data"
+        svc_stop "etcd-$k" 15
+    fi
+    rm -rf "$dir/data"
+    printf '%s\n' "$new" >"$dir/args"
+}
+
+etcd_start() {
+    local k=$1 pid
+    local -a args
+    port_free_or_die "$(etcd_port "$k")" "etcd:$k"
+    port_free_or_die "$(etcd_peer_port "$k")" "etcd:$k (peer port)"
+    mapfile -t args <"$RUN/etcd/$k/args"
+    pid=$(spawn "$RUN/logs/etcd-$k.log" "${BACKEND_PRIO[@]}" etcd "${args[@]}")
+    printf '%s\n' "$pid" >"$(pid_file "etcd-$k")"
+}
+
+# etcd_up N: members 1..N, waited on until every one answers healthy (so
+# the cluster has a leader); members beyond N stop.
+etcd_up() {
+    local n=$1 k pid
+    local -a started=()
+    mkdir -p "$RUN/etcd"
+    for_each_extra etcd "$n" 15
+    for ((k = 1; k <= n; k++)); do
+        etcd_prepare "$k" "$n"
+        if pid=$(svc_pid "etcd-$k"); then
+            say "etcd:$k already running (pid $pid)"
+        else
+            etcd_start "$k"
+            started+=("$k")
+        fi
+    done
+    for k in "${started[@]}"; do
+        read -r pid <"$(pid_file "etcd-$k")"
+        wait_for "etcd:$k" "$STACK_TIMEOUT" "$pid" "$RUN/logs/etcd-$k.log" etcd_healthy "$k"
+        backend_first "etcd:$k" "$pid"
+        say "etcd:$k up on 127.0.0.1:$(etcd_port "$k") ($(etcd_role "$k"))"
+    done
+    ((n > 1)) && say "etcd cluster of $n serving, leader etcd:$(etcd_leader "$n")"
+    return 0
+}

@@ -285,6 +285,9 @@ STACK_NEEDS=(
     pkg:libmicrohttpd-dev:libmicrohttpd-dev pkg:libhiredis-dev:libhiredis-dev
     pkg:libmariadb-dev:libmariadb-dev pkg:libzookeeper-mt-dev:libzookeeper-mt-dev
     pkg:libjansson-dev:libjansson-dev
+    cmd:prometheus:prometheus cmd:promtool:prometheus
+    cmd:prometheus-mysqld-exporter:prometheus-mysqld-exporter
+    cmd:prometheus-redis-exporter:prometheus-redis-exporter
 )
 
 pkg_installed() {

@@ -21,9 +21,12 @@
  *   sold 200 · sold_out 409 · lock_timeout 503 · unavailable 503 (+backend)
  *   unknown 500 (the sale's answer was lost: it may have been made)
  *   error 500 · refused requests 400/401/404/405/414 (request.c)
+ * GET /metrics is the one answer that is not JSON: Prometheus's text
+ * format (metrics.h), which names the instance in locklab_instance_info.
  */
 #include "http.h"
 #include "config.h"
+#include "metrics.h"
 #include "order.h"
 #include "pool.h"
 #include "request.h"
@@ -107,6 +110,24 @@ static enum MHD_Result reply_h(struct MHD_Connection *conn, unsigned code, json_
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned code, json_t *body)
 {
     return reply_h(conn, code, body, NULL, NULL, NULL, NULL);
+}
+
+/* Send `text` (len bytes, malloc'ed, consumed) as 200 of content type `type`. */
+static enum MHD_Result reply_text(struct MHD_Connection *conn, char *text, size_t len,
+                                  const char *type)
+{
+    struct MHD_Response *resp;
+    enum MHD_Result ret;
+
+    resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    if (resp == NULL) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    return ret;
 }
 
 /* The answer to a request request.c refused: 400, 401, 404, 405 or 414. */
@@ -489,6 +510,33 @@ static enum MHD_Result route_stats(struct MHD_Connection *conn, struct request *
     return reply(conn, MHD_HTTP_OK, body);
 }
 
+/* GET /metrics: /stats's counters, the connections and the stock, for
+ * Prometheus. Public, as /stats and /stock are: it shows nothing they do
+ * not (README, Security). */
+static enum MHD_Result route_metrics(struct MHD_Connection *conn, struct request *r)
+{
+    struct metrics *m = metrics_new();
+    char *text;
+    size_t len;
+
+    (void)r;
+    metrics_instance(m, cfg);
+    stats_metrics(m);
+    metrics_family(m, "locklab_connections_open", "gauge",
+                   "HTTP connections open on this instance's listeners.");
+    metrics_gauge(m, "locklab_connections_open", NULL, atomic_load(&open_connections));
+    metrics_family(m, "locklab_connections_opened_total", "counter",
+                   "HTTP connections opened since the start (a thread each).");
+    metrics_int(m, "locklab_connections_opened_total", NULL,
+                (uint64_t)atomic_load(&opened_connections));
+    metrics_family(m, "locklab_worker_slots", "gauge",
+                   "Worker slots (--threads): purchases served at once.");
+    metrics_gauge(m, "locklab_worker_slots", NULL, cfg->threads);
+    metrics_stock(m);
+    text = metrics_text(m, &len);
+    return reply_text(conn, text, len, "text/plain; version=0.0.4; charset=utf-8");
+}
+
 static enum MHD_Result route_health(struct MHD_Connection *conn, struct request *r)
 {
     (void)r;
@@ -668,6 +716,7 @@ static enum MHD_Result (*const handlers[])(struct MHD_Connection *, struct reque
     [ROUTE_SYNC] = route_sync,        [ROUTE_TEST_READ] = route_sync,
     [ROUTE_TEST_WRITE] = route_sync,  [ROUTE_TEST_SEMAPHORE] = route_sync,
     [ROUTE_TEST_LATCH] = route_sync,  [ROUTE_TEST_COUNTDOWN] = route_sync,
+    [ROUTE_METRICS] = route_metrics,
 };
 
 /* ---------------------------------------------------------------- dispatch */

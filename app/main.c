@@ -10,6 +10,7 @@
  */
 #include "config.h"
 #include "http.h"
+#include "metrics.h"
 #include "pool.h"
 #include "stats.h"
 #include "../locks/lock.h"
@@ -101,6 +102,7 @@ int main(int argc, char **argv)
     }
     stats_init(nlocks);
     pool_init(&cfg);
+    metrics_start(&cfg);                /* GET /metrics's stock reader */
     if (http_start(&cfg) != 0)
         return 1;
     redis_stock_consumer_start(&cfg);   /* applies the Redis stock's sales */
@@ -112,6 +114,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "locklab: %s stopping on signal %d\n", cfg.name, sig);
     http_stop();
     redis_stock_consumer_stop();
+    metrics_stop();
     pool_free();
     mysql_library_end();
     return 0;

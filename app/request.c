@@ -181,6 +181,7 @@ static const struct route routes[] = {
     { ROUTE_TEST_SEMAPHORE, "GET", "/test/semaphore", 0, BIT(P_WAIT_MS) | BIT(P_HOLD_MS) },
     { ROUTE_TEST_LATCH,  "GET",  "/test/latch",  0, BIT(P_WAIT_MS) },
     { ROUTE_TEST_COUNTDOWN, "GET", "/test/countdown", 0, 0 },
+    { ROUTE_METRICS,     "GET",  "/metrics",     0, 0 },
     /* Prefix routes come last: an exact path above wins over them. */
     { ROUTE_SYNC,        "GET",  "/sync/",       0,
       BIT(P_NAME) | BIT(P_NAMES) | BIT(P_BACKEND) | BIT(P_WAIT_MS) | BIT(P_HOLD_MS) |
@@ -360,7 +361,7 @@ int request_int(struct request *r, enum param_id id, long long min, long long ma
 
 int request_product(struct request *r, const char **code)
 {
-    *code = r->param[P_PRODUCT] ? r->param[P_PRODUCT] : "1001";
+    *code = r->param[P_PRODUCT] ? r->param[P_PRODUCT] : STOCK_DEFAULT;
     if (stock_code_valid(*code))
         return 0;
     return request_fail(r, 400, "bad_request", P_PRODUCT,

@@ -59,7 +59,8 @@ enum route_id {
     /* the synchronizers (sync/): GET /sync, POST /sync/reset, GET /sync/<primitive>/
      * <operation>, and the seeds' demonstrations */
     ROUTE_SYNC_LIST, ROUTE_SYNC_RESET, ROUTE_SYNC, ROUTE_TEST_READ, ROUTE_TEST_WRITE,
-    ROUTE_TEST_SEMAPHORE, ROUTE_TEST_LATCH, ROUTE_TEST_COUNTDOWN
+    ROUTE_TEST_SEMAPHORE, ROUTE_TEST_LATCH, ROUTE_TEST_COUNTDOWN,
+    ROUTE_METRICS       /* GET /metrics: Prometheus's text format, not JSON */
 };
 
 enum param_id {

@@ -1,9 +1,21 @@
-/* stats.c — counters and latency histograms per strategy. */
+/* stats.c — counters and latency histograms per strategy, shown as JSON
+ * by GET /stats and in Prometheus's format by GET /metrics (metrics.h).
+ *
+ * Each answer adds to its strategy's relaxed atomics and nothing else: its
+ * result, its latency in the fine log-linear histogram /stats computes
+ * percentiles from and in the coarse one of fixed bounds Prometheus gets
+ * (metrics_le_us), its lock's hold time in another of those, the units it
+ * sold and what its context counted (retries, round trips, wake-ups). A
+ * reader sees each counter exact, the set of them not quite at one moment.
+ */
 #include "stats.h"
+#include "metrics.h"
 #include "util.h"
 #include "../locks/lock.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 
@@ -14,6 +26,8 @@ struct lock_stats {
     _Atomic uint64_t holds, held_us;    /* purchases that got the lock, and how long */
     _Atomic uint64_t bucket[HIST_BUCKETS];
     _Atomic uint64_t sum_us, max_us;
+    _Atomic uint64_t units;             /* units sold: a purchase's qty when sold */
+    _Atomic uint64_t latency_le[METRICS_LE_N + 1], hold_le[METRICS_LE_N + 1];
 };
 
 static struct lock_stats *stats;
@@ -95,7 +109,12 @@ void stats_record(int lock, int status, int64_t latency_us,
 
     atomic_fetch_add_explicit(&s->status[status], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->bucket[hist_bucket((int64_t)us)], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->latency_le[metrics_bucket((int64_t)us)], 1,
+                              memory_order_relaxed);
     atomic_fetch_add_explicit(&s->sum_us, us, memory_order_relaxed);
+    if (status == LL_OK)
+        atomic_fetch_add_explicit(&s->units, ctx && ctx->qty > 0 ? (uint64_t)ctx->qty : 1,
+                                  memory_order_relaxed);
     max = atomic_load_explicit(&s->max_us, memory_order_relaxed);
     while (us > max && !atomic_compare_exchange_weak(&s->max_us, &max, us))
         ;
@@ -107,6 +126,8 @@ void stats_record(int lock, int status, int64_t latency_us,
         if (ctx->held_us >= 0) {
             atomic_fetch_add_explicit(&s->holds, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&s->held_us, (uint64_t)ctx->held_us,
+                                      memory_order_relaxed);
+            atomic_fetch_add_explicit(&s->hold_le[metrics_bucket(ctx->held_us)], 1,
                                       memory_order_relaxed);
         }
     }
@@ -125,6 +146,11 @@ void stats_reset(void)
             atomic_store(&s->status[k], 0);
         for (k = 0; k < HIST_BUCKETS; k++)
             atomic_store(&s->bucket[k], 0);
+        for (k = 0; k <= METRICS_LE_N; k++) {
+            atomic_store(&s->latency_le[k], 0);
+            atomic_store(&s->hold_le[k], 0);
+        }
+        atomic_store(&s->units, 0);
         atomic_store(&s->retries, 0);
         atomic_store(&s->backend_ops, 0);
         atomic_store(&s->wakeups, 0);
@@ -153,10 +179,11 @@ static json_t *one_json(struct lock_stats *s)
     h.max_us = atomic_load(&s->max_us);
     n = h.count;
     acquisitions = atomic_load(&s->status[LL_OK]) + atomic_load(&s->status[LL_SOLD_OUT]);
-    o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,"
-                     "s:{s:f,s:f,s:f,s:f,s:f,s:f}}",
+    o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,"
+                     "s:f,s:{s:f,s:f,s:f,s:f,s:f,s:f}}",
         "requests", (json_int_t)n,
         "sold", (json_int_t)atomic_load(&s->status[LL_OK]),
+        "sold_units", (json_int_t)atomic_load(&s->units),
         "sold_out", (json_int_t)atomic_load(&s->status[LL_SOLD_OUT]),
         "lock_timeouts", (json_int_t)atomic_load(&s->status[LL_TIMEOUT]),
         "unavailable", (json_int_t)atomic_load(&s->status[LL_UNAVAILABLE]),
@@ -209,4 +236,104 @@ json_t *stats_json(void)
                      "overloaded", (json_int_t)atomic_load(&overloaded),
                      "context_switches", (json_int_t)context_switches(),
                      "strategies", by);
+}
+
+/* ---------------------------------------------------------------- GET /metrics */
+
+/* One counter family over every strategy, from the field at `offset` in
+ * struct lock_stats. */
+static void per_strategy(struct metrics *m, const char *name, const char *help, size_t offset)
+{
+    const struct lock_ops *const *all;
+    char labels[96];
+    int i, n;
+
+    all = lock_all(&n);
+    metrics_family(m, name, "counter", help);
+    for (i = 0; i < n && i < nstats; i++) {
+        const _Atomic uint64_t *v = (const _Atomic uint64_t *)((const char *)&stats[i] + offset);
+        snprintf(labels, sizeof labels, "strategy=\"%s\"", all[i]->name);
+        metrics_int(m, name, labels, atomic_load_explicit(v, memory_order_relaxed));
+    }
+}
+
+/* One histogram family over every strategy: per-bucket counts at `offset`,
+ * their sum in microseconds at `sum_offset`. */
+static void per_strategy_histogram(struct metrics *m, const char *name, const char *help,
+                                   size_t offset, size_t sum_offset)
+{
+    const struct lock_ops *const *all;
+    uint64_t bucket[METRICS_LE_N + 1];
+    char labels[96];
+    int i, k, n;
+
+    all = lock_all(&n);
+    metrics_family(m, name, "histogram", help);
+    for (i = 0; i < n && i < nstats; i++) {
+        const char *base = (const char *)&stats[i];
+        const _Atomic uint64_t *b = (const _Atomic uint64_t *)(base + offset);
+        const _Atomic uint64_t *sum = (const _Atomic uint64_t *)(base + sum_offset);
+
+        for (k = 0; k <= METRICS_LE_N; k++)
+            bucket[k] = atomic_load_explicit(&b[k], memory_order_relaxed);
+        snprintf(labels, sizeof labels, "strategy=\"%s\"", all[i]->name);
+        metrics_histogram(m, name, labels, bucket,
+                          atomic_load_explicit(sum, memory_order_relaxed));
+    }
+}
+
+void stats_metrics(struct metrics *m)
+{
+    const struct lock_ops *const *all;
+    char labels[128];
+    int i, k, n;
+
+    all = lock_all(&n);
+    metrics_family(m, "locklab_purchases_total", "counter",
+                   "Purchases answered, by strategy and by the answer's result (GET /stats's "
+                   "sold, sold_out, lock_timeouts, ...; bad_request: an unknown product).");
+    for (i = 0; i < n && i < nstats; i++)
+        for (k = 0; k < LL_STATUS_MAX; k++) {
+            snprintf(labels, sizeof labels, "strategy=\"%s\",result=\"%s\"", all[i]->name,
+                     ll_status_name(k));
+            metrics_int(m, "locklab_purchases_total", labels,
+                        atomic_load_explicit(&stats[i].status[k], memory_order_relaxed));
+        }
+    per_strategy(m, "locklab_sold_units_total",
+                 "Units sold: each sold purchase's quantity (1, or POST /order's qty).",
+                 offsetof(struct lock_stats, units));
+    per_strategy(m, "locklab_retries_total",
+                 "Spins, polls and optimistic retries of the purchases.",
+                 offsetof(struct lock_stats, retries));
+    per_strategy(m, "locklab_backend_operations_total",
+                 "Round trips to the lock's backend (Redis, ZooKeeper, MariaDB statements "
+                 "of the batching strategies).", offsetof(struct lock_stats, backend_ops));
+    per_strategy(m, "locklab_wakeups_total",
+                 "Waiters woken by a watch, a message or a release in this instance.",
+                 offsetof(struct lock_stats, wakeups));
+    per_strategy(m, "locklab_deadlocks_total",
+                 "MariaDB deadlocks (error 1213) the purchases met and retried "
+                 "(mysql-share-mode).", offsetof(struct lock_stats, deadlocks));
+    per_strategy(m, "locklab_release_errors_total",
+                 "Sales whose lock could not be released (answered sold, with a warning).",
+                 offsetof(struct lock_stats, release_errors));
+    per_strategy_histogram(m, "locklab_request_duration_seconds",
+                           "A purchase's time in this instance, from its request to its answer.",
+                           offsetof(struct lock_stats, latency_le),
+                           offsetof(struct lock_stats, sum_us));
+    per_strategy_histogram(m, "locklab_lock_hold_seconds",
+                           "How long a purchase held its lock, acquired to released (purchases "
+                           "that never held one are not counted).",
+                           offsetof(struct lock_stats, hold_le),
+                           offsetof(struct lock_stats, held_us));
+    metrics_family(m, "locklab_purchases_in_flight", "gauge",
+                   "Purchases begun and not yet answered.");
+    metrics_gauge(m, "locklab_purchases_in_flight", NULL, (long long)atomic_load(&in_flight));
+    metrics_family(m, "locklab_overloaded_total", "counter",
+                   "Requests answered 503 overloaded: more connections than --max-connections.");
+    metrics_int(m, "locklab_overloaded_total", NULL, atomic_load(&overloaded));
+    metrics_family(m, "locklab_context_switches_total", "counter",
+                   "The process's context switches, voluntary and not, of every thread it had.");
+    metrics_int(m, "locklab_context_switches_total", NULL,
+                (uint64_t)(context_switches() < 0 ? 0 : context_switches()));
 }

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 struct lock_ctx;
+struct metrics;
 
 #define HIST_SUB     8
 #define HIST_BUCKETS (40 * HIST_SUB)
@@ -40,5 +41,7 @@ void    stats_end(void);
 void    stats_overloaded(void);
 json_t *stats_json(void);   /* {"in_flight":N,"overloaded":N,"context_switches":N,
                              *  "strategies":{name:{...}}} */
+/* The same counters as Prometheus's families (metrics.h, docs/metrics.md). */
+void    stats_metrics(struct metrics *m);
 
 #endif /* LOCKLAB_STATS_H */

@@ -122,6 +122,15 @@ int stock_find(struct lock_ctx *ctx, const char *code, struct product *p)
     return LL_OK;
 }
 
+int stock_products(struct product *out, int max)
+{
+    int i, n = atomic_load_explicit(&ncache, memory_order_acquire);
+
+    for (i = 0; i < n && i < max; i++)
+        out[i] = cache[i];
+    return i;
+}
+
 /* ---------------------------------------------------------------- statements */
 
 int stock_read(struct lock_ctx *ctx, const struct product *p, long long *count)

@@ -14,6 +14,7 @@ struct lock_ops;
 
 #define STOCK_WAREHOUSE "001"
 #define STOCK_CODE_MAX  32
+#define STOCK_DEFAULT   "1001"      /* the seeds' product: ?product='s default */
 
 struct product {
     long long id;                     /* db_stock.id                     */
@@ -26,6 +27,10 @@ int stock_code_valid(const char *code);
 
 /* Find the product; LL_BADREQ when no such row. */
 int stock_find(struct lock_ctx *ctx, const char *code, struct product *p);
+
+/* The products found so far (at most max, in the order they were first
+ * found), copied into out: what GET /metrics reports the stock of. */
+int stock_products(struct product *out, int max);
 
 /* One purchase of one unit. `reentry` (1..LOCK_MAX_DEPTH) is how many
  * times the lock is taken, nested, as the seeds' reentrancy demo does.

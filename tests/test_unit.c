@@ -1,8 +1,9 @@
 /* test_unit.c — the pieces that need no server: flag parsing, integer
- * parsing, the latency histogram, product codes, the registry and its
- * ceilings, POST /order's parameters, and the polling locks' waiting
- * room. */
+ * parsing, the latency histogram, GET /metrics's text, product codes, the
+ * registry and its ceilings, POST /order's parameters, and the polling
+ * locks' waiting room. */
 #include "../app/config.h"
+#include "../app/metrics.h"
 #include "../app/order.h"
 #include "../app/request.h"
 #include "../app/stats.h"
@@ -100,6 +101,109 @@ static void test_hist(void)
     us = hist_percentile(&h, 0.99);
     CHECK(us >= 99000 && us <= 100000);
     CHECK(hist_percentile(&h, 1.0) == 100000);
+}
+
+/* Does text hold line (a whole line)? */
+static int has_line(const char *text, const char *line)
+{
+    size_t n = strlen(line);
+    const char *at = text;
+
+    while ((at = strstr(at, line)) != NULL) {
+        if ((at == text || at[-1] == '\n') && at[n] == '\n')
+            return 1;
+        at++;
+    }
+    return 0;
+}
+
+/* Prometheus's buckets and text: each bound in its own bucket, buckets
+ * cumulative, the sum exact in seconds, label values escaped; and the
+ * strategies' families from what stats_record() counted. */
+static void test_metrics(void)
+{
+    uint64_t bucket[METRICS_LE_N + 1] = { 0 };
+    const struct lock_ops *const *all;
+    struct lock_ctx ctx;
+    struct metrics *m;
+    char *text, line[200], esc[16];
+    size_t len;
+    int b, n;
+
+    CHECK(metrics_bucket(0) == 0 && metrics_bucket(-5) == 0);
+    CHECK(metrics_bucket(INT64_MAX) == METRICS_LE_N);
+    for (b = 0; b < METRICS_LE_N; b++) {
+        CHECK(metrics_bucket(metrics_le_us[b]) == b);
+        CHECK(metrics_bucket(metrics_le_us[b] + 1) == b + 1);
+        CHECK(b == 0 || metrics_le_us[b] > metrics_le_us[b - 1]);
+    }
+    bucket[metrics_bucket(700)] = 2;            /* 0.001 */
+    bucket[metrics_bucket(1000)] += 1;          /* 0.001 as well: le is <= */
+    bucket[METRICS_LE_N] = 4;                   /* past 30 s */
+    m = metrics_new();
+    metrics_histogram(m, "x_seconds", "k=\"v\"", bucket, 61500001);
+    metrics_histogram(m, "y_seconds", NULL, bucket, 5);
+    text = metrics_text(m, &len);
+    CHECK(len == strlen(text));
+    CHECK(has_line(text, "x_seconds_bucket{k=\"v\",le=\"0.0005\"} 0"));
+    CHECK(has_line(text, "x_seconds_bucket{k=\"v\",le=\"0.001\"} 3"));
+    CHECK(has_line(text, "x_seconds_bucket{k=\"v\",le=\"30\"} 3"));
+    CHECK(has_line(text, "x_seconds_bucket{k=\"v\",le=\"+Inf\"} 7"));
+    CHECK(has_line(text, "x_seconds_sum{k=\"v\"} 61.500001"));
+    CHECK(has_line(text, "x_seconds_count{k=\"v\"} 7"));
+    CHECK(has_line(text, "y_seconds_bucket{le=\"1e-05\"} 0"));
+    CHECK(has_line(text, "y_seconds_sum 0.000005") && has_line(text, "y_seconds_count 7"));
+    free(text);
+    CHECK(strcmp(metrics_label_value(esc, sizeof esc, "a\"b\\c\nd"), "a\\\"b\\\\c\\nd") == 0);
+    CHECK(strcmp(metrics_label_value(esc, 3, "a\"b"), "a") == 0);   /* never half an escape */
+
+    all = lock_all(&n);
+    stats_init(n);
+    memset(&ctx, 0, sizeof ctx);
+    ctx.qty = 3;
+    ctx.held_us = 40;
+    stats_record(1, LL_OK, 2000, &ctx, 0);
+    ctx.held_us = -1;
+    ctx.backend_ops = 5;
+    stats_record(1, LL_TIMEOUT, 30000001, &ctx, 0);
+    m = metrics_new();
+    stats_metrics(m);
+    text = metrics_text(m, &len);
+    snprintf(line, sizeof line, "locklab_purchases_total{strategy=\"%s\",result=\"sold\"} 1",
+             all[1]->name);
+    CHECK(has_line(text, line));
+    snprintf(line, sizeof line, "locklab_purchases_total{strategy=\"%s\",result=\"lock_timeout\"} 1",
+             all[1]->name);
+    CHECK(has_line(text, line));
+    snprintf(line, sizeof line, "locklab_sold_units_total{strategy=\"%s\"} 3", all[1]->name);
+    CHECK(has_line(text, line));
+    snprintf(line, sizeof line, "locklab_backend_operations_total{strategy=\"%s\"} 5",
+             all[1]->name);
+    CHECK(has_line(text, line));
+    snprintf(line, sizeof line,
+             "locklab_request_duration_seconds_bucket{strategy=\"%s\",le=\"0.0025\"} 1",
+             all[1]->name);
+    CHECK(has_line(text, line));
+    snprintf(line, sizeof line, "locklab_request_duration_seconds_count{strategy=\"%s\"} 2",
+             all[1]->name);
+    CHECK(has_line(text, line));
+    snprintf(line, sizeof line, "locklab_request_duration_seconds_sum{strategy=\"%s\"} 30.002001",
+             all[1]->name);
+    CHECK(has_line(text, line));
+    snprintf(line, sizeof line, "locklab_lock_hold_seconds_count{strategy=\"%s\"} 1",
+             all[1]->name);
+    CHECK(has_line(text, line));
+    snprintf(line, sizeof line, "locklab_sold_units_total{strategy=\"%s\"} 0", all[0]->name);
+    CHECK(has_line(text, line));
+    CHECK(strstr(text, "# TYPE locklab_request_duration_seconds histogram\n") != NULL);
+    free(text);
+    stats_reset();
+    m = metrics_new();
+    stats_metrics(m);
+    text = metrics_text(m, &len);
+    snprintf(line, sizeof line, "locklab_sold_units_total{strategy=\"%s\"} 0", all[1]->name);
+    CHECK(has_line(text, line));
+    free(text);
 }
 
 /* A registry with a name twice, or a strategy that cannot sell, is refused
@@ -421,6 +525,7 @@ int main(void)
     test_config();
     test_parse_int();
     test_hist();
+    test_metrics();
     test_codes_and_registry();
     test_order_request();
     test_lock_poll();

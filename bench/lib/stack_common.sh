@@ -287,6 +287,9 @@ STACK_NEEDS=(
     pkg:libmariadb-dev:libmariadb-dev pkg:libzookeeper-mt-dev:libzookeeper-mt-dev
     pkg:libjansson-dev:libjansson-dev
     cmd:etcd:etcd-server cmd:etcdctl:etcd-client pkg:libcurl4-openssl-dev:libcurl4-openssl-dev
+    cmd:prometheus:prometheus cmd:promtool:prometheus
+    cmd:prometheus-mysqld-exporter:prometheus-mysqld-exporter
+    cmd:prometheus-redis-exporter:prometheus-redis-exporter
 )
 
 pkg_installed() {

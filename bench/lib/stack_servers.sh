@@ -453,20 +453,31 @@ etcd_leader() {
     return 1
 }
 
-# etcd_prepare K N: a member whose command line would change (the cluster
-# grew or shrank, --netns) stops and loses its data, then starts afresh.
+# etcd_prepare K N: a member whose command line would change stops. If
+# its cluster changed (it grew or shrank) it loses its data and starts
+# afresh; if only the addresses it serves clients on did (--netns), it
+# keeps them: a member restarted empty would be refused by peers that
+# remember it ("already bootstrapped").
 etcd_prepare() {
     local k=$1 n=$2 dir="$RUN/etcd/$1" new
     mkdir -p "$dir"
     new=$(etcd_args "$k" "$n")
     [[ -r $dir/args && $(<"$dir/args") == "$new" ]] && return 0
     if [[ -r $dir/args ]]; then
-        say "etcd:$k: cluster changed to $n member(s), restarting it with fresh data"
         svc_stop "etcd-$k" 15
+        if [[ $(etcd_cluster_args <"$dir/args") == $(etcd_cluster_args <<<"$new") ]]; then
+            say "etcd:$k: restarting it to serve clients on $(backend_binds | tr '\n' ' ')"
+            printf '%s\n' "$new" >"$dir/args"
+            return 0
+        fi
+        say "etcd:$k: cluster changed to $n member(s), restarting it with fresh data"
     fi
     rm -rf "$dir/data"
     printf '%s\n' "$new" >"$dir/args"
 }
+
+# etcd_cluster_args: the command line on stdin less the client addresses.
+etcd_cluster_args() { sed '/^--listen-client-urls$/{n;d}'; }
 
 etcd_start() {
     local k=$1 pid
@@ -485,8 +496,10 @@ etcd_up() {
     local -a started=()
     mkdir -p "$RUN/etcd"
     for_each_extra etcd "$n" 15
+    # Every member stopped that must be before any starts: a member started
+    # next to peers of the old cluster would be refused.
+    for ((k = 1; k <= n; k++)); do etcd_prepare "$k" "$n"; done
     for ((k = 1; k <= n; k++)); do
-        etcd_prepare "$k" "$n"
         if pid=$(svc_pid "etcd-$k"); then
             say "etcd:$k already running (pid $pid)"
         else

@@ -93,15 +93,18 @@ static void poke(void)
 
 /* ---------------------------------------------------------------- dispatcher */
 
-/* Under ps.mu: every channel needs subscribing again. */
-static void mark_broken(const char *why)
+/* Under ps.mu: every channel needs subscribing again. A failed connect
+ * holds off the next one for REDIS_RECONNECT_MS; a lost connection (a
+ * failover's CLIENT KILL, a restart) is followed by a connect at once, as
+ * the slots' connections are (redis_conn.c). */
+static void mark_broken(const char *why, int connect_failed)
 {
     int i;
 
     snprintf(ps.lasterr, sizeof ps.lasterr, "%s", why);
     ps.up = 0;
     ps.broken++;
-    ps.retry_at_ms = now_ms() + REDIS_RECONNECT_MS;
+    ps.retry_at_ms = now_ms() + (connect_failed ? REDIS_RECONNECT_MS : 0);
     for (i = 0; i < ps.nsub; i++) {
         ps.sub[i]->subscribed = ps.sub[i]->requested = ps.sub[i]->echoes = 0;
         pthread_cond_broadcast(&ps.sub[i]->cv);
@@ -213,7 +216,7 @@ static redisContext *dispatcher_connect(void)
 
     pthread_mutex_lock(&ps.mu);
     if (c == NULL || c->err) {
-        mark_broken(c ? c->errstr : "out of memory");
+        mark_broken(c ? c->errstr : "out of memory", 1);
         if (c)
             redisFree(c);
         c = NULL;
@@ -279,7 +282,7 @@ static void *dispatcher_main(void *arg)
             }
         }
         if (rc != 0) {
-            mark_broken(c->errstr[0] ? c->errstr : "connection lost");
+            mark_broken(c->errstr[0] ? c->errstr : "connection lost", 0);
             redisFree(c);
             c = NULL;
         }

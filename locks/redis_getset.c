@@ -98,7 +98,7 @@ const struct lock_ops lock_redis_getset = {
     .name     = "redis-getset",
     .family   = "redis",
     .summary  = "value = expiry timestamp; SETNX, or GETSET over an expired one (seeds 003, 004 scheme 2)",
-    .flaw     = "trusts every client's wall clock; losing GETSETs overwrite the holder's timestamp; no owner, so check-then-DEL can free another's lock",
+    .flaw     = "trusts every client's clock; losing GETSETs overwrite the holder's stamp; no owner: DEL can free another's lock",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = getset_acquire,

@@ -47,7 +47,7 @@ const struct lock_ops lock_redis_uuid = {
     .name     = "redis-uuid",
     .family   = "redis",
     .summary  = "SET lock:P <token> NX EX 3; release = GET, compare, DEL (seed 000 §3.3)",
-    .flaw     = "GET-compare-DEL is two commands: an expiry in between deletes the next holder's lock; a holder slower than 3 s is overtaken",
+    .flaw     = "GET-compare-DEL is two commands: an expiry in between deletes the next holder's lock",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = uuid_acquire,

@@ -59,6 +59,14 @@
  * never sends a request on one this side is closing. */
 #define HTTP_IDLE_S 15
 
+/* The listen backlog, TCP and Unix socket alike. nginx may open up to 2048
+ * connections to an instance at once (UPSTREAM_MAX_CONNS in
+ * bench/lib/stack_front.sh), faster than the accepting thread takes them
+ * under a crowd (or ASan). A full backlog on a Unix socket fails connect()
+ * at once with EAGAIN, which nginx counts as a dead upstream and answers
+ * 502; the kernel caps the value at net.core.somaxconn (4096 on bookworm). */
+#define LISTEN_BACKLOG 4096
+
 static struct MHD_Daemon *daemon_;     /* --listen:--port */
 static struct MHD_Daemon *unix_daemon;  /* --unix, when given */
 static const struct config *cfg;
@@ -812,7 +820,7 @@ static struct MHD_Daemon *serve(const struct config *c, struct MHD_OptionItem wh
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_S,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
         MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, NULL,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)LISTEN_BACKLOG,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
         MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024),
         MHD_OPTION_END);
@@ -845,7 +853,8 @@ static int unix_listen(const char *path)
     if (err == ECONNREFUSED)            /* a file, and nobody behind it */
         unlink(path);
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&un, sizeof un) != 0 || listen(fd, 1024) != 0) {
+    if (fd < 0 || bind(fd, (struct sockaddr *)&un, sizeof un) != 0 ||
+        listen(fd, LISTEN_BACKLOG) != 0) {
         fprintf(stderr, "locklab: --unix '%s': %s\n", path, strerror(errno));
         if (fd >= 0)
             close(fd);

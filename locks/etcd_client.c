@@ -24,7 +24,7 @@
  * threaded server needs.
  */
 #include "etcd_private.h"
-#include "../app/util.h"
+#include "../core/util.h"
 
 #include <curl/curl.h>
 #include <pthread.h>

@@ -35,8 +35,8 @@
  * a waiter back to lock_backoff()'s private timer.
  */
 #include "lock.h"
-#include "../app/config.h"
-#include "../app/util.h"
+#include "../core/config.h"
+#include "../core/util.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -8,7 +8,7 @@
  * One mutex for every product, as `synchronized` on the service method.
  */
 #include "lock.h"
-#include "../app/config.h"
+#include "../core/config.h"
 
 #include <errno.h>
 #include <pthread.h>

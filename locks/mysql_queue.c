@@ -36,10 +36,10 @@
  * shows batching as operations per sale below 1.
  */
 #include "mysql_private.h"
-#include "../app/config.h"
-#include "../app/db.h"
-#include "../app/stock.h"
-#include "../app/util.h"
+#include "../clients/db.h"
+#include "../core/config.h"
+#include "../core/util.h"
+#include "../store/stock.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -25,7 +25,7 @@
  * redis_sub_join() returns only once Redis confirmed the subscription.
  */
 #include "redis_private.h"
-#include "../app/util.h"
+#include "../core/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -20,7 +20,7 @@
  * write is conditional on the version it read, mutex or not.
  */
 #include "sync_private.h"
-#include "../app/util.h"
+#include "../core/util.h"
 
 #include <limits.h>
 #include <string.h>

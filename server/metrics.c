@@ -10,11 +10,11 @@
  * while it reads share its next round.
  */
 #include "metrics.h"
-#include "config.h"
-#include "db.h"
-#include "stock.h"
-#include "util.h"
+#include "../clients/db.h"
+#include "../core/config.h"
+#include "../core/util.h"
 #include "../locks/lock.h"
+#include "../store/stock.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -10,9 +10,9 @@
  * so the busiest connections stay warm.
  */
 #include "pool.h"
-#include "config.h"
-#include "db.h"
-#include "util.h"
+#include "../clients/db.h"
+#include "../core/config.h"
+#include "../core/util.h"
 #include "../locks/lock.h"
 
 #include <errno.h>

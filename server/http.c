@@ -25,17 +25,18 @@
  * format (metrics.h), which names the instance in locklab_instance_info.
  */
 #include "http.h"
-#include "config.h"
 #include "metrics.h"
-#include "order.h"
+#include "orders.h"
 #include "pool.h"
 #include "request.h"
+#include "sale.h"
 #include "stats.h"
-#include "stock.h"
-#include "util.h"
+#include "../core/config.h"
+#include "../core/util.h"
 #include "../locks/hybrid.h"
 #include "../locks/lock.h"
 #include "../locks/redis_stock.h"
+#include "../store/stock.h"
 #include "../sync/sync.h"
 
 #include <arpa/inet.h>
@@ -286,7 +287,7 @@ static enum MHD_Result sale(struct MHD_Connection *conn, struct request *r)
         return no_slot(conn);
     rc = stock_find(ctx, a.product, &prod);
     if (rc == LL_OK || rc == LL_SOLD_OUT)
-        rc = stock_sell(ctx, a.ops, &prod, a.reentry, &remaining);
+        rc = sale_run(ctx, a.ops, &prod, a.reentry, &remaining);
     release_failed = rc == LL_OK && ctx->err != 0;
 
     if (rc == LL_OK || rc == LL_SOLD_OUT) {
@@ -327,7 +328,7 @@ static enum MHD_Result route_sale(struct MHD_Connection *conn, struct request *r
     return in_flight(conn, r, sale);
 }
 
-/* POST /order: a purchase with an order number (app/order.h). Only a
+/* POST /order: a purchase with an order number (server/orders.h). Only a
  * first attempt's sale is counted under its strategy; a copy that got the
  * first answer again (replayed), a user's second order and a copy that
  * waited for a first attempt still selling are counted under "orders". */

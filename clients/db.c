@@ -22,9 +22,9 @@
  */
 #include "db.h"
 #include "db_pipe.h"
-#include "config.h"
-#include "util.h"
-#include "../locks/lock.h"
+#include "../core/config.h"
+#include "../core/ctx.h"
+#include "../core/util.h"
 
 #include <errmsg.h>
 #include <mysql.h>
@@ -160,7 +160,7 @@ static int db_fail_sale(struct lock_ctx *ctx, unsigned err, const char *error, c
     return status;
 }
 
-/* The fault ?lose_answer=1 (app/http.c): the answer to the statement that
+/* The fault ?lose_answer=1 (server/http.c): the answer to the statement that
  * sells never arrives. Shutting the read side of the socket before the
  * statement leaves lets it reach the server and run there, while the read
  * of its answer ends at once at end-of-file, as if the connection had

@@ -17,6 +17,7 @@
 #include <event2/event.h>
 #include <event2/event_struct.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,45 @@ struct task *task_spawn(void (*fn)(void *), void *arg)
 
     loop_soon(&t->run);
     return t;
+}
+
+struct background {
+    void (*fn)(void *);
+    void  *arg;
+};
+
+static void *background_thread(void *arg)
+{
+    struct background b = *(struct background *)arg;
+
+    free(arg);
+    b.fn(b.arg);
+    return NULL;
+}
+
+void task_background(const char *name, void (*fn)(void *), void *arg)
+{
+    struct background *b;
+    pthread_attr_t attr;
+    pthread_t th;
+    int rc;
+
+    if (loop_self() != NULL) {
+        task_spawn(fn, arg);
+        return;
+    }
+    b = xmalloc(sizeof *b);
+    b->fn = fn;
+    b->arg = arg;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    rc = pthread_create(&th, &attr, background_thread, b);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        fprintf(stderr, "locklab: cannot start the %s thread: %s\n", name, strerror(rc));
+        abort();
+    }
+    pthread_setname_np(th, name);
 }
 
 /* ---------------------------------------------------------------- self */
@@ -462,4 +502,10 @@ void wait_until(int64_t deadline_us)
     }
     while (now_us() < deadline_us)
         task_park(deadline_us);
+}
+
+void sleep_us(int64_t us)
+{
+    if (us > 0)
+        wait_until(now_us() + us);
 }

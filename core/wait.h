@@ -38,6 +38,13 @@ struct task;
  * It starts in the current turn's jobs; it ends when fn returns. */
 struct task *task_spawn(void (*fn)(void *arg), void *arg);
 
+/* Run fn(arg) for as long as it runs, in the background: a coroutine on
+ * the caller's loop when it has one (task_spawn), else a detached thread
+ * named `name` (a tool, or a server not yet on its loop). fn waits only
+ * through this layer, so it is the same code either way: the periodic
+ * work that used to own a thread (a watchdog, a consumer) is one. */
+void task_background(const char *name, void (*fn)(void *arg), void *arg);
+
 /* The caller's task: its coroutine's, or its thread's. */
 struct task *task_self(void);
 
@@ -100,7 +107,8 @@ void wait_mutex_unlock(struct wait_mutex *m);
  * hang-up on fd counts as ready: the next read or write tells which. */
 int wait_fd(int fd, int events, int64_t deadline_us);
 
-/* Sleep until the deadline. */
+/* Sleep until the deadline; sleep_us() for us microseconds. */
 void wait_until(int64_t deadline_us);
+void sleep_us(int64_t us);
 
 #endif /* LOCKLAB_WAIT_H */

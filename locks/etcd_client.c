@@ -25,6 +25,7 @@
  */
 #include "etcd_private.h"
 #include "../core/util.h"
+#include "../core/wait.h"
 
 #include <curl/curl.h>
 #include <pthread.h>

@@ -2,6 +2,7 @@
 #include "lock.h"
 #include "../core/config.h"
 #include "../core/util.h"
+#include "../core/wait.h"
 
 /* The spin interval doubles this many times: --retry-ms 2 grows to 64 ms,
  * so sixty waiters polling one lock do not starve its holder of CPU. */

@@ -32,6 +32,7 @@
 #include "../clients/db.h"
 #include "../core/config.h"
 #include "../core/util.h"
+#include "../core/wait.h"
 #include "../store/stock.h"
 
 extern const struct lock_ops lock_mutex;        /* mutex.c: its mutex and wait */

@@ -33,6 +33,7 @@
 #include "../clients/db.h"
 #include "../core/config.h"
 #include "../core/util.h"
+#include "../core/wait.h"
 #include "../store/stock.h"
 
 #define OPT_BASE_US      200

@@ -26,6 +26,7 @@
  */
 #include "redis_private.h"
 #include "../core/util.h"
+#include "../core/wait.h"
 
 #include <errno.h>
 #include <fcntl.h>

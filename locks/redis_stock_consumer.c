@@ -48,6 +48,7 @@
 #include "redis_stock_private.h"
 #include "../clients/db.h"
 #include "../core/util.h"
+#include "../core/wait.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -24,6 +24,7 @@
 #include "sale.h"
 #include "../core/config.h"
 #include "../core/util.h"
+#include "../core/wait.h"
 #include "../locks/lock.h"
 #include "../store/stock.h"
 

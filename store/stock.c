@@ -36,6 +36,7 @@
 #include "../core/config.h"
 #include "../core/ctx.h"
 #include "../core/util.h"
+#include "../core/wait.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -21,6 +21,7 @@
  */
 #include "sync_private.h"
 #include "../core/util.h"
+#include "../core/wait.h"
 
 #include <limits.h>
 #include <string.h>

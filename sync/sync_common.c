@@ -11,6 +11,7 @@
 #include "sync_private.h"
 #include "../core/config.h"
 #include "../core/util.h"
+#include "../core/wait.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

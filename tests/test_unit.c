@@ -6,6 +6,7 @@
 #include "../bench/harness.h"
 #include "../core/config.h"
 #include "../core/util.h"
+#include "../core/wait.h"
 #include "../locks/lock.h"
 #include "../server/metrics.h"
 #include "../server/orders.h"

@@ -123,6 +123,16 @@ struct task *task_spawn(void (*fn)(void *), void *arg)
     return t;
 }
 
+void task_start(void (*fn)(void *), void *arg)
+{
+    struct task *t = task_new(fn, arg);
+
+    if (coro_self() != NULL)
+        loop_soon(&t->run);     /* a coroutine cannot resume another */
+    else
+        task_resume(t);
+}
+
 struct background {
     void (*fn)(void *);
     void  *arg;

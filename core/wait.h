@@ -38,6 +38,12 @@ struct task;
  * It starts in the current turn's jobs; it ends when fn returns. */
 struct task *task_spawn(void (*fn)(void *arg), void *arg);
 
+/* The same, but run at once, until its first wait or its end, when the
+ * caller is the loop's main context (an event's callback); from a
+ * coroutine it starts in the turn's jobs like task_spawn(). The task may
+ * be gone when this returns: the caller learns its outcome from fn. */
+void task_start(void (*fn)(void *arg), void *arg);
+
 /* Run fn(arg) for as long as it runs, in the background: a coroutine on
  * the caller's loop when it has one (task_spawn), else a detached thread
  * named `name` (a tool, or a server not yet on its loop). fn waits only

@@ -29,6 +29,7 @@ struct loop {
 
     /* Runnable jobs of this turn, in order. */
     struct loop_job   *soon_head, *soon_tail;
+    int                in_run;      /* inside loop_run()                  */
 
     /* Posted from other threads: under post_mu, announced on post_fd. */
     pthread_mutex_t    post_mu;
@@ -44,6 +45,7 @@ struct loop {
 
     int64_t            warn_us;
     int64_t            last_warn_us;
+    int64_t            last_block_warn_us;
     struct loop_stats  stats;
 };
 
@@ -234,8 +236,27 @@ void loop_once(void)
 void loop_run(void)
 {
     me->stop = 0;
+    me->in_run = 1;
     while (!me->stop)
         loop_once();
+    me->in_run = 0;
+}
+
+int loop_running(void)
+{
+    return me != NULL && me->in_run;
+}
+
+void loop_blocked(const char *what)
+{
+    struct loop *l = me;
+    int64_t now = now_us();
+
+    l->stats.blocking_waits++;
+    if (now - l->last_block_warn_us >= 1000000) {
+        l->last_block_warn_us = now;
+        fprintf(stderr, "locklab: loop: %s outside a coroutine blocks the loop\n", what);
+    }
 }
 
 void loop_stats(struct loop_stats *out)

@@ -65,11 +65,21 @@ void loop_at_turn_end(void (*fn)(void *arg), void *arg);
  * second). */
 void loop_timed(int64_t t0);
 
-/* Turns so far, pieces longer than the warning, the longest in µs. */
+/* Is this thread's loop inside loop_run()? */
+int loop_running(void);
+
+/* A wait was made on the loop's thread outside any coroutine while the
+ * loop runs: it blocks every connection. Counted, and logged at most once
+ * a second (the wait layer calls this; it is always a bug). */
+void loop_blocked(const char *what);
+
+/* Turns so far, pieces longer than the warning, the longest in µs, and
+ * waits that blocked the loop. */
 struct loop_stats {
     uint64_t turns;
     uint64_t slow_turns;
     int64_t  longest_us;
+    uint64_t blocking_waits;
 };
 void loop_stats(struct loop_stats *out);
 

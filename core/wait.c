@@ -231,8 +231,11 @@ int task_park(int64_t deadline_us)
 {
     struct task *t = task_self();
 
-    if (t->co == NULL)
+    if (t->co == NULL) {
+        if (loop_running())
+            loop_blocked("a park");
         return thread_park(t, deadline_us);
+    }
     if (t->permit) {
         t->permit = 0;
         return 1;
@@ -477,8 +480,11 @@ int wait_fd(int fd, int events, int64_t deadline_us)
     struct event ev;
     struct timeval tv, *tvp = NULL;
 
-    if (t->co == NULL)
+    if (t->co == NULL) {
+        if (loop_running())
+            loop_blocked("a socket wait");
         return thread_fd(fd, events, deadline_us);
+    }
     if (deadline_us != WAIT_FOREVER) {
         int64_t left = deadline_us - now_us();
         if (left <= 0)
@@ -506,6 +512,8 @@ void wait_until(int64_t deadline_us)
     if (t->co == NULL) {
         struct timespec ts = abs_ts(deadline_us);
 
+        if (loop_running())
+            loop_blocked("a sleep");
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
             ;
         return;

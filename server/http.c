@@ -1,16 +1,22 @@
 /* http.c — libmicrohttpd's side of the server: listeners, connections,
  * the routes' handlers and the one place codes become HTTP.
  *
- * Threading model: MHD_USE_THREAD_PER_CONNECTION. A purchase blocks — on a
- * lock, a row lock, a watch — for up to its wait, and libmicrohttpd allows
- * blocking in the access handler only in this mode; with it, a request
- * waiting for a lock holds its own connection's thread and never delays
- * another connection. The alternative (a thread pool with
- * MHD_suspend_connection and our own workers) costs two extra thread
- * hand-offs per request on the hot path for no gain here. Connections are
- * bounded by --max-connections (past it, a prompt 503 "overloaded" that
- * closes the connection), backend connections separately by the --threads
- * worker slots (pool.c), and every wait by --max-wait-ms.
+ * On the loop. libmicrohttpd runs in epoll mode without threads of its
+ * own: its epoll set is one descriptor of the instance's loop (core/
+ * loop.h) and its connection time-outs one timer, and MHD_run() serves
+ * whatever is ready. A request that answers from memory (/health, /locks,
+ * /stats) is answered in the handler. One that talks to a backend runs in
+ * a coroutine (task_start(): at once, until its first wait); if it has to
+ * wait — a lock, a row lock, a watch, a round trip — its connection is
+ * suspended (MHD_ALLOW_SUSPEND_RESUME) and the loop serves the others; at
+ * its end it leaves the answer on its exchange and resumes the connection,
+ * and at the turn's end libmicrohttpd sends every answer made in the turn.
+ * A connection costs a descriptor and its 16 KiB of memory, never a
+ * thread: its header must come within HTTP_HEADER_S, after which it may
+ * idle HTTP_IDLE_S between requests. Connections are bounded by
+ * --max-connections (past it, a prompt 503 "overloaded" that closes the
+ * connection), backend connections separately by the --threads worker
+ * slots (pool.c), and every wait by --max-wait-ms.
  *
  * What a request may be — route, method, admin token, parameters — is
  * decided by request.c, which knows nothing of libmicrohttpd (and is
@@ -32,6 +38,7 @@
 #include "sale.h"
 #include "stats.h"
 #include "../core/config.h"
+#include "../core/loop.h"
 #include "../core/util.h"
 #include "../core/wait.h"
 #include "../locks/hybrid.h"
@@ -42,6 +49,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <event2/event.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -69,10 +77,40 @@
  * 502; the kernel caps the value at net.core.somaxconn (4096 on bookworm). */
 #define LISTEN_BACKLOG 4096
 
-static struct MHD_Daemon *daemon_;     /* --listen:--port */
-static struct MHD_Daemon *unix_daemon;  /* --unix, when given */
 static const struct config *cfg;
 static int64_t started_ms;
+
+/* ---------------------------------------------------------------- exchanges */
+
+/* One request and its answer. libmicrohttpd hands the request over in its
+ * access handler, and takes the answer only there: a route that has to
+ * wait runs in a coroutine of its own (core/wait.h) while the connection
+ * is suspended, leaves its answer here, and resumes the connection, whose
+ * next handler call queues it. A route that never waits answers at once. */
+struct exchange {
+    struct MHD_Connection *conn;
+    struct request         req;
+    enum MHD_Result      (*route)(struct exchange *, struct request *);
+    int                    state;       /* X_NEW, X_RUNNING, X_DONE           */
+    int                    suspended;   /* the connection waits for the answer */
+    unsigned               code;
+    struct MHD_Response   *resp;        /* NULL: close the connection (no memory) */
+};
+
+enum { X_NEW, X_RUNNING, X_DONE };
+
+/* Exchanges running in coroutines: the shutdown waits for them. Whether
+ * one ended this turn on a suspended connection (see on_turn_end). */
+static int running, resumed;
+static struct wait_cond running_cv = WAIT_COND_INIT;
+
+static enum MHD_Result exchange_answer(struct exchange *x, unsigned code,
+                                       struct MHD_Response *resp)
+{
+    x->code = code;
+    x->resp = resp;
+    return MHD_YES;
+}
 
 /* ---------------------------------------------------------------- answers */
 
@@ -84,11 +122,10 @@ static const char fallback_500[] =
  * (name, value pairs; NULL to end). Every answer names the instance. If the
  * body cannot be written, a fixed 500 goes out instead: never a connection
  * dropped without an answer. */
-static enum MHD_Result reply_h(struct MHD_Connection *conn, unsigned code, json_t *body,
+static enum MHD_Result reply_h(struct exchange *x, unsigned code, json_t *body,
                                const char *h1, const char *v1, const char *h2, const char *v2)
 {
     struct MHD_Response *resp;
-    enum MHD_Result ret;
     char *text = NULL;
 
     if (body != NULL) {
@@ -112,22 +149,19 @@ static enum MHD_Result reply_h(struct MHD_Connection *conn, unsigned code, json_
         MHD_add_response_header(resp, h1, v1);
     if (h2)
         MHD_add_response_header(resp, h2, v2);
-    ret = MHD_queue_response(conn, code, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    return exchange_answer(x, code, resp);
 }
 
-static enum MHD_Result reply(struct MHD_Connection *conn, unsigned code, json_t *body)
+static enum MHD_Result reply(struct exchange *x, unsigned code, json_t *body)
 {
-    return reply_h(conn, code, body, NULL, NULL, NULL, NULL);
+    return reply_h(x, code, body, NULL, NULL, NULL, NULL);
 }
 
 /* Send `text` (len bytes, malloc'ed, consumed) as 200 of content type `type`. */
-static enum MHD_Result reply_text(struct MHD_Connection *conn, char *text, size_t len,
+static enum MHD_Result reply_text(struct exchange *x, char *text, size_t len,
                                   const char *type)
 {
     struct MHD_Response *resp;
-    enum MHD_Result ret;
 
     resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
     if (resp == NULL) {
@@ -135,23 +169,21 @@ static enum MHD_Result reply_text(struct MHD_Connection *conn, char *text, size_
         return MHD_NO;
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    return exchange_answer(x, MHD_HTTP_OK, resp);
 }
 
 /* The answer to a request request.c refused: 400, 401, 404, 405 or 414. */
-static enum MHD_Result reply_refused(struct MHD_Connection *conn, const struct request *r)
+static enum MHD_Result reply_refused(struct exchange *x, const struct request *r)
 {
     json_t *body = request_error_json(r);
 
     if (r->status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        return reply_h(conn, (unsigned)r->status, body, MHD_HTTP_HEADER_ALLOW, r->allow,
+        return reply_h(x, (unsigned)r->status, body, MHD_HTTP_HEADER_ALLOW, r->allow,
                        NULL, NULL);
     if (r->status == MHD_HTTP_UNAUTHORIZED)
-        return reply_h(conn, (unsigned)r->status, body, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+        return reply_h(x, (unsigned)r->status, body, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                        "Bearer", NULL, NULL);
-    return reply(conn, (unsigned)r->status, body);
+    return reply(x, (unsigned)r->status, body);
 }
 
 static unsigned status_code(int status)
@@ -246,11 +278,11 @@ static struct lock_ctx *borrow(int wait_ms)
     return ctx;
 }
 
-static enum MHD_Result no_slot(struct MHD_Connection *conn)
+static enum MHD_Result no_slot(struct exchange *x)
 {
     char why[128];
     snprintf(why, sizeof why, "all %d worker slots busy", cfg->threads);
-    return reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+    return reply(x, MHD_HTTP_SERVICE_UNAVAILABLE,
                  json_pack("{s:s,s:s}", "result", "lock_timeout", "error", why));
 }
 
@@ -272,7 +304,7 @@ static struct lock_ctx *borrow_for(const struct sale_args *a)
     return ctx;
 }
 
-static enum MHD_Result sale(struct MHD_Connection *conn, struct request *r)
+static enum MHD_Result sale(struct exchange *x, struct request *r)
 {
     long long remaining = -1;
     struct sale_args a;
@@ -283,9 +315,9 @@ static enum MHD_Result sale(struct MHD_Connection *conn, struct request *r)
     json_t *body;
 
     if (request_sale(r, cfg, &a) != 0)
-        return reply_refused(conn, r);
+        return reply_refused(x, r);
     if ((ctx = borrow_for(&a)) == NULL)
-        return no_slot(conn);
+        return no_slot(x);
     rc = stock_find(ctx, a.product, &prod);
     if (rc == LL_OK || rc == LL_SOLD_OUT)
         rc = sale_run(ctx, a.ops, &prod, a.reentry, &remaining);
@@ -308,32 +340,32 @@ static enum MHD_Result sale(struct MHD_Connection *conn, struct request *r)
         log_failure(a.ops->name, ctx->errstr);
     stats_record(lock_index(a.ops), rc, now_us() - t0, ctx, release_failed);
     pool_put(ctx);
-    return reply(conn, status_code(rc), body);
+    return reply(x, status_code(rc), body);
 }
 
 /* Every purchase is counted in flight from its first byte to its answer. */
-static enum MHD_Result in_flight(struct MHD_Connection *conn, struct request *r,
-                                 enum MHD_Result (*purchase)(struct MHD_Connection *,
+static enum MHD_Result in_flight(struct exchange *x, struct request *r,
+                                 enum MHD_Result (*purchase)(struct exchange *,
                                                              struct request *))
 {
     enum MHD_Result ret;
 
     stats_begin();
-    ret = purchase(conn, r);
+    ret = purchase(x, r);
     stats_end();
     return ret;
 }
 
-static enum MHD_Result route_sale(struct MHD_Connection *conn, struct request *r)
+static enum MHD_Result route_sale(struct exchange *x, struct request *r)
 {
-    return in_flight(conn, r, sale);
+    return in_flight(x, r, sale);
 }
 
 /* POST /order: a purchase with an order number (server/orders.h). Only a
  * first attempt's sale is counted under its strategy; a copy that got the
  * first answer again (replayed), a user's second order and a copy that
  * waited for a first attempt still selling are counted under "orders". */
-static enum MHD_Result order(struct MHD_Connection *conn, struct request *r)
+static enum MHD_Result order(struct exchange *x, struct request *r)
 {
     long long remaining = -1;
     struct order_args oa;
@@ -346,9 +378,9 @@ static enum MHD_Result order(struct MHD_Connection *conn, struct request *r)
     json_t *body;
 
     if (request_sale(r, cfg, &a) != 0 || request_order(r, &oa) != 0)
-        return reply_refused(conn, r);
+        return reply_refused(x, r);
     if ((ctx = borrow_for(&a)) == NULL)
-        return no_slot(conn);
+        return no_slot(x);
     ctx->qty = oa.qty;
     memset(&o, 0, sizeof o);
     o.no = oa.order_no;
@@ -389,12 +421,12 @@ static enum MHD_Result order(struct MHD_Connection *conn, struct request *r)
         stats_record(lock_index(a.ops), rc, now_us() - t0, ctx, release_failed);
     order_count(&o, rc);
     pool_put(ctx);
-    return reply(conn, o.user_limit || conflict ? MHD_HTTP_CONFLICT : status_code(rc), body);
+    return reply(x, o.user_limit || conflict ? MHD_HTTP_CONFLICT : status_code(rc), body);
 }
 
-static enum MHD_Result route_order(struct MHD_Connection *conn, struct request *r)
+static enum MHD_Result route_order(struct exchange *x, struct request *r)
 {
-    return in_flight(conn, r, order);
+    return in_flight(x, r, order);
 }
 
 /* Clear what every strategy may have left behind for this product. */
@@ -417,7 +449,7 @@ static json_t *reset_locks(struct lock_ctx *ctx, const struct product *prod)
     return cleared;
 }
 
-static enum MHD_Result route_stock(struct MHD_Connection *conn, struct request *r)
+static enum MHD_Result route_stock(struct exchange *x, struct request *r)
 {
     int reset = r->route->id == ROUTE_STOCK_RESET;
     struct lock_ctx *ctx;
@@ -428,16 +460,16 @@ static enum MHD_Result route_stock(struct MHD_Connection *conn, struct request *
     int rc;
 
     if (request_product(r, &code) != 0)
-        return reply_refused(conn, r);
+        return reply_refused(x, r);
     if (reset && r->param[P_COUNT] == NULL) {
         request_fail(r, 400, "bad_request", P_COUNT, "count is required");
-        return reply_refused(conn, r);
+        return reply_refused(x, r);
     }
     if (reset && request_int(r, P_COUNT, 0, 1000000000, 0, &count) != 0)
-        return reply_refused(conn, r);
+        return reply_refused(x, r);
     ctx = borrow(cfg->lock_wait_ms);
     if (ctx == NULL)
-        return no_slot(conn);
+        return no_slot(x);
     rc = stock_find(ctx, code, &prod);
     if (rc == LL_OK && reset)   /* the Redis stock's new epoch first: redis_stock.h */
         rc = redis_stock_reset_begin(ctx, &prod, &epoch);
@@ -463,10 +495,10 @@ static enum MHD_Result route_stock(struct MHD_Connection *conn, struct request *
         redis_stock_stats_reset();
         fallback_stats_reset();
     }
-    return reply(conn, status_code(rc), body);
+    return reply(x, status_code(rc), body);
 }
 
-static enum MHD_Result route_locks(struct MHD_Connection *conn, struct request *r)
+static enum MHD_Result route_locks(struct exchange *x, struct request *r)
 {
     const struct lock_ops *const *all;
     json_t *list = json_array();
@@ -491,11 +523,11 @@ static enum MHD_Result route_locks(struct MHD_Connection *conn, struct request *
                                                                      : "lock:<product>"));
         json_array_append_new(list, one);
     }
-    return reply(conn, MHD_HTTP_OK, json_pack("{s:s,s:o}", "default", cfg->lock,
+    return reply(x, MHD_HTTP_OK, json_pack("{s:s,s:o}", "default", cfg->lock,
                                               "strategies", list));
 }
 
-static enum MHD_Result route_stats(struct MHD_Connection *conn, struct request *r)
+static enum MHD_Result route_stats(struct exchange *x, struct request *r)
 {
     json_t *body;
 
@@ -504,7 +536,7 @@ static enum MHD_Result route_stats(struct MHD_Connection *conn, struct request *
         order_stats_reset();
         redis_stock_stats_reset();
         fallback_stats_reset();
-        return reply(conn, MHD_HTTP_OK, json_pack("{s:s}", "result", "reset"));
+        return reply(x, MHD_HTTP_OK, json_pack("{s:s}", "result", "reset"));
     }
     body = stats_json();
     json_object_set_new(body, "id", json_string(cfg->instance_id));
@@ -517,13 +549,13 @@ static enum MHD_Result route_stats(struct MHD_Connection *conn, struct request *
     json_object_set_new(body, "orders", order_stats_json());
     json_object_set_new(body, "redis_stock", redis_stock_stats_json());
     json_object_set_new(body, "fallback", fallback_stats_json());
-    return reply(conn, MHD_HTTP_OK, body);
+    return reply(x, MHD_HTTP_OK, body);
 }
 
 /* GET /metrics: /stats's counters, the connections and the stock, for
  * Prometheus. Public, as /stats and /stock are: it shows nothing they do
  * not (README, Security). */
-static enum MHD_Result route_metrics(struct MHD_Connection *conn, struct request *r)
+static enum MHD_Result route_metrics(struct exchange *x, struct request *r)
 {
     struct metrics *m = metrics_new();
     char *text;
@@ -544,13 +576,13 @@ static enum MHD_Result route_metrics(struct MHD_Connection *conn, struct request
     metrics_gauge(m, "locklab_worker_slots", NULL, cfg->threads);
     metrics_stock(m);
     text = metrics_text(m, &len);
-    return reply_text(conn, text, len, "text/plain; version=0.0.4; charset=utf-8");
+    return reply_text(x, text, len, "text/plain; version=0.0.4; charset=utf-8");
 }
 
-static enum MHD_Result route_health(struct MHD_Connection *conn, struct request *r)
+static enum MHD_Result route_health(struct exchange *x, struct request *r)
 {
     (void)r;
-    return reply(conn, MHD_HTTP_OK, json_pack("{s:s,s:s,s:s}", "status", "ok",
+    return reply(x, MHD_HTTP_OK, json_pack("{s:s,s:s,s:s}", "status", "ok",
                  "id", cfg->instance_id, "default_lock", cfg->lock));
 }
 
@@ -596,7 +628,7 @@ static void sync_leave(void)
     wait_cond_signal(&sync_cv);
 }
 
-static enum MHD_Result route_sync(struct MHD_Connection *conn, struct request *r)
+static enum MHD_Result route_sync(struct exchange *x, struct request *r)
 {
     struct sync_args a;
     struct lock_ctx *ctx;
@@ -606,20 +638,20 @@ static enum MHD_Result route_sync(struct MHD_Connection *conn, struct request *r
     int rc;
 
     if (request_sync(r, cfg, &a) != 0)
-        return reply_refused(conn, r);
+        return reply_refused(x, r);
     t0 = now_ms();
     if (!sync_enter(t0 + a.wait_ms)) {
         snprintf(why, sizeof why, "%d synchronizer operations in flight for %d ms, the most "
                  "this instance serves at once (half its %d worker slots: the rest are the "
                  "purchases')", sync_cap(), a.wait_ms, cfg->threads);
-        return reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+        return reply(x, MHD_HTTP_SERVICE_UNAVAILABLE,
                      json_pack("{s:s,s:s}", "result", "busy", "error", why));
     }
     left = t0 + a.wait_ms - now_ms();        /* one wait_ms for the place and the op */
     ctx = borrow(left > 0 ? (int)left : 0);
     if (ctx == NULL) {
         sync_leave();
-        return no_slot(conn);
+        return no_slot(x);
     }
     ctx->wait_ms = a.wait_ms;
     out = json_object();
@@ -636,10 +668,10 @@ static enum MHD_Result route_sync(struct MHD_Connection *conn, struct request *r
         log_failure(a.ops->primitive, ctx->errstr);
     pool_put(ctx);
     sync_leave();
-    return reply(conn, status_code(rc), body);
+    return reply(x, status_code(rc), body);
 }
 
-static enum MHD_Result route_sync_list(struct MHD_Connection *conn, struct request *r)
+static enum MHD_Result route_sync_list(struct exchange *x, struct request *r)
 {
     const struct sync_ops *const *all;
     const struct sync_op *op;
@@ -666,14 +698,14 @@ static enum MHD_Result route_sync_list(struct MHD_Connection *conn, struct reque
             "fair", !!(o->props & LOCK_FAIR),
             "exact", !!(o->props & LOCK_EXACT), "operations", ops));
     }
-    return reply(conn, MHD_HTTP_OK, json_pack("{s:o,s:i}", "synchronizers", list,
+    return reply(x, MHD_HTTP_OK, json_pack("{s:o,s:i}", "synchronizers", list,
                                               "max_in_flight", sync_cap()));
 }
 
 /* POST /sync/reset?name=N: every synchronizer's keys or znodes of N. Admin:
  * it deletes what other clients may hold or wait on (a Java service's lock,
  * a count), which no ordinary caller of a primitive may do. */
-static enum MHD_Result route_sync_reset(struct MHD_Connection *conn, struct request *r)
+static enum MHD_Result route_sync_reset(struct exchange *x, struct request *r)
 {
     const struct sync_ops *const *all;
     struct lock_ctx *ctx;
@@ -684,11 +716,11 @@ static enum MHD_Result route_sync_reset(struct MHD_Connection *conn, struct requ
 
     if (request_sync_name(r, &name) != 0) {
         json_decref(cleared);
-        return reply_refused(conn, r);
+        return reply_refused(x, r);
     }
     if ((ctx = borrow(cfg->lock_wait_ms)) == NULL) {
         json_decref(cleared);
-        return no_slot(conn);
+        return no_slot(x);
     }
     all = sync_all(&n);
     for (i = 0; i < n; i++) {
@@ -700,11 +732,11 @@ static enum MHD_Result route_sync_reset(struct MHD_Connection *conn, struct requ
                                                       : failure_json(rc, ctx));
     }
     pool_put(ctx);
-    return reply(conn, MHD_HTTP_OK, json_pack("{s:s,s:s,s:o}", "result", "reset",
+    return reply(x, MHD_HTTP_OK, json_pack("{s:s,s:s,s:o}", "result", "reset",
                                               "name", name, "cleared", cleared));
 }
 
-static enum MHD_Result (*const handlers[])(struct MHD_Connection *, struct request *) = {
+static enum MHD_Result (*const handlers[])(struct exchange *, struct request *) = {
     [ROUTE_SALE] = route_sale,        [ROUTE_STOCK] = route_stock,
     [ROUTE_STOCK_RESET] = route_stock, [ROUTE_LOCKS] = route_locks,
     [ROUTE_STATS] = route_stats,      [ROUTE_STATS_RESET] = route_stats,
@@ -718,7 +750,6 @@ static enum MHD_Result (*const handlers[])(struct MHD_Connection *, struct reque
 
 /* ---------------------------------------------------------------- dispatch */
 
-
 /* Past --max-connections, a prompt 503 that closes the connection: a
  * client (or a proxy) learns at once that this instance is full, instead
  * of waiting in a queue or meeting a refused connect, which a proxy takes
@@ -726,14 +757,14 @@ static enum MHD_Result (*const handlers[])(struct MHD_Connection *, struct reque
  * ours, so it is reached only by a flood no answer would slow down. */
 #define OVERLOAD_ROOM 256
 
-static enum MHD_Result overloaded(struct MHD_Connection *conn, int open)
+static enum MHD_Result overloaded(struct exchange *x, int open)
 {
     char why[128];
 
     stats_overloaded();
     snprintf(why, sizeof why, "%d connections open, more than this instance serves "
              "(--max-connections %d)", open, cfg->max_connections);
-    return reply_h(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+    return reply_h(x, MHD_HTTP_SERVICE_UNAVAILABLE,
                    json_pack("{s:s,s:s}", "result", "overloaded", "error", why),
                    MHD_HTTP_HEADER_CONNECTION, "close", MHD_HTTP_HEADER_RETRY_AFTER, "1");
 }
@@ -746,46 +777,132 @@ static enum MHD_Result param_one(void *cls, enum MHD_ValueKind kind, const char 
     return MHD_YES;
 }
 
-static enum MHD_Result dispatch(struct MHD_Connection *conn, const char *url, const char *method)
+/* Routes that answer from memory: no backend, no wait, no coroutine. */
+static int route_waits(int id)
+{
+    return id != ROUTE_HEALTH && id != ROUTE_LOCKS && id != ROUTE_STATS &&
+           id != ROUTE_STATS_RESET && id != ROUTE_SYNC_LIST;
+}
+
+/* The coroutine of an exchange whose route waits. */
+static void exchange_run(void *arg)
+{
+    struct exchange *x = arg;
+
+    if (x->route(x, &x->req) != MHD_YES && x->resp) {
+        MHD_destroy_response(x->resp);
+        x->resp = NULL;
+    }
+    x->state = X_DONE;
+    if (x->suspended) {
+        MHD_resume_connection(x->conn);
+        resumed = 1;            /* libmicrohttpd sends it at the turn's end */
+    }
+    if (--running == 0)
+        wait_cond_broadcast(&running_cv);
+}
+
+/* Read the request into x and pick its route; an answer of its own (a
+ * refusal, an overload) leaves x done. */
+static void exchange_begin(struct exchange *x, const char *url, const char *method)
 {
     int open = atomic_load(&open_connections);
-    struct request r;
+    struct request *r = &x->req;
 
-    if (open > cfg->max_connections)
-        return overloaded(conn, open);
-    if (request_begin(&r, method, url,
-                      MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+    x->state = X_DONE;
+    if (open > cfg->max_connections) {
+        overloaded(x, open);
+        return;
+    }
+    if (request_begin(r, method, url,
+                      MHD_lookup_connection_value(x->conn, MHD_HEADER_KIND,
                                                   MHD_HTTP_HEADER_AUTHORIZATION),
-                      cfg->admin_token) != 0)
-        return reply_refused(conn, &r);
-    MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, param_one, &r);
-    if (request_params_done(&r) != 0)
-        return reply_refused(conn, &r);
-    return handlers[r.route->id](conn, &r);
+                      cfg->admin_token) != 0) {
+        reply_refused(x, r);
+        return;
+    }
+    MHD_get_connection_values_n(x->conn, MHD_GET_ARGUMENT_KIND, param_one, r);
+    if (request_params_done(r) != 0) {
+        reply_refused(x, r);
+        return;
+    }
+    x->route = handlers[r->route->id];
+    if (!route_waits(r->route->id)) {
+        if (x->route(x, r) != MHD_YES && x->resp) {
+            MHD_destroy_response(x->resp);
+            x->resp = NULL;
+        }
+        return;
+    }
+    x->state = X_RUNNING;
+    running++;
+    task_start(exchange_run, x);
+}
+
+/* The answer goes out: 500 in the few words left when it could not be made. */
+static enum MHD_Result exchange_send(struct exchange *x)
+{
+    enum MHD_Result ret;
+
+    if (x->resp == NULL)
+        return MHD_NO;          /* out of memory: nothing left to say */
+    ret = MHD_queue_response(x->conn, x->code, x->resp);
+    MHD_destroy_response(x->resp);
+    x->resp = NULL;
+    return ret;
 }
 
 /* libmicrohttpd calls this first when the headers are in, then once per
  * piece of body, then once more with no data: answer on the last call.
  * Answering on the first call would make libmicrohttpd close the connection
  * after the answer (it cannot know the request is complete), which defeats
- * nginx's upstream keep-alive. */
+ * nginx's upstream keep-alive. A suspended exchange is called once more
+ * after its coroutine resumed the connection: then its answer goes. */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
                                   void **con_cls)
 {
-    static int seen_headers;
+    struct exchange *x = *con_cls;
 
     (void)cls, (void)version, (void)upload_data;
-    if (*con_cls == NULL) {
-        *con_cls = &seen_headers;
+    if (x == NULL) {
+        /* The header is in: from now on the connection may idle as long
+         * as a keep-alive connection does. */
+        MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)HTTP_IDLE_S);
+        x = *con_cls = xcalloc(1, sizeof *x);
+        x->conn = conn;
         return MHD_YES;
     }
     if (*upload_data_size != 0) {       /* a body nobody asked for: drop it */
         *upload_data_size = 0;
         return MHD_YES;
     }
-    return dispatch(conn, url, method);
+    if (x->state == X_NEW)
+        exchange_begin(x, url, method);
+    if (x->state == X_RUNNING) {        /* its coroutine waits: so does the connection */
+        x->suspended = 1;
+        MHD_suspend_connection(conn);
+        return MHD_YES;
+    }
+    return exchange_send(x);
+}
+
+/* The request is over (answered, or the connection gone): free it. Its
+ * coroutine, if it had one, has ended: a suspended connection is resumed
+ * only by it, at its end. */
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct exchange *x = *con_cls;
+
+    (void)cls, (void)conn, (void)toe;
+    if (x == NULL)
+        return;
+    if (x->resp)
+        MHD_destroy_response(x->resp);
+    free(x);
+    *con_cls = NULL;
 }
 
 /* libmicrohttpd's unescape callback: request.c's percent-decoding. */
@@ -795,24 +912,97 @@ static size_t on_unescape(void *cls, struct MHD_Connection *conn, char *s)
     return request_unescape(s);
 }
 
-/* One thread-per-connection daemon, listening where `where` says. */
-static struct MHD_Daemon *serve(const struct config *c, struct MHD_OptionItem where)
+/* ---------------------------------------------------------------- on the loop */
+
+/* A daemon on the instance's loop: libmicrohttpd's epoll set is one
+ * descriptor in ours, and its connection timeouts one timer. */
+struct listener {
+    struct MHD_Daemon *d;
+    struct event      *ready;   /* its epoll set has something */
+    struct event      *timer;   /* its next connection time-out */
+};
+
+static struct listener tcp_l, unix_l;
+
+static void listener_run(struct listener *l)
+{
+    MHD_UNSIGNED_LONG_LONG ms;
+    int64_t t0 = now_us();
+
+    MHD_run(l->d);
+    loop_timed(t0);
+    if (MHD_get_timeout(l->d, &ms) == MHD_YES) {
+        struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
+        evtimer_add(l->timer, &tv);
+    }
+}
+
+static void on_listener(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    listener_run(arg);
+}
+
+/* A connection resumed this turn is taken up by libmicrohttpd's next run
+ * only: run it now, once for all the answers of the turn, rather than
+ * wake the loop through a descriptor for each (MHD_USE_ITC). */
+static void on_turn_end(void *arg)
+{
+    (void)arg;
+    if (!resumed)
+        return;
+    resumed = 0;
+    if (tcp_l.d)
+        listener_run(&tcp_l);
+    if (unix_l.d)
+        listener_run(&unix_l);
+}
+
+/* The header of a new connection must arrive within this many seconds;
+ * after its first request it may idle HTTP_IDLE_S (on_request). A
+ * half-open connection costs a descriptor and a few kilobytes, never a
+ * thread, and is gone after this. */
+#define HTTP_HEADER_S 5
+/* Each connection's memory: a request is a line of at most 1 KiB of query
+ * (request.c) and a few headers; the answers are built elsewhere. */
+#define HTTP_CONN_MEMORY (16 * 1024)
+
+static int serve(struct listener *l, const struct config *c, struct MHD_OptionItem where)
 {
     struct MHD_OptionItem opts[] = { where, { MHD_OPTION_END, 0, NULL } };
+    const union MHD_DaemonInfo *info;
 
-    return MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-        MHD_USE_POLL | MHD_USE_ERROR_LOG,
+    l->d = MHD_start_daemon(
+        MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO | MHD_USE_ERROR_LOG,
         (uint16_t)c->port, NULL, NULL, on_request, NULL,
         MHD_OPTION_ARRAY, opts,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)(c->max_connections + OVERLOAD_ROOM),
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_S,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_HEADER_S,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
         MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, NULL,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)LISTEN_BACKLOG,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
-        MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024),
         MHD_OPTION_END);
+    if (l->d == NULL)
+        return -1;
+    info = MHD_get_daemon_info(l->d, MHD_DAEMON_INFO_EPOLL_FD);
+    l->ready = event_new(loop_base(), info->epoll_fd, EV_READ | EV_PERSIST, on_listener, l);
+    l->timer = evtimer_new(loop_base(), on_listener, l);
+    event_add(l->ready, NULL);
+    listener_run(l);
+    return 0;
+}
+
+static void listener_stop(struct listener *l)
+{
+    if (l->d == NULL)
+        return;
+    event_free(l->ready);
+    event_free(l->timer);
+    MHD_stop_daemon(l->d);
+    l->d = NULL;
 }
 
 /* A listening Unix socket at path. A file left there by a dead process is
@@ -866,8 +1056,8 @@ int http_start(const struct config *c)
         fprintf(stderr, "locklab: --listen '%s' is not an IPv4 address\n", c->listen);
         return -1;
     }
-    daemon_ = serve(c, (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, &addr });
-    if (daemon_ == NULL) {
+    loop_at_turn_end(on_turn_end, NULL);
+    if (serve(&tcp_l, c, (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, &addr }) != 0) {
         fprintf(stderr, "locklab: cannot listen on %s:%d (in use?)\n", c->listen, c->port);
         return -1;
     }
@@ -877,8 +1067,7 @@ int http_start(const struct config *c)
         http_stop();
         return -1;
     }
-    unix_daemon = serve(c, (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, fd, NULL });
-    if (unix_daemon == NULL) {
+    if (serve(&unix_l, c, (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, fd, NULL }) != 0) {
         fprintf(stderr, "locklab: cannot serve on %s\n", c->unix_path);
         unlink(c->unix_path);           /* the fd: MHD may have closed it */
         http_stop();
@@ -887,13 +1076,22 @@ int http_start(const struct config *c)
     return 0;
 }
 
-void http_stop(void)
+void http_quiesce(void)
 {
-    if (unix_daemon) {
-        MHD_stop_daemon(unix_daemon);       /* closes the socket */
+    if (unix_l.d) {
+        MHD_quiesce_daemon(unix_l.d);
         unlink(cfg->unix_path);
     }
-    if (daemon_)
-        MHD_stop_daemon(daemon_);
-    daemon_ = unix_daemon = NULL;
+    if (tcp_l.d)
+        MHD_quiesce_daemon(tcp_l.d);
+    while (running > 0)
+        wait_cond_wait(&running_cv, NULL, WAIT_FOREVER);
+}
+
+void http_stop(void)
+{
+    if (unix_l.d && cfg->unix_path)
+        unlink(cfg->unix_path);
+    listener_stop(&unix_l);
+    listener_stop(&tcp_l);
 }

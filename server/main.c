@@ -5,21 +5,27 @@
  * connected lazily by the worker slots and reconnected after failures, so
  * an instance started before its databases answers 503 naming them until
  * they come up. A strategy registry with a name twice (locks/locks.def)
- * stops it before anything starts. The main thread only waits for
- * SIGINT/SIGTERM.
+ * stops it before anything starts.
+ *
+ * The main thread runs the instance's one event loop (core/loop.h): the
+ * HTTP connections, every request's coroutine, the backend clients and the
+ * background tasks all live on it. SIGINT or SIGTERM starts the shutdown
+ * as a task of the loop, which ends the loop when it is done.
  */
 #include "http.h"
 #include "metrics.h"
 #include "pool.h"
 #include "stats.h"
 #include "../core/config.h"
+#include "../core/loop.h"
+#include "../core/wait.h"
 #include "../locks/lock.h"
 #include "../locks/redis_stock.h"
 #include "../sync/sync.h"
 
 #include <errno.h>
+#include <event2/event.h>
 #include <mysql.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -54,13 +60,38 @@ static void raise_nofile(const struct config *cfg)
                 cfg->threads, (unsigned long long)want);
 }
 
+/* The shutdown, on the loop: no new requests, the ones in flight
+ * answered, the background tasks ended, every slot's locks and
+ * connections given back; then the loop ends. */
+static void shutdown_task(void *arg)
+{
+    (void)arg;
+    http_quiesce();
+    redis_stock_consumer_stop();
+    metrics_stop();
+    pool_free();
+    loop_stop();
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    static int stopping;
+    const struct config *cfg = arg;
+
+    (void)what;
+    if (stopping++)
+        return;
+    fprintf(stderr, "locklab: %s stopping on signal %d\n", cfg->name, (int)sig);
+    task_spawn(shutdown_task, NULL);
+}
+
 int main(int argc, char **argv)
 {
     static struct config cfg;
     char err[256];
-    sigset_t sigs;
     const struct lock_ops *const *locks;
-    int rc, sig, nlocks;
+    struct event *on_int, *on_term;
+    int rc, nlocks;
 
     /* A registry with a name twice would serve one of the two: refuse it. */
     locks = lock_all(&nlocks);
@@ -87,12 +118,11 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    /* Block the stop signals in every thread; main collects them. */
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
+    if (loop_init() != 0) {
+        fprintf(stderr, "locklab: cannot start the event loop (libevent)\n");
+        return 1;
+    }
 
     raise_nofile(&cfg);
     if (cfg.admin_token == NULL)
@@ -115,12 +145,18 @@ int main(int argc, char **argv)
             cfg.name, cfg.listen, cfg.port, cfg.unix_path ? " and " : "",
             cfg.unix_path ? cfg.unix_path : "", cfg.instance_id, cfg.lock, cfg.threads);
 
-    sigwait(&sigs, &sig);
-    fprintf(stderr, "locklab: %s stopping on signal %d\n", cfg.name, sig);
+    /* libevent turns the stop signals into events of the loop, whichever
+     * thread the kernel delivers them to (ZooKeeper's own threads too). */
+    on_int = evsignal_new(loop_base(), SIGINT, on_signal, &cfg);
+    on_term = evsignal_new(loop_base(), SIGTERM, on_signal, &cfg);
+    event_add(on_int, NULL);
+    event_add(on_term, NULL);
+    loop_run();
+
+    event_free(on_int);
+    event_free(on_term);
     http_stop();
-    redis_stock_consumer_stop();
-    metrics_stop();
-    pool_free();
     mysql_library_end();
+    loop_free();
     return 0;
 }

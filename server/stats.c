@@ -10,6 +10,7 @@
  */
 #include "stats.h"
 #include "metrics.h"
+#include "../core/loop.h"
 #include "../core/util.h"
 #include "../locks/lock.h"
 
@@ -223,6 +224,35 @@ static long long context_switches(void)
     return (long long)ru.ru_nvcsw + (long long)ru.ru_nivcsw;
 }
 
+/* The process's threads now: the loop's, and the client libraries' own. */
+static int thread_count(void)
+{
+    char line[256];
+    FILE *f = fopen("/proc/self/status", "r");
+    int n = -1;
+
+    if (f == NULL)
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "Threads: %d", &n) == 1)
+            break;
+    fclose(f);
+    return n;
+}
+
+/* What the loop says of itself: turns, pieces of a turn longer than the
+ * warning, the longest, and waits that blocked it (all should be rare). */
+static json_t *loop_json(void)
+{
+    struct loop_stats ls;
+
+    loop_stats(&ls);
+    return json_pack("{s:I,s:I,s:f,s:I}", "turns", (json_int_t)ls.turns,
+                     "slow_turns", (json_int_t)ls.slow_turns,
+                     "longest_ms", (double)ls.longest_us / 1000.0,
+                     "blocking_waits", (json_int_t)ls.blocking_waits);
+}
+
 json_t *stats_json(void)
 {
     const struct lock_ops *const *all;
@@ -232,9 +262,11 @@ json_t *stats_json(void)
     all = lock_all(&n);
     for (i = 0; i < n && i < nstats; i++)
         json_object_set_new(by, all[i]->name, one_json(&stats[i]));
-    return json_pack("{s:I,s:I,s:I,s:o}", "in_flight", (json_int_t)atomic_load(&in_flight),
+    return json_pack("{s:I,s:I,s:I,s:i,s:o,s:o}",
+                     "in_flight", (json_int_t)atomic_load(&in_flight),
                      "overloaded", (json_int_t)atomic_load(&overloaded),
                      "context_switches", (json_int_t)context_switches(),
+                     "threads", thread_count(), "loop", loop_json(),
                      "strategies", by);
 }
 

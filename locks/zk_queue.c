@@ -196,7 +196,7 @@ int zk_queue_acquire(struct lock_ctx *ctx, const char *key)
         h->depth++;
         return LL_OK;
     }
-    if ((rc = zk_connect(ctx, &c)) != LL_OK)
+    if ((rc = zk_lock_session(ctx, &c)) != LL_OK)
         return rc;
     memset(&pos, 0, sizeof pos);
     zk_product_path(pos.parent, sizeof pos.parent, q->root, key);

@@ -109,7 +109,7 @@ static int change(struct lock_ctx *ctx, const struct sync_args *a, json_t *out,
     curator_path(at.lock, sizeof at.lock, "atomic-long-lock", a->name);
     if ((rc = sync_local_lock(ctx, at.path, &local)) != LL_OK)
         return rc;
-    if ((rc = zk_connect(ctx, &c)) != LL_OK) {
+    if ((rc = zk_lock_session(ctx, &c)) != LL_OK) {
         sync_local_unlock(local);
         return rc;
     }
@@ -168,7 +168,7 @@ static int op_get(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)
     struct zk_conn *c;
     struct Stat st;
 
-    if ((rc = zk_connect(ctx, &c)) != LL_OK)
+    if ((rc = zk_lock_session(ctx, &c)) != LL_OK)
         return rc;
     curator_path(path, sizeof path, "atomic-long", a->name);
     zrc = zk_get(ctx, c, path, 0, buf, &len, &st);

@@ -21,7 +21,7 @@ static int op_lock(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)
 
     if (a->nnames == 0)
         return lock_error(ctx, LL_BADREQ, NULL, "lock needs ?names=a,b,…");
-    if ((rc = zk_connect(ctx, &c)) != LL_OK)
+    if ((rc = zk_lock_session(ctx, &c)) != LL_OK)
         return rc;
     for (n = 0; n < a->nnames; n++) {
         curator_path(path, sizeof path, "lock", a->names[n]);

@@ -27,7 +27,7 @@ static int take(struct lock_ctx *ctx, const struct sync_args *a, json_t *out, in
     struct zk_conn *c;
     int rc;
 
-    if ((rc = zk_connect(ctx, &c)) != LL_OK)
+    if ((rc = zk_lock_session(ctx, &c)) != LL_OK)
         return rc;
     curator_path(path, sizeof path, "rwlock", a->name);
     json_object_set_new(out, "lock", json_string(write ? "write" : "read"));
@@ -69,7 +69,7 @@ static int both(struct lock_ctx *ctx, const struct sync_args *a, json_t *out, in
     struct zk_conn *c;
     int rc;
 
-    if ((rc = zk_connect(ctx, &c)) != LL_OK)
+    if ((rc = zk_lock_session(ctx, &c)) != LL_OK)
         return rc;
     curator_path(path, sizeof path, "rwlock", a->name);
     rc = curator_lock(ctx, c, path, write_first ? CURATOR_WRITE : CURATOR_READ, NULL,

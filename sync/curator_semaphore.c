@@ -20,7 +20,7 @@
  * and leases are ephemeral — a holder whose session expires loses its
  * lease while still working, and a lease whose delete was cut by a lost
  * connection stays until its session ends (here the delete is retried on
- * the same session, locks/zk_client.c).
+ * the same session, locks/zk_hold.c).
  */
 #include "sync_private.h"
 
@@ -119,7 +119,7 @@ static int op_acquire(struct lock_ctx *ctx, const struct sync_args *a, json_t *o
         return rc;
     if (qty > CURATOR_MAX_QTY)
         return lock_error(ctx, LL_BADREQ, NULL, "qty is at most %d", CURATOR_MAX_QTY);
-    if ((rc = zk_connect(ctx, &c)) != LL_OK)
+    if ((rc = zk_lock_session(ctx, &c)) != LL_OK)
         return rc;
     curator_path(path, sizeof path, "semaphore", a->name);
     rc = curator_leases_take(ctx, c, path, a->permits, qty, leases);
@@ -148,7 +148,7 @@ static int op_leases(struct lock_ctx *ctx, const struct sync_args *a, json_t *ou
     struct zk_conn *c;
     int rc, zrc;
 
-    if ((rc = zk_connect(ctx, &c)) != LL_OK)
+    if ((rc = zk_lock_session(ctx, &c)) != LL_OK)
         return rc;
     curator_path(path, sizeof path, "semaphore", a->name);
     strncat(path, "/leases", sizeof path - strlen(path) - 1);

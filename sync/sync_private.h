@@ -1,6 +1,6 @@
 /* sync_private.h — what the synchronizers share (every sync/ file): the answer's
  * times, Redisson's waiting loop and Curator's lock internals, on top of
- * the lock families' connection code (locks/redis_*.c, locks/zk_client.c),
+ * the lock families' connection code (locks/redis_*.c; clients/zk.c, locks/zk_hold.c),
  * which they reuse rather than copy.
  */
 #ifndef LOCKLAB_SYNC_PRIVATE_H

@@ -204,6 +204,23 @@ int zk_delete_ours(struct lock_ctx *ctx, struct zk_conn *c, const char *node,
     return zk_fail(ctx, zrc, "delete", node);
 }
 
+int zk_delete_keeping(struct lock_ctx *ctx, struct zk_conn *c, const char *node,
+                      const char *token)
+{
+    int err = ctx->err, rc;
+    const char *backend = ctx->backend;
+    char why[sizeof ctx->errstr];
+
+    if (err == 0)
+        return zk_delete_ours(ctx, c, node, token);
+    memcpy(why, ctx->errstr, sizeof why);
+    rc = zk_delete_ours(ctx, c, node, token);
+    ctx->err = err;
+    ctx->backend = backend;
+    memcpy(ctx->errstr, why, sizeof why);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- holds */
 
 static struct zk_slot *slot_of(struct lock_ctx *ctx)
@@ -282,19 +299,8 @@ int zk_release(struct lock_ctx *ctx, const char *key, int fixed_path)
                           ctx->ops->name, key);
     if (--h->depth > 0)
         return LL_OK;
-    if (ctx->err) {             /* the sale failed already: keep its reason */
-        int err = ctx->err;
-        const char *backend = ctx->backend;
-        char why[sizeof ctx->errstr];
-
-        memcpy(why, ctx->errstr, sizeof why);
-        rc = zk_delete_ours(ctx, h->conn, h->node, fixed_path ? h->token : NULL);
-        ctx->err = err;
-        ctx->backend = backend;
-        memcpy(ctx->errstr, why, sizeof why);
-    } else {
-        rc = zk_delete_ours(ctx, h->conn, h->node, fixed_path ? h->token : NULL);
-    }
+    /* If the sale failed already, its reason stays the answer's. */
+    rc = zk_delete_keeping(ctx, h->conn, h->node, fixed_path ? h->token : NULL);
     zk_put(h->conn);
     memset(h, 0, sizeof *h);
     return rc;

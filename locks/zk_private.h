@@ -76,6 +76,9 @@ void zk_ctx_free(struct lock_ctx *ctx);
  * timeout, then left to the next user of the session. */
 int zk_delete_ours(struct lock_ctx *ctx, struct zk_conn *c, const char *node,
                    const char *token);
+/* The same after a failure: the failure already on ctx stays its reason. */
+int zk_delete_keeping(struct lock_ctx *ctx, struct zk_conn *c, const char *node,
+                      const char *token);
 
 /* A sequential create whose outcome a connection loss hid, and which we
  * could not look for in time: the next user of the session deletes any
@@ -86,22 +89,63 @@ void zk_forget_node(struct zk_conn *c, const char *node, const char *token);
 
 /* ---------------------------------------------------------------- queue */
 
+/* The sequential-node queue, Curator's LockInternals (zk_queue.c): the one
+ * lock behind zk-sequential-poll, zk-sequential, curator and the Curator
+ * synchronizers of sync/. */
+
 enum zk_wait_kind {
     ZK_POLL,            /* re-list every --retry-ms (seed 000 §4.4.1)  */
     ZK_WATCH_EXISTS,    /* exists() watch on the predecessor (§4.4.2)   */
     ZK_WATCH_DATA       /* getData() watch on the predecessor (Curator) */
 };
 
-/* A queue strategy is its parameters, the conf of its lock_ops, and the
- * methods below by name: zk-sequential-poll, zk-sequential and curator
- * differ in nothing else. */
+/* Which node holds, from the sorted queue (Curator's drivers). */
+enum zk_driver {
+    ZK_MUTEX,           /* the first of all (InterProcessMutex, our queues) */
+    ZK_WRITE,           /* InterProcessReadWriteLock's writer: the same     */
+    ZK_READ             /* its reader: no "__WRIT__" node before ours       */
+};
+
+/* How a queue names its nodes, sorts them and waits. A queue strategy is
+ * its parameters, the conf of its lock_ops, and the methods below by name:
+ * zk-sequential-poll, zk-sequential and curator differ in nothing else. */
 struct zk_queue {
-    const char       *root;      /* lock nodes live in <root>/<product>/ */
+    const char       *root;      /* a strategy's nodes: <root>/<product>/      */
     enum zk_wait_kind wait;
-    int               curator;   /* _c_<uuid>-lock-NNNNNNNNNN, containers */
+    int               curator;   /* _c_<uuid>-lock-NNNNNNNNNN, containers       */
     int               reentrant;
 };
 
+/* Take the lock of dir: our node in its queue (data written into it, NULL
+ * for none; attempt tells our own apart in our naming), then wait as q says
+ * until driver d finds that it holds (own_write: our node of the write lock
+ * we hold, which lets the read driver grant us). Our node into node. On
+ * failure — the deadline, a lost session — our node is deleted and node is
+ * "". zk_queue_unlock() gives it back. */
+int zk_queue_lock(struct lock_ctx *ctx, struct zk_conn *c, const struct zk_queue *q,
+                  enum zk_driver d, const char *dir, const char *own_write,
+                  const char *data, unsigned attempt, char *node, int len);
+int zk_queue_unlock(struct lock_ctx *ctx, struct zk_conn *c, const char *node);
+
+/* Curator's InterProcessMutex (d = ZK_MUTEX) and read-write lock on dir,
+ * as its Java clients take them (no data, a getData watch): zk_queue_lock()
+ * with Curator's queue. */
+int zk_curator_lock(struct lock_ctx *ctx, struct zk_conn *c, enum zk_driver d,
+                    const char *dir, const char *own_write, char *node, int len);
+
+/* Curator's protected name "_c_<fresh uuid>-<name>" into buf. */
+void zk_protected_name(char *buf, int len, const char *name);
+
+/* An EPHEMERAL_SEQUENTIAL node <dir>/<prefix><sequence> with data (NULL:
+ * none), its missing parents made as parent_mode (ZOO_CONTAINER,
+ * ZOO_PERSISTENT). After a connection loss it looks for a child named
+ * prefix* before creating again, so the prefix must be ours alone (a
+ * protected name). The full path into node. */
+int zk_create_sequential(struct lock_ctx *ctx, struct zk_conn *c, const char *dir,
+                         const char *prefix, const char *data, int parent_mode,
+                         char *node, int len);
+
+/* The queue strategies' methods. */
 int zk_queue_acquire(struct lock_ctx *ctx, const char *key);
 int zk_queue_release(struct lock_ctx *ctx, const char *key);
 int zk_queue_reset(struct lock_ctx *ctx, const char *key);   /* <root>/<product>'s nodes */

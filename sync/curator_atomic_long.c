@@ -119,7 +119,7 @@ static int change(struct lock_ctx *ctx, const struct sync_args *a, json_t *out,
         rc = try_once(ctx, c, &at, delta, set, &done);
     }
     if (rc == LL_OK && !done) {
-        rc = curator_lock(ctx, c, at.lock, CURATOR_MUTEX, NULL, node, sizeof node);
+        rc = zk_curator_lock(ctx, c, ZK_MUTEX, at.lock, NULL, node, sizeof node);
         while (rc == LL_OK && !done) {
             at.promoted++;
             if ((rc = try_once(ctx, c, &at, delta, set, &done)) == LL_OK && !done &&
@@ -127,7 +127,7 @@ static int change(struct lock_ctx *ctx, const struct sync_args *a, json_t *out,
                 rc = lock_timeout(ctx);
         }
         sync_save_error(ctx, &e);
-        curator_unlock(ctx, c, node);
+        zk_queue_unlock(ctx, c, node);
         sync_restore_error(ctx, &e);
     }
     zk_put(c);

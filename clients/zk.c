@@ -474,11 +474,12 @@ static void on_string(int zrc, const char *value, const void *data)
 static void on_data(int zrc, const char *value, int len, const struct Stat *st, const void *data)
 {
     struct zk_reply *r = reply_of(data);
-    char *copy = zrc == ZOK && value && len >= 0 ? copy_bytes(value, len) : NULL;
+    /* len -1: the node has no data; 0: empty data, value maybe NULL */
+    char *copy = zrc == ZOK && len >= 0 ? copy_bytes(value, len) : NULL;
 
     pthread_mutex_lock(&r->mu);
     r->value = copy;
-    r->value_len = copy ? len : -1;
+    r->value_len = zrc == ZOK ? len : -1;
     if (zrc == ZOK && st) {
         r->stat = *st;
         r->has_stat = 1;

@@ -25,7 +25,8 @@ void sync_granted(const struct sync_args *a, json_t *out);
 /* The operation needs a->name's count, permits … set: 400 otherwise. */
 int sync_need(struct lock_ctx *ctx, long long value, const char *param);
 
-/* One caller per process at a time for `key` (a striped mutex), waiting
+/* One caller per process at a time for `key` (a striped wait_mutex, held
+ * across the caller's round trips: a coroutine waiting for it parks), waiting
  * until the request's deadline: LL_OK with *held set, or LL_TIMEOUT. The
  * optimistic counters take it around their protocol, so that the callers
  * of one instance queue here instead of racing each other's versions in

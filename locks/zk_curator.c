@@ -28,7 +28,15 @@
  * only as long as the session; a holder paused past the session timeout
  * (GC, partition) loses it without knowing until it next talks to
  * ZooKeeper. The `check` hook narrows that window before the UPDATE but
- * cannot close it: there is no fencing token the database could verify.
+ * cannot close it. With ?fence=1 the write carries our node's czxid as its
+ * fencing token (zk_check, locks/zk_hold.c), and the row refuses a token
+ * older than one it has seen, so a late write of a paused holder is
+ * refused once a later holder has written (tests/faults.sh); without it,
+ * nothing stops that write.
+ *
+ * The queue itself — naming, sorting, the watch, finding our node after a
+ * connection loss — is Curator's LockInternals in locks/zk_queue.c, which
+ * the Curator synchronizers of sync/ take their mutex from too.
  */
 #include "zk_private.h"
 

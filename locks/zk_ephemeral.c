@@ -66,7 +66,7 @@ static int eph_acquire(struct lock_ctx *ctx, const char *key)
     zk_product_path(path, sizeof path, EPH_ROOT, key);
     zk_token(ctx, token, sizeof token);
     for (;;) {
-        if ((rc = zk_connect(ctx, &c)) != LL_OK)
+        if ((rc = zk_lock_session(ctx, &c)) != LL_OK)
             return rc;
         zrc = zk_create(ctx, c, path, token, ZOO_EPHEMERAL, NULL, 0);
         if (zrc == ZOK)

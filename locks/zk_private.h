@@ -1,110 +1,33 @@
-/* zk_private.h — what the ZooKeeper strategies share (locks/zk_*.c).
+/* zk_private.h — what the ZooKeeper strategies share (locks/zk_*.c), and
+ * the synchronizers of sync/curator_*.c with them.
  *
- * zk_client.c owns the one ZooKeeper session of the process and the
- * per-slot bookkeeping; zk_queue.c is the sequential-node queue that
- * zk-sequential-poll, zk-sequential and curator differ in only by naming
- * and by how they wait. See the header comment of each file.
+ * The client (clients/zk.h) owns the one ZooKeeper session of the process
+ * and every call on it; zk_hold.c is the lock logic around it (a slot's
+ * holds, tokens, the check, deletes a connection loss left behind);
+ * zk_queue.c is the sequential-node queue that zk-sequential-poll,
+ * zk-sequential and curator differ in only by naming and by how they
+ * wait. See the header comment of each file.
  */
 #ifndef LOCKLAB_ZK_PRIVATE_H
 #define LOCKLAB_ZK_PRIVATE_H
 
 #include "lock.h"
+#include "../clients/zk.h"
 
 #include <stdint.h>
-#include <zookeeper/zookeeper.h>
 
-#define ZK_PATH_MAX  256    /* any znode path we build or are given back */
 #define ZK_TOKEN_MAX 96     /* a holder token: "<instance uuid>:<slot>:<n>" */
 #define ZK_FENCE     "zookeeper"    /* the service of the czxid tokens (zk_check) */
 
 /* ---------------------------------------------------------------- session */
 
-/* One ZooKeeper session (a zhandle and its generation). Worker threads
- * hold a reference while they use it; a session that expired is replaced
- * and closed when its last user lets go. */
-struct zk_conn;
-
-/* A connected session, referenced: zk_put() it when done. Waits for the
- * connection at most until the request's deadline, and not at all once
- * ZooKeeper has been unreachable for a whole session timeout. Failure is
- * LL_UNAVAILABLE with backend "zookeeper <connect string>". */
-int  zk_connect(struct lock_ctx *ctx, struct zk_conn **out);
-void zk_put(struct zk_conn *c);
-
-/* Wait (until until_ms at most) for c to be connected again after a
- * connection loss. LL_OK on the same session; LL_UNAVAILABLE when it
- * expired or did not come back in time. */
-int zk_await(struct lock_ctx *ctx, struct zk_conn *c, int64_t until_ms);
-
-int64_t zk_session_id(struct zk_conn *c);
-int     zk_session_ms(const struct lock_ctx *ctx);
-const char *zk_backend(void);
-
-/* Synchronous operations on c, each counted in ctx->backend_ops. They
- * return ZooKeeper's own codes (ZOK, ZNONODE …). watch=1 sets a watch
- * that zk_wait_gone() can sleep on. */
-int zk_create(struct lock_ctx *ctx, struct zk_conn *c, const char *path, const char *data,
-              int mode, char *created, int created_len);
-int zk_exists(struct lock_ctx *ctx, struct zk_conn *c, const char *path, int watch,
-              struct Stat *st);
-int zk_get(struct lock_ctx *ctx, struct zk_conn *c, const char *path, int watch,
-           char *buf, int *len, struct Stat *st);
-int zk_children(struct lock_ctx *ctx, struct zk_conn *c, const char *path,
-                struct String_vector *out);
-int zk_delete(struct lock_ctx *ctx, struct zk_conn *c, const char *path, int version);
-
-/* A connection loss or time-out: the outcome is unknown, the session may
- * live on. */
-int zk_retryable(int zrc);
-
-/* Record a ZooKeeper failure on ctx: LL_UNAVAILABLE for a lost connection
- * or session, LL_ERROR otherwise. `what` names the operation. */
-int zk_fail(struct lock_ctx *ctx, int zrc, const char *what, const char *path);
-
-/* Create path and its missing ancestors (mode ZOO_PERSISTENT or
- * ZOO_CONTAINER); an existing node is fine. */
-int zk_ensure_path(struct lock_ctx *ctx, struct zk_conn *c, const char *path, int mode);
-
-/* Sleep until `path` changes or goes away: sets an exists watch
- * (data_watch=0) or a getData watch (data_watch=1) and waits on this
- * thread's own condition variable, which only an event on `path` signals.
- * LL_OK when the event came or the node was already gone (the caller
- * re-lists; counts a wake-up), LL_TIMEOUT at the deadline, LL_UNAVAILABLE
- * when the session was lost. */
-int zk_wait_gone(struct lock_ctx *ctx, struct zk_conn *c, const char *path, int data_watch);
-
-/* Watches of any kind, for recipes that wait for more than one node to go
- * (the synchronizers of sync/: children of a lease directory, a barrier's
- * ready node). zk_watch_begin() registers the waiter for events on `path`
- * BEFORE the caller sets its watch (a read with watch=1), so no event can
- * slip between the read and the wait; zk_watch_wait() sleeps until an event
- * on path (LL_OK, a wake-up counted), until_ms (LL_TIMEOUT) or the session's
- * expiry (LL_UNAVAILABLE); zk_watch_end() unregisters. A waiter is used by
- * one thread; begin/wait may repeat before end. */
-struct zk_watch;
-struct zk_watch *zk_watch_begin(struct zk_conn *c, const char *path);
-int  zk_watch_wait(struct lock_ctx *ctx, struct zk_watch *w, int64_t until_ms);
-void zk_watch_end(struct zk_watch *w);
-
-/* getChildren with a child watch (watch=1) or without; getData into a
- * binary buffer; create with binary data; setData at a version (-1: any). */
-int zk_children_watch(struct lock_ctx *ctx, struct zk_conn *c, const char *path, int watch,
-                      struct String_vector *out);
-int zk_create_bin(struct lock_ctx *ctx, struct zk_conn *c, const char *path, const char *data,
-                  int len, int mode, char *created, int created_len);
-int zk_set(struct lock_ctx *ctx, struct zk_conn *c, const char *path, const char *data,
-           int len, int version, struct Stat *st);
-
-/* ---------------------------------------------------------------- paths */
+/* zk_connect(), then the deletes that connection losses left behind in
+ * this session (zk_forget_*), tried once more. Every lock and synchronizer
+ * takes its session here. */
+int zk_lock_session(struct lock_ctx *ctx, struct zk_conn **out);
 
 /* "<root>/<product>" for key "lock:<product>". */
 void zk_product_path(char *buf, int len, const char *root, const char *key);
-
-/* "<dir>/<name>" into buf; a path that does not fit is a bug (assert). */
-void zk_join(char *buf, int len, const char *dir, const char *name);
-
-/* The node's last path component. */
-const char *zk_basename(const char *path);
 
 /* Delete everything under path (and path itself when self=1): the reset
  * hook of every ZooKeeper strategy. */
@@ -115,7 +38,7 @@ int zk_reset_tree(struct lock_ctx *ctx, const char *path, int self);
 /* A lock this slot holds: which strategy and key, our znode, the token
  * written into it, how deep we re-entered and the session that created it
  * (a reference, released with the hold). Kept in the slot's struct zk_slot
- * (ctx->zk, zk_client.c). */
+ * (ctx->zk, zk_hold.c). */
 struct zk_hold {
     const struct lock_ops *ops;
     char            key[48];
@@ -153,6 +76,9 @@ void zk_ctx_free(struct lock_ctx *ctx);
  * timeout, then left to the next user of the session. */
 int zk_delete_ours(struct lock_ctx *ctx, struct zk_conn *c, const char *node,
                    const char *token);
+/* The same after a failure: the failure already on ctx stays its reason. */
+int zk_delete_keeping(struct lock_ctx *ctx, struct zk_conn *c, const char *node,
+                      const char *token);
 
 /* A sequential create whose outcome a connection loss hid, and which we
  * could not look for in time: the next user of the session deletes any
@@ -163,22 +89,63 @@ void zk_forget_node(struct zk_conn *c, const char *node, const char *token);
 
 /* ---------------------------------------------------------------- queue */
 
+/* The sequential-node queue, Curator's LockInternals (zk_queue.c): the one
+ * lock behind zk-sequential-poll, zk-sequential, curator and the Curator
+ * synchronizers of sync/. */
+
 enum zk_wait_kind {
     ZK_POLL,            /* re-list every --retry-ms (seed 000 §4.4.1)  */
     ZK_WATCH_EXISTS,    /* exists() watch on the predecessor (§4.4.2)   */
     ZK_WATCH_DATA       /* getData() watch on the predecessor (Curator) */
 };
 
-/* A queue strategy is its parameters, the conf of its lock_ops, and the
- * methods below by name: zk-sequential-poll, zk-sequential and curator
- * differ in nothing else. */
+/* Which node holds, from the sorted queue (Curator's drivers). */
+enum zk_driver {
+    ZK_MUTEX,           /* the first of all (InterProcessMutex, our queues) */
+    ZK_WRITE,           /* InterProcessReadWriteLock's writer: the same     */
+    ZK_READ             /* its reader: no "__WRIT__" node before ours       */
+};
+
+/* How a queue names its nodes, sorts them and waits. A queue strategy is
+ * its parameters, the conf of its lock_ops, and the methods below by name:
+ * zk-sequential-poll, zk-sequential and curator differ in nothing else. */
 struct zk_queue {
-    const char       *root;      /* lock nodes live in <root>/<product>/ */
+    const char       *root;      /* a strategy's nodes: <root>/<product>/      */
     enum zk_wait_kind wait;
-    int               curator;   /* _c_<uuid>-lock-NNNNNNNNNN, containers */
+    int               curator;   /* _c_<uuid>-lock-NNNNNNNNNN, containers       */
     int               reentrant;
 };
 
+/* Take the lock of dir: our node in its queue (data written into it, NULL
+ * for none; attempt tells our own apart in our naming), then wait as q says
+ * until driver d finds that it holds (own_write: our node of the write lock
+ * we hold, which lets the read driver grant us). Our node into node. On
+ * failure — the deadline, a lost session — our node is deleted and node is
+ * "". zk_queue_unlock() gives it back. */
+int zk_queue_lock(struct lock_ctx *ctx, struct zk_conn *c, const struct zk_queue *q,
+                  enum zk_driver d, const char *dir, const char *own_write,
+                  const char *data, unsigned attempt, char *node, int len);
+int zk_queue_unlock(struct lock_ctx *ctx, struct zk_conn *c, const char *node);
+
+/* Curator's InterProcessMutex (d = ZK_MUTEX) and read-write lock on dir,
+ * as its Java clients take them (no data, a getData watch): zk_queue_lock()
+ * with Curator's queue. */
+int zk_curator_lock(struct lock_ctx *ctx, struct zk_conn *c, enum zk_driver d,
+                    const char *dir, const char *own_write, char *node, int len);
+
+/* Curator's protected name "_c_<fresh uuid>-<name>" into buf. */
+void zk_protected_name(char *buf, int len, const char *name);
+
+/* An EPHEMERAL_SEQUENTIAL node <dir>/<prefix><sequence> with data (NULL:
+ * none), its missing parents made as parent_mode (ZOO_CONTAINER,
+ * ZOO_PERSISTENT). After a connection loss it looks for a child named
+ * prefix* before creating again, so the prefix must be ours alone (a
+ * protected name). The full path into node. */
+int zk_create_sequential(struct lock_ctx *ctx, struct zk_conn *c, const char *dir,
+                         const char *prefix, const char *data, int parent_mode,
+                         char *node, int len);
+
+/* The queue strategies' methods. */
 int zk_queue_acquire(struct lock_ctx *ctx, const char *key);
 int zk_queue_release(struct lock_ctx *ctx, const char *key);
 int zk_queue_reset(struct lock_ctx *ctx, const char *key);   /* <root>/<product>'s nodes */

@@ -19,9 +19,11 @@
  * the same product would not see its nodes as a queue: see `curator`);
  * and an exists() on a predecessor that is already gone leaves a watch for
  * that node's creation behind in the client until the session ends — a
- * small leak Curator avoids by watching with getData(). Like every
- * ZooKeeper lock it has no fencing token: a holder whose session expires
- * between the `check` hook and the UPDATE still writes.
+ * small leak Curator avoids by watching with getData(). A holder whose
+ * session expires between the `check` hook and the UPDATE still writes,
+ * unless the request asked for ?fence=1: then the write carries the node's
+ * czxid (zk_check, locks/zk_hold.c) and the row refuses it once a later
+ * holder has written (tests/faults.sh).
  */
 #include "zk_private.h"
 

@@ -109,7 +109,7 @@ static int change(struct lock_ctx *ctx, const struct sync_args *a, json_t *out,
     curator_path(at.lock, sizeof at.lock, "atomic-long-lock", a->name);
     if ((rc = sync_local_lock(ctx, at.path, &local)) != LL_OK)
         return rc;
-    if ((rc = zk_connect(ctx, &c)) != LL_OK) {
+    if ((rc = zk_lock_session(ctx, &c)) != LL_OK) {
         sync_local_unlock(local);
         return rc;
     }
@@ -119,7 +119,7 @@ static int change(struct lock_ctx *ctx, const struct sync_args *a, json_t *out,
         rc = try_once(ctx, c, &at, delta, set, &done);
     }
     if (rc == LL_OK && !done) {
-        rc = curator_lock(ctx, c, at.lock, CURATOR_MUTEX, NULL, node, sizeof node);
+        rc = zk_curator_lock(ctx, c, ZK_MUTEX, at.lock, NULL, node, sizeof node);
         while (rc == LL_OK && !done) {
             at.promoted++;
             if ((rc = try_once(ctx, c, &at, delta, set, &done)) == LL_OK && !done &&
@@ -127,7 +127,7 @@ static int change(struct lock_ctx *ctx, const struct sync_args *a, json_t *out,
                 rc = lock_timeout(ctx);
         }
         sync_save_error(ctx, &e);
-        curator_unlock(ctx, c, node);
+        zk_queue_unlock(ctx, c, node);
         sync_restore_error(ctx, &e);
     }
     zk_put(c);
@@ -168,7 +168,7 @@ static int op_get(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)
     struct zk_conn *c;
     struct Stat st;
 
-    if ((rc = zk_connect(ctx, &c)) != LL_OK)
+    if ((rc = zk_lock_session(ctx, &c)) != LL_OK)
         return rc;
     curator_path(path, sizeof path, "atomic-long", a->name);
     zrc = zk_get(ctx, c, path, 0, buf, &len, &st);

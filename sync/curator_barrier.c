@@ -11,7 +11,7 @@ static int with_conn(struct lock_ctx *ctx, const struct sync_args *a, char *path
                      struct zk_conn **c)
 {
     curator_path(path, ZK_PATH_MAX, "barrier", a->name);
-    return zk_connect(ctx, c);
+    return zk_lock_session(ctx, c);
 }
 
 static int op_set(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)

@@ -42,7 +42,7 @@ static int op_enter(struct lock_ctx *ctx, const struct sync_args *a, json_t *out
         strlcopy(id, a->member, sizeof id);
     else
         uuid4(id);
-    if ((rc = zk_connect(ctx, &c)) != LL_OK)
+    if ((rc = zk_lock_session(ctx, &c)) != LL_OK)
         return rc;
     curator_path(base, sizeof base, "double-barrier", a->name);
     zk_join(ready, sizeof ready, base, "ready");
@@ -129,7 +129,7 @@ static int op_leave(struct lock_ctx *ctx, const struct sync_args *a, json_t *out
 
     if (a->member == NULL)
         return lock_error(ctx, LL_BADREQ, NULL, "leave needs ?member=, the id enter answered");
-    if ((rc = zk_connect(ctx, &c)) != LL_OK)
+    if ((rc = zk_lock_session(ctx, &c)) != LL_OK)
         return rc;
     curator_path(base, sizeof base, "double-barrier", a->name);
     zk_join(ours, sizeof ours, base, a->member);

@@ -21,11 +21,11 @@ static int op_lock(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)
 
     if (a->nnames == 0)
         return lock_error(ctx, LL_BADREQ, NULL, "lock needs ?names=a,b,…");
-    if ((rc = zk_connect(ctx, &c)) != LL_OK)
+    if ((rc = zk_lock_session(ctx, &c)) != LL_OK)
         return rc;
     for (n = 0; n < a->nnames; n++) {
         curator_path(path, sizeof path, "lock", a->names[n]);
-        if ((rc = curator_lock(ctx, c, path, CURATOR_MUTEX, NULL, node[n], sizeof node[n])) != LL_OK)
+        if ((rc = zk_curator_lock(ctx, c, ZK_MUTEX, path, NULL, node[n], sizeof node[n])) != LL_OK)
             break;
     }
     if (rc == LL_TIMEOUT)
@@ -41,7 +41,7 @@ static int op_lock(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)
     sync_released(out);
     sync_save_error(ctx, &e);
     for (i = n - 1; i >= 0; i--) {
-        int one = curator_unlock(ctx, c, node[i]);
+        int one = zk_queue_unlock(ctx, c, node[i]);
         if (rc == LL_OK && one != LL_OK) {
             rc = one;
             sync_save_error(ctx, &e);

@@ -4,7 +4,7 @@
  *
  * Readers and writers queue in one directory: protected ephemeral
  * sequential nodes _c_<uuid>-__READ__<seq> and _c_<uuid>-__WRIT__<seq>,
- * sorted by sequence (curator_common.c). A writer holds the lock when its
+ * sorted by sequence (Curator's LockInternals, locks/zk_queue.c). A writer holds the lock when its
  * node is first of all; a reader when no write node comes before its own.
  * So a writer waits for every reader before it, and a reader for every
  * writer before it — arrival order, no starvation either way.
@@ -27,11 +27,11 @@ static int take(struct lock_ctx *ctx, const struct sync_args *a, json_t *out, in
     struct zk_conn *c;
     int rc;
 
-    if ((rc = zk_connect(ctx, &c)) != LL_OK)
+    if ((rc = zk_lock_session(ctx, &c)) != LL_OK)
         return rc;
     curator_path(path, sizeof path, "rwlock", a->name);
     json_object_set_new(out, "lock", json_string(write ? "write" : "read"));
-    rc = curator_lock(ctx, c, path, write ? CURATOR_WRITE : CURATOR_READ, NULL, node, sizeof node);
+    rc = zk_curator_lock(ctx, c, write ? ZK_WRITE : ZK_READ, path, NULL, node, sizeof node);
     if (rc == LL_TIMEOUT)
         lock_error(ctx, LL_TIMEOUT, NULL, "%s lock of %s not obtained within %d ms",
                    write ? "write" : "read", path, ctx->wait_ms);
@@ -39,7 +39,7 @@ static int take(struct lock_ctx *ctx, const struct sync_args *a, json_t *out, in
         json_object_set_new(out, "node", json_string(zk_basename(node)));
         sync_granted(a, out);
         sync_released(out);
-        rc = curator_unlock(ctx, c, node);
+        rc = zk_queue_unlock(ctx, c, node);
     }
     zk_put(c);
     return rc;
@@ -69,18 +69,17 @@ static int both(struct lock_ctx *ctx, const struct sync_args *a, json_t *out, in
     struct zk_conn *c;
     int rc;
 
-    if ((rc = zk_connect(ctx, &c)) != LL_OK)
+    if ((rc = zk_lock_session(ctx, &c)) != LL_OK)
         return rc;
     curator_path(path, sizeof path, "rwlock", a->name);
-    rc = curator_lock(ctx, c, path, write_first ? CURATOR_WRITE : CURATOR_READ, NULL,
-                      n1, sizeof n1);
+    rc = zk_curator_lock(ctx, c, write_first ? ZK_WRITE : ZK_READ, path, NULL, n1, sizeof n1);
     if (rc != LL_OK) {
         zk_put(c);
         return rc;
     }
     sync_mark(out, write_first ? "write_granted_at_ms" : "read_granted_at_ms");
-    rc = curator_lock(ctx, c, path, write_first ? CURATOR_READ : CURATOR_WRITE,
-                      write_first ? n1 : NULL, n2, sizeof n2);
+    rc = zk_curator_lock(ctx, c, write_first ? ZK_READ : ZK_WRITE, path,
+                         write_first ? n1 : NULL, n2, sizeof n2);
     json_object_set_new(out, write_first ? "read_granted_while_writing"
                                          : "write_granted_while_reading",
                         json_boolean(rc == LL_OK));
@@ -88,7 +87,7 @@ static int both(struct lock_ctx *ctx, const struct sync_args *a, json_t *out, in
         lock_error(ctx, LL_TIMEOUT, NULL, "a read lock cannot be upgraded: the write node "
                    "queues behind this reader's own (%d ms)", ctx->wait_ms);
     if (rc == LL_OK && write_first) {
-        curator_unlock(ctx, c, n1);          /* downgraded: only the read lock now */
+        zk_queue_unlock(ctx, c, n1);          /* downgraded: only the read lock now */
         n1[0] = '\0';
         sync_mark(out, "write_released_at_ms");
         sync_granted(a, out);
@@ -96,8 +95,8 @@ static int both(struct lock_ctx *ctx, const struct sync_args *a, json_t *out, in
     sync_released(out);
     sync_save_error(ctx, &e);
     if (rc == LL_OK)
-        curator_unlock(ctx, c, n2);
-    curator_unlock(ctx, c, n1);
+        zk_queue_unlock(ctx, c, n2);
+    zk_queue_unlock(ctx, c, n1);
     sync_restore_error(ctx, &e);
     zk_put(c);
     return rc;

@@ -6,7 +6,7 @@
  *
  * Znodes under P = /locklab/sync/semaphore/N:
  *   P/locks/_c_<uuid>-lock-<seq>     an InterProcessMutex that serialises
- *                                    the acquirers (curator_common.c)
+ *                                    the acquirers (locks/zk_queue.c)
  *   P/leases/_c_<uuid>-lease-<seq>   one EPHEMERAL_SEQUENTIAL node a lease
  * Acquiring one lease (internalAcquire1Lease): take P/locks; create our
  * lease node; read P/leases' children with a child watch; while they are
@@ -20,7 +20,7 @@
  * and leases are ephemeral — a holder whose session expires loses its
  * lease while still working, and a lease whose delete was cut by a lost
  * connection stays until its session ends (here the delete is retried on
- * the same session, locks/zk_client.c).
+ * the same session, locks/zk_hold.c).
  */
 #include "sync_private.h"
 
@@ -31,7 +31,7 @@
 static int take_one(struct lock_ctx *ctx, struct zk_conn *c, const char *path,
                     long long max, char *lease)
 {
-    char locks[ZK_PATH_MAX], leases[ZK_PATH_MAX], mutex[ZK_PATH_MAX];
+    char locks[ZK_PATH_MAX], leases[ZK_PATH_MAX], mutex[ZK_PATH_MAX], name[64];
     struct String_vector kids;
     struct sync_saved_error e;
     struct zk_watch *w;
@@ -39,9 +39,10 @@ static int take_one(struct lock_ctx *ctx, struct zk_conn *c, const char *path,
 
     zk_join(locks, sizeof locks, path, "locks");
     zk_join(leases, sizeof leases, path, "leases");
-    if ((rc = curator_lock(ctx, c, locks, CURATOR_MUTEX, NULL, mutex, sizeof mutex)) != LL_OK)
+    if ((rc = zk_curator_lock(ctx, c, ZK_MUTEX, locks, NULL, mutex, sizeof mutex)) != LL_OK)
         return rc;
-    rc = curator_create_protected(ctx, c, leases, "lease-", ZOO_PERSISTENT, lease, ZK_PATH_MAX);
+    zk_protected_name(name, sizeof name, "lease-");
+    rc = zk_create_sequential(ctx, c, leases, name, NULL, ZOO_PERSISTENT, lease, ZK_PATH_MAX);
     w = rc == LL_OK ? zk_watch_begin(c, leases) : NULL;
     while (rc == LL_OK) {
         zrc = zk_children_watch(ctx, c, leases, 1, &kids);
@@ -70,7 +71,7 @@ static int take_one(struct lock_ctx *ctx, struct zk_conn *c, const char *path,
     sync_save_error(ctx, &e);
     if (rc != LL_OK && lease[0])
         zk_delete_ours(ctx, c, lease, NULL);
-    curator_unlock(ctx, c, mutex);
+    zk_queue_unlock(ctx, c, mutex);
     sync_restore_error(ctx, &e);
     return rc;
 }
@@ -119,7 +120,7 @@ static int op_acquire(struct lock_ctx *ctx, const struct sync_args *a, json_t *o
         return rc;
     if (qty > CURATOR_MAX_QTY)
         return lock_error(ctx, LL_BADREQ, NULL, "qty is at most %d", CURATOR_MAX_QTY);
-    if ((rc = zk_connect(ctx, &c)) != LL_OK)
+    if ((rc = zk_lock_session(ctx, &c)) != LL_OK)
         return rc;
     curator_path(path, sizeof path, "semaphore", a->name);
     rc = curator_leases_take(ctx, c, path, a->permits, qty, leases);
@@ -148,7 +149,7 @@ static int op_leases(struct lock_ctx *ctx, const struct sync_args *a, json_t *ou
     struct zk_conn *c;
     int rc, zrc;
 
-    if ((rc = zk_connect(ctx, &c)) != LL_OK)
+    if ((rc = zk_lock_session(ctx, &c)) != LL_OK)
         return rc;
     curator_path(path, sizeof path, "semaphore", a->name);
     strncat(path, "/leases", sizeof path - strlen(path) - 1);

@@ -14,7 +14,7 @@ static int take(struct lock_ctx *ctx, const struct sync_args *a, json_t *out, in
     struct zk_conn *c;
     int rc, again;
 
-    if ((rc = zk_connect(ctx, &c)) != LL_OK)
+    if ((rc = zk_lock_session(ctx, &c)) != LL_OK)
         return rc;
     curator_path(path, sizeof path, "semaphore-mutex", a->name);
     if ((rc = curator_leases_take(ctx, c, path, 1, 1, lease)) != LL_OK) {

@@ -71,7 +71,7 @@ static int op_get(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)
     long long count;
     int rc, version;
 
-    if ((rc = zk_connect(ctx, &c)) != LL_OK)
+    if ((rc = zk_lock_session(ctx, &c)) != LL_OK)
         return rc;
     curator_path(path, sizeof path, "shared-count", a->name);
     if ((rc = read_count(ctx, c, path, a->count > 0 ? a->count : 0, &count, &version)) == LL_OK)
@@ -92,7 +92,7 @@ static int set(struct lock_ctx *ctx, const struct sync_args *a, json_t *out, int
     if ((rc = sync_need(ctx, a->count, "count")) != LL_OK ||
         (versioned && (rc = sync_need(ctx, a->version, "version")) != LL_OK))
         return rc;
-    if ((rc = zk_connect(ctx, &c)) != LL_OK)
+    if ((rc = zk_lock_session(ctx, &c)) != LL_OK)
         return rc;
     curator_path(path, sizeof path, "shared-count", a->name);
     if ((rc = read_count(ctx, c, path, 0, &before, &version)) == LL_OK) {
@@ -140,7 +140,7 @@ static int op_increment(struct lock_ctx *ctx, const struct sync_args *a, json_t 
     curator_path(path, sizeof path, "shared-count", a->name);
     if ((rc = sync_local_lock(ctx, path, &local)) != LL_OK)
         return rc;
-    if ((rc = zk_connect(ctx, &c)) != LL_OK) {
+    if ((rc = zk_lock_session(ctx, &c)) != LL_OK) {
         sync_local_unlock(local);
         return rc;
     }

@@ -13,7 +13,6 @@
 #include "../core/util.h"
 #include "../core/wait.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
@@ -91,10 +90,11 @@ void sync_restore_error(struct lock_ctx *ctx, const struct sync_saved_error *e)
 
 /* ---------------------------------------------------------------- local queue */
 
+/* Held across the callers' ZooKeeper round trips, so a mutex of the wait
+ * layer: a coroutine that waits for it parks, a thread blocks. */
 #define STRIPES 64
-static pthread_mutex_t stripes[STRIPES] = {
-#define M4 PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, \
-           PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER
+static struct wait_mutex stripes[STRIPES] = {
+#define M4 WAIT_MUTEX_INIT, WAIT_MUTEX_INIT, WAIT_MUTEX_INIT, WAIT_MUTEX_INIT
 #define M16 M4, M4, M4, M4
     M16, M16, M16, M16
 #undef M16
@@ -104,15 +104,13 @@ static pthread_mutex_t stripes[STRIPES] = {
 int sync_local_lock(struct lock_ctx *ctx, const char *key, void **held)
 {
     uint32_t h = 2166136261u;           /* FNV-1a */
-    int64_t until = sync_wall_ms() + lock_time_left(ctx);
-    struct timespec ts = { until / 1000, (until % 1000) * 1000000 };
-    pthread_mutex_t *m;
+    struct wait_mutex *m;
 
     for (; *key; key++)
         h = (h ^ (unsigned char)*key) * 16777619u;
     m = &stripes[h % STRIPES];
     *held = NULL;
-    if (pthread_mutex_timedlock(m, &ts) != 0)
+    if (!wait_mutex_lock(m, now_us() + lock_time_left(ctx) * 1000))
         return lock_timeout(ctx);
     *held = m;
     return LL_OK;
@@ -121,7 +119,7 @@ int sync_local_lock(struct lock_ctx *ctx, const char *key, void **held)
 void sync_local_unlock(void *held)
 {
     if (held)
-        pthread_mutex_unlock(held);
+        wait_mutex_unlock(held);
 }
 
 /* ---------------------------------------------------------------- demos */

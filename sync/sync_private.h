@@ -1,6 +1,7 @@
 /* sync_private.h — what the synchronizers share (every sync/ file): the answer's
- * times, Redisson's waiting loop and Curator's lock internals, on top of
- * the lock families' connection code (locks/redis_*.c, locks/zk_client.c),
+ * times, Redisson's waiting loop, Curator's paths and semaphore leases, on
+ * top of the lock families' code (locks/redis_*.c; for ZooKeeper the client
+ * clients/zk.c and the queue locks/zk_queue.c, Curator's LockInternals),
  * which they reuse rather than copy.
  */
 #ifndef LOCKLAB_SYNC_PRIVATE_H
@@ -24,7 +25,8 @@ void sync_granted(const struct sync_args *a, json_t *out);
 /* The operation needs a->name's count, permits … set: 400 otherwise. */
 int sync_need(struct lock_ctx *ctx, long long value, const char *param);
 
-/* One caller per process at a time for `key` (a striped mutex), waiting
+/* One caller per process at a time for `key` (a striped wait_mutex, held
+ * across the caller's round trips: a coroutine waiting for it parks), waiting
  * until the request's deadline: LL_OK with *held set, or LL_TIMEOUT. The
  * optimistic counters take it around their protocol, so that the callers
  * of one instance queue here instead of racing each other's versions in
@@ -64,27 +66,6 @@ int redisson_del(struct lock_ctx *ctx, int nkeys, const char **keys);
 
 /* "/locklab/sync/<dir>/<name>". */
 void curator_path(char *buf, int len, const char *dir, const char *name);
-
-/* Create a protected EPHEMERAL_SEQUENTIAL node <parent>/_c_<uuid>-<base>,
- * with its missing parents as `parent_mode` (ZOO_CONTAINER or
- * ZOO_PERSISTENT), as Curator's create().withProtection() does: after a
- * connection loss it looks for its _c_<uuid> among the children before
- * creating again. The full path into node. */
-int curator_create_protected(struct lock_ctx *ctx, struct zk_conn *c, const char *parent,
-                             const char *base, int parent_mode, char *node, int len);
-
-/* Curator's LockInternals with its three drivers: the InterProcessMutex
- * ("lock-", the first node holds it), and InterProcessReadWriteLock's
- * write ("__WRIT__": the first node of all) and read ("__READ__": no
- * write node before ours, or our own write lock held: own_write). */
-enum curator_driver { CURATOR_MUTEX, CURATOR_WRITE, CURATOR_READ };
-
-/* Take the lock of `base` with driver d, waiting until the deadline. Our
- * node into node; on failure our node is gone. */
-int curator_lock(struct lock_ctx *ctx, struct zk_conn *c, const char *base,
-                 enum curator_driver d, const char *own_write, char *node, int len);
-/* Give it back: delete our node. */
-int curator_unlock(struct lock_ctx *ctx, struct zk_conn *c, const char *node);
 
 /* Keep the first failure on ctx across a cleanup that may fail too. */
 struct sync_saved_error {

@@ -56,19 +56,14 @@ static struct {
 
 static pthread_once_t kp_once = PTHREAD_ONCE_INIT;
 static _Atomic(const struct config *) kp_cfg;
-static char backend_name[300] = "etcd";
-
-const char *etcd_backend(void)
-{
-    return backend_name;
-}
 
 int etcd_fail(struct lock_ctx *ctx, int rc, const char *what)
 {
     struct etcd_slot *s = ctx->etcd;
 
-    return lock_error(ctx, rc == ETCD_DOWN ? LL_UNAVAILABLE : LL_ERROR, backend_name,
-                      "%s: %s", what, s ? s->conn.err : "no connection");
+    if (s == NULL)
+        return lock_error(ctx, LL_ERROR, "etcd", "%s: no connection", what);
+    return etcd_error(ctx, &s->conn, rc, what);
 }
 
 static int64_t lease_end_us(int64_t sent_us, int ttl_s)
@@ -154,7 +149,6 @@ static void keeper_start(void)
         fprintf(stderr, "locklab: --etcd '%s' is not host:port[,…]\n", cfg->etcd);
         abort();
     }
-    snprintf(backend_name, sizeof backend_name, "etcd %s", cfg->etcd);
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&kp.cv, &attr);
@@ -271,8 +265,8 @@ int etcd_session_check(struct lock_ctx *ctx)
     until = e->until_us;
     pthread_mutex_unlock(&kp.mu);
     if (lost)
-        return lock_error(ctx, LL_LOST, backend_name, "the etcd session's lease is gone "
-                          "(a keep-alive found it expired): sale not written");
+        return lock_error(ctx, LL_LOST, etcd_slot_of(ctx)->conn.name, "the etcd session's "
+                          "lease is gone (a keep-alive found it expired): sale not written");
     ctx->lease_until_us = until;
     return LL_OK;
 }

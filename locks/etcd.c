@@ -7,7 +7,7 @@
  * /locklab/etcd/<product>` (the Mutex too) and we exclude each other.
  *
  *   session  a lease of --lease-ms (in seconds) per worker slot, kept
- *            alive by etcd_session.c's thread;
+ *            alive by etcd_session.c's keeper;
  *   key      <prefix>/<lease id in hex>, prefix /locklab/etcd/<product>;
  *   lock     one transaction: if our key's create revision is 0 (no key),
  *            put it under the lease and range the prefix's first key by

@@ -37,7 +37,7 @@ struct etcd_slot *etcd_slot_of(struct lock_ctx *ctx);
 void etcd_count(struct lock_ctx *ctx);
 
 /* The slot's state with a live session, made or renewed as needed; the
- * keeper thread keeps its lease alive from now until etcd_session_idle().
+ * keeper keeps its lease alive from now until etcd_session_idle().
  * LL_UNAVAILABLE when no endpoint grants a lease. */
 int  etcd_session(struct lock_ctx *ctx, struct etcd_slot **out);
 /* The slot no longer holds or waits: the keeper renews the lease for one

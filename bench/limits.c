@@ -35,7 +35,7 @@
  *   serial_etcd       one session (a lease): concurrency.Mutex's transaction
  *                     (put our key, range the owner), the SELECT + UPDATE,
  *                     delete — over etcd's JSON gateway, as the etcd
- *                     strategy speaks it (locks/etcd_client.c).
+ *                     strategy speaks it (clients/etcd.c).
  *   redis_decr        N connections, each looping EVALSHA of redis-decr's
  *                     own script for one purchase (DECRBY, INCRBY, XADD) on
  *                     scratch keys locklab:limits:stock…: what Redis takes
@@ -78,7 +78,7 @@
 #include "limits_sync.h"
 #include "../clients/db_pipe.h"
 #include "../core/util.h"
-#include "../locks/etcd_private.h"
+#include "../clients/etcd.h"
 #include "../locks/redis_stock.h"
 
 #include <errno.h>

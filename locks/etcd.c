@@ -7,7 +7,7 @@
  * /locklab/etcd/<product>` (the Mutex too) and we exclude each other.
  *
  *   session  a lease of --lease-ms (in seconds) per worker slot, kept
- *            alive by etcd_session.c's thread;
+ *            alive by etcd_session.c's keeper;
  *   key      <prefix>/<lease id in hex>, prefix /locklab/etcd/<product>;
  *   lock     one transaction: if our key's create revision is 0 (no key),
  *            put it under the lease and range the prefix's first key by
@@ -41,6 +41,12 @@
 
 #include <stdio.h>
 #include <string.h>
+
+/* The backend name of the slot's endpoints ("etcd 127.0.0.1:12379,…"). */
+static const char *backend(struct lock_ctx *ctx)
+{
+    return etcd_slot_of(ctx)->conn.name;
+}
 
 /* The slot's hold of `key` by this request, or NULL. A hold left by an
  * earlier request that never released is dropped first. */
@@ -161,7 +167,7 @@ static int etcd_check(struct lock_ctx *ctx, const char *key)
 
     prefix_of(key, prefix, sizeof prefix);
     if ((s = hold_of(ctx, prefix)) == NULL)
-        return lock_error(ctx, LL_ERROR, etcd_backend(), "etcd: %s not held", key);
+        return lock_error(ctx, LL_ERROR, backend(ctx), "etcd: %s not held", key);
     if ((rc = etcd_session_check(ctx)) != LL_OK)
         return rc;
     rc = etcd_create_rev(&s->conn, s->key, &rev, ctx->lease_until_us / 1000);
@@ -169,9 +175,9 @@ static int etcd_check(struct lock_ctx *ctx, const char *key)
     if (rc == ETCD_OK && rev == s->rev)
         return LL_OK;
     if (rc == ETCD_OK)
-        return lock_error(ctx, LL_LOST, etcd_backend(), "lock %s lost before the write: "
+        return lock_error(ctx, LL_LOST, backend(ctx), "lock %s lost before the write: "
                           "the key is gone", s->key);
-    return lock_error(ctx, LL_LOST, etcd_backend(), "lock %s lost before the write: "
+    return lock_error(ctx, LL_LOST, backend(ctx), "lock %s lost before the write: "
                       "etcd did not confirm it within its lease (%s)", s->key, s->conn.err);
 }
 
@@ -183,7 +189,7 @@ static int etcd_release(struct lock_ctx *ctx, const char *key)
 
     prefix_of(key, prefix, sizeof prefix);
     if ((s = hold_of(ctx, prefix)) == NULL)
-        return lock_error(ctx, LL_ERROR, etcd_backend(), "etcd: release of %s not held", key);
+        return lock_error(ctx, LL_ERROR, backend(ctx), "etcd: release of %s not held", key);
     if (--s->depth > 0)
         return LL_OK;
     rc = etcd_delete(&s->conn, s->key, 0, now_ms() + ETCD_CALL_MS);

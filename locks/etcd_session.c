@@ -1,4 +1,4 @@
-/* etcd_session.c — each worker slot's etcd session, and the one thread
+/* etcd_session.c — each worker slot's etcd session, and the one worker
  * that keeps the sessions' leases alive.
  *
  * etcd's concurrency.Session is a lease that a goroutine keeps alive for as
@@ -10,14 +10,22 @@
  * has one, granted at its first acquire with a TTL of --lease-ms rounded
  * up to seconds (etcd raises it to its minimum, 2 s here).
  *
- * Keeping alive. One process-wide thread renews the leases at TTL/3 (as
+ * Keeping alive. One process-wide worker renews the leases at TTL/3 (as
  * the Go client does) on a connection of its own, as redis_watchdog.c does
- * for Redis: a slot's own connection is busy with its request. A lease is
- * renewed while its slot holds or waits, and for one TTL after, so a slot
- * that sells again soon reuses its session; then it is left to lapse, so
- * an idle instance costs etcd nothing. A slot whose session lapsed, was
- * found gone, or has less than half a TTL left that etcd confirmed, gets
- * a new one at its next acquire.
+ * for Redis: a slot's own connection is busy with its request. It is a
+ * task_background() worker: a coroutine on the loop of the caller that
+ * first needs it, or a thread of its own when that caller has no loop (a
+ * tool, the thread-per-connection server); it sleeps on a wait_cond until
+ * the next lease is due or a new one comes, and its keep-alives wait
+ * through the client's waits, so the same code parks or blocks. The
+ * entries' mutex is held for a few instructions at a time, never across a
+ * call: wait_cond_wait() lets go of it while the keeper sleeps.
+ *
+ * A lease is renewed while its slot holds or waits, and for one TTL after,
+ * so a slot that sells again soon reuses its session; then it is left to
+ * lapse, so an idle instance costs etcd nothing. A slot whose session
+ * lapsed, was found gone, or has less than half a TTL left that etcd
+ * confirmed, gets a new one at its next acquire.
  *
  * Lease honesty: the keeper records, per slot, the end of the last lease
  * etcd confirmed — from the moment the grant or keep-alive was sent, plus
@@ -27,13 +35,13 @@
  */
 #include "etcd_private.h"
 #include "../core/util.h"
+#include "../core/wait.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct keep_entry {
     long long lease;            /* 0: nothing to renew                    */
@@ -46,29 +54,24 @@ struct keep_entry {
 };
 
 static struct {
-    pthread_mutex_t    mu;
-    pthread_cond_t     cv;
+    pthread_mutex_t    mu;              /* the entries, asleep_until      */
+    struct wait_cond   cv;              /* the keeper sleeps on it        */
     struct keep_entry *e;
     int                n;
-    struct etcd_conn   conn;
-    int64_t            asleep_until;
-} kp = { .mu = PTHREAD_MUTEX_INITIALIZER, .asleep_until = INT64_MAX };
+    struct etcd_conn   conn;            /* the keeper's own               */
+    int64_t            asleep_until;    /* ms: the keeper sleeps until    */
+} kp = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = WAIT_COND_INIT, .asleep_until = INT64_MAX };
 
 static pthread_once_t kp_once = PTHREAD_ONCE_INIT;
 static _Atomic(const struct config *) kp_cfg;
-static char backend_name[300] = "etcd";
-
-const char *etcd_backend(void)
-{
-    return backend_name;
-}
 
 int etcd_fail(struct lock_ctx *ctx, int rc, const char *what)
 {
     struct etcd_slot *s = ctx->etcd;
 
-    return lock_error(ctx, rc == ETCD_DOWN ? LL_UNAVAILABLE : LL_ERROR, backend_name,
-                      "%s: %s", what, s ? s->conn.err : "no connection");
+    if (s == NULL)
+        return lock_error(ctx, LL_ERROR, "etcd", "%s: no connection", what);
+    return etcd_error(ctx, &s->conn, rc, what);
 }
 
 static int64_t lease_end_us(int64_t sent_us, int ttl_s)
@@ -91,9 +94,8 @@ static int keep_due(struct keep_entry *e, int64_t now)
     return e->next_ms <= now;
 }
 
-static void *keeper_main(void *arg)
+static void keeper_main(void *arg)
 {
-    struct timespec ts;
     int i, due, ttl, rc;
     int64_t now, first, sent;
     long long lease;
@@ -112,13 +114,7 @@ static void *keeper_main(void *arg)
         }
         if (due < 0) {
             kp.asleep_until = first;
-            if (first == INT64_MAX) {
-                pthread_cond_wait(&kp.cv, &kp.mu);
-            } else {
-                ts.tv_sec = first / 1000;
-                ts.tv_nsec = (first % 1000) * 1000000;
-                pthread_cond_timedwait(&kp.cv, &kp.mu, &ts);
-            }
+            wait_cond_wait(&kp.cv, &kp.mu, first == INT64_MAX ? WAIT_FOREVER : first * 1000);
             continue;
         }
         kp.asleep_until = now;
@@ -139,14 +135,11 @@ static void *keeper_main(void *arg)
                 kp.e[due].next_ms = now_ms() + 200;
         }
     }
-    return NULL;
 }
 
 static void keeper_start(void)
 {
     const struct config *cfg = atomic_load(&kp_cfg);
-    pthread_condattr_t attr;
-    pthread_t tid;
 
     kp.n = cfg->threads;
     kp.e = xcalloc((size_t)kp.n, sizeof *kp.e);
@@ -154,16 +147,7 @@ static void keeper_start(void)
         fprintf(stderr, "locklab: --etcd '%s' is not host:port[,…]\n", cfg->etcd);
         abort();
     }
-    snprintf(backend_name, sizeof backend_name, "etcd %s", cfg->etcd);
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&kp.cv, &attr);
-    pthread_condattr_destroy(&attr);
-    if (pthread_create(&tid, NULL, keeper_main, NULL) != 0) {
-        fprintf(stderr, "locklab: cannot start the etcd keep-alive thread\n");
-        abort();
-    }
-    pthread_detach(tid);
+    task_background("etcd-keeper", keeper_main, NULL);
 }
 
 static void keeper_init(const struct lock_ctx *ctx)
@@ -233,7 +217,7 @@ int etcd_session(struct lock_ctx *ctx, struct etcd_slot **out)
     e->next_ms = now_ms() + ttl * 1000LL / 3;
     if (e->next_ms < kp.asleep_until) {
         kp.asleep_until = e->next_ms;
-        pthread_cond_signal(&kp.cv);
+        wait_cond_signal(&kp.cv);
     }
     pthread_mutex_unlock(&kp.mu);
     return LL_OK;
@@ -271,8 +255,8 @@ int etcd_session_check(struct lock_ctx *ctx)
     until = e->until_us;
     pthread_mutex_unlock(&kp.mu);
     if (lost)
-        return lock_error(ctx, LL_LOST, backend_name, "the etcd session's lease is gone "
-                          "(a keep-alive found it expired): sale not written");
+        return lock_error(ctx, LL_LOST, etcd_slot_of(ctx)->conn.name, "the etcd session's "
+                          "lease is gone (a keep-alive found it expired): sale not written");
     ctx->lease_until_us = until;
     return LL_OK;
 }

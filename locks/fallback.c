@@ -46,7 +46,10 @@ static const struct lock_ops *const layers[FB_LAYERS] = {
     &lock_redisson, &lock_curator, &lock_mysql_lock_table,
 };
 
-/* Who holds what here: per product, the live holds of each layer. */
+/* Who holds what here: per product, the live holds of each layer. fb.mu
+ * guards the table for a few instructions at a time and is never held
+ * across a layer's call, which may wait (on the loop, a mutex held across
+ * a park would stop every other request of the instance). */
 static struct {
     pthread_mutex_t mu;
     struct { char key[LOCK_KEY_MAX]; int active[FB_LAYERS]; } held[FB_KEYS];

@@ -11,7 +11,9 @@
  * it set, its expiry or validity, the replicas redisson-wait counts.
  *
  * Pub/sub (redis_pubsub.c): one dispatcher per process holds the
- * subscriptions and wakes one waiter per message.
+ * subscriptions and wakes one waiter per message; Redisson's subscribe-
+ * and-wait loop over it (redisson_common.c), one for the strategies and
+ * the synchronizers.
  *
  * Watchdog (redis_watchdog.c): one process-wide worker, started lazily,
  * renews every hash lock currently held by any slot at lease/3, and stops
@@ -160,6 +162,35 @@ void redis_sub_released(struct redis_sub *sub, int published);
  * waiters of this process as msg wakes (the channel's rule) are woken at
  * once, the message then waking nobody here. */
 void redis_sub_released_msg(struct redis_sub *sub, int published, const char *msg);
+
+/* ---------------------------------------------------------------- redisson_common.c */
+
+/* Redisson's lock field for holder tid: "<instance uuid>:<tid>" (the
+ * synchronizers, whose every request is a Redisson thread of its own). */
+void redisson_field(const struct lock_ctx *ctx, unsigned long long tid, char *buf, int len);
+
+/* One attempt of an acquisition. LL_OK with *ttl = -2 when it succeeded,
+ * else how long at most to wait before the next attempt (ms; -1: until a
+ * message), or a failure. */
+typedef int (*redisson_try_fn)(struct lock_ctx *ctx, void *arg, long long *ttl);
+
+/* Redisson's acquire loop (RedissonLock.lock, RSemaphore.acquire …), the
+ * one of every Redisson lock and synchronizer: try (unless try_first is 0:
+ * the caller tried already, or the process is subscribed and the try in
+ * the loop comes as early); if that failed, subscribe to `channel`, then
+ * try again, waiting between tries for a message (woken as `wake` says)
+ * or the ttl the last try gave, never past the deadline. LL_TIMEOUT at the
+ * deadline (lock_timeout()'s answer on ctx). */
+int redisson_wait(struct lock_ctx *ctx, const char *channel, enum redis_wake wake,
+                  redisson_try_fn try_once, void *arg, int try_first);
+
+/* An integer reply (nil counts as `nil`) from server 0 on key: LL_OK and
+ * *v, or a failure recorded on ctx. Frees the reply. */
+int redisson_int(struct lock_ctx *ctx, redisReply *r, const char *key, long long nil,
+                 long long *v);
+
+/* DEL the keys of a name (the synchronizers' reset hooks). */
+int redisson_del(struct lock_ctx *ctx, int nkeys, const char **keys);
 
 /* ---------------------------------------------------------------- redis_watchdog.c */
 

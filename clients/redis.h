@@ -32,10 +32,16 @@
  *
  * Server 0 with --redis-sentinel is whatever master the Sentinels name,
  * asked at every connect to it (redis_server_addr()).
+ *
+ * The code: redis.c (this header: slots, pipelines, commands, scripts,
+ * errors) over redis_shared.c (the loop's shared connections) over
+ * redis_link.c (one connection, the timeouts, where server 0 is; its
+ * header is included here).
  */
 #ifndef LOCKLAB_REDIS_H
 #define LOCKLAB_REDIS_H
 
+#include "redis_link.h"
 #include "../core/config.h"
 #include "../core/ctx.h"
 
@@ -43,20 +49,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define REDIS_CMD_TIMEOUT_MS 1000   /* connect/command timeout, one server     */
-#define REDIS_RECONNECT_MS   200    /* least time between connects to a server */
 #define REDIS_EVAL_ARGS      256    /* keys and arguments of one script call   */
-
-/* The master --redis-sentinel's Sentinels are asked for. */
-#define REDIS_SENTINEL_MASTER "locklab"
-
-/* One connection to one server, made when first needed. */
-struct redis_link {
-    redisContext *c;
-    unsigned      gen;              /* connections made: a new one, a new gen  */
-    int64_t       retry_at_ms;      /* no connect before this (throttle)       */
-    char          lasterr[128];     /* why the last connection failed          */
-};
 
 struct redis_hold;                  /* the lock family's state of a slot
                                      * (locks/redis_private.h): plain memory */
@@ -95,18 +88,6 @@ void redis_pin(struct lock_ctx *ctx, int on);
  * two equal answers mean nothing came between on that connection. */
 unsigned redis_own_gen(struct lock_ctx *ctx, int server);
 
-/* A bare connection to host:port (a non-blocking hiredis context), the
- * wait for it through the wait layer until the deadline: the context, or
- * NULL with the reason in why. For who drives a connection of its own
- * (the pub/sub dispatcher). */
-redisContext *redis_connect_to(const char *host, int port, int64_t deadline_us,
-                               char *why, size_t len);
-
-/* Where server i is now: --redis's address, but for server 0 with
- * --redis-sentinel the master the Sentinels name (or last named, when none
- * answers). May wait for the Sentinels' answer. */
-void redis_server_addr(const struct config *cfg, int server, struct hostport *out);
-
 /* Make sure ctx's next command to server i has a connection, connecting
  * now if there is none (the rule below says which): LL_OK, or the failure
  * on ctx (Redlock counts the servers it cannot reach first). */
@@ -119,7 +100,7 @@ int redis_connect(struct lock_ctx *ctx, int server, int timeout_ms);
  * loop), REDIS_OWN asks for the slot's own connection. */
 enum redis_via { REDIS_ANY, REDIS_OWN };
 
-struct redis_wait_entry;            /* clients/redis.c */
+struct redis_wait_entry;            /* clients/redis_shared.h */
 
 struct redis_pipe {
     struct lock_ctx *ctx;

@@ -25,6 +25,9 @@
  * backend operations per sale below 1. A purchase whose wait ends while it
  * is still in line leaves with lock_timeout; one already taken into a
  * batch waits for the batch's answer (at most the Redis command timeout).
+ * A line's mutex guards its list for a few instructions, never across the
+ * batch's round trip: purchases wait on their slot's wait_cond, which
+ * releases it (a coroutine parks on the loop, a thread blocks).
  *
  * A script whose answer is lost (the connection dropped after it was sent;
  * ?lose_answer=1 makes it happen, to a batch of its own, by dropping the
@@ -37,15 +40,14 @@
  */
 #include "redis_stock_private.h"
 #include "../core/util.h"
+#include "../core/wait.h"
 
 #include <assert.h>
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define RS_BATCH  48            /* purchases one script sells at most      */
 #define RS_QUEUES 16            /* lines, striped by product id            */
@@ -60,10 +62,12 @@ enum {
 
 /* A worker slot's wake-up, made at its first purchase and kept: a leader
  * may signal it after the line's mutex is free, even when the purchase it
- * woke has already gone (as mysql_queue.c's struct mysql_slot). */
+ * woke has already gone (as mysql_queue.c's struct mysql_slot). A
+ * wait_cond: a purchase waits in line as a coroutine parks on the loop, or
+ * as a thread blocks. */
 struct rs_slot {
-    pthread_cond_t wake;
-    int            made;
+    struct wait_cond wake;
+    int              made;
 };
 
 struct purchase {
@@ -100,7 +104,6 @@ static void lines_init(void)
 static struct rs_slot *slot_of(struct lock_ctx *ctx)
 {
     struct rs_slot *all = atomic_load(&slots), *s;
-    pthread_condattr_t attr;
 
     if (all == NULL) {
         pthread_mutex_lock(&slots_lock);
@@ -113,10 +116,7 @@ static struct rs_slot *slot_of(struct lock_ctx *ctx)
     assert(ctx->slot >= 0 && ctx->slot < ctx->cfg->threads);
     s = &all[ctx->slot];
     if (!s->made) {
-        pthread_condattr_init(&attr);
-        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-        pthread_cond_init(&s->wake, &attr);
-        pthread_condattr_destroy(&attr);
+        wait_cond_init(&s->wake);
         s->made = 1;
     }
     return s;
@@ -167,26 +167,29 @@ static int answer_one(struct purchase *p, const redisReply *a)
 }
 
 /* The fault ?lose_answer=1: the script goes out whole (EVAL with its
- * source, which even a restarted server runs), and the connection is
- * dropped before its answer is read, as if it had broken on the way back:
- * Redis runs what it received, and the purchase is unknown. */
-static int send_and_lose(struct lock_ctx *ctx, redisContext *c, int nkeys, int argc,
-                         const char **argv)
+ * source, which even a restarted server runs) on the slot's own
+ * connection, and that connection is dropped before its answer is read, as
+ * if it had broken on the way back: Redis runs what it received, and the
+ * purchase is unknown. */
+static int send_and_lose(struct lock_ctx *ctx, int nkeys, int argc, const char **argv)
 {
     const char *args[REDIS_EVAL_ARGS + 3];
+    struct redis_pipe p;
     char nk[12];
-    int i, done = 0;
+    int i;
 
     assert(argc <= REDIS_EVAL_ARGS);
     snprintf(nk, sizeof nk, "%d", nkeys);
     args[0] = "EVAL", args[1] = decr_script.text, args[2] = nk;
     for (i = 0; i < argc; i++)
         args[3 + i] = argv[i];
-    ctx->backend_ops++;
-    if (redisAppendCommandArgv(c, argc + 3, args, NULL) == REDIS_OK)
-        while (!done && redisBufferWrite(c, &done) == REDIS_OK)
-            ;
-    redis_drop(ctx, 0, "EVAL");
+    redis_pipe_init(&p, ctx, 0, REDIS_CMD_TIMEOUT_MS, REDIS_OWN, "EVAL");
+    redis_pipe_argv(&p, argc + 3, args);
+    if (redis_pipe_send(&p) != LL_OK) {
+        redis_pipe_free(&p);
+        return ctx->err;                    /* nothing was sent */
+    }
+    redis_pipe_drop(&p);
     return lock_error(ctx, LL_UNKNOWN, ctx->backend, "%s: the sale was sent and its answer "
                       "lost (?lose_answer=1): it may or may not have been made", ctx->errstr);
 }
@@ -197,9 +200,8 @@ static void run_batch(struct purchase **batch, int n, int *status)
     struct lock_ctx *ctx = batch[0]->ctx;
     const char *argv[5 + RS_BATCH + 2 + 4 * RS_BATCH];
     char qty[RS_BATCH][24];
-    redisContext *c;
     redisReply *r;
-    int i, argc = 0, rc;
+    int i, argc = 0, rc, sent;
 
     argv[argc++] = batch[0]->sale.k.stock, argv[argc++] = batch[0]->sale.k.sold;
     argv[argc++] = batch[0]->sale.k.sales, argv[argc++] = batch[0]->sale.k.epoch;
@@ -215,31 +217,26 @@ static void run_batch(struct purchase **batch, int n, int *status)
         argv[argc++] = s->one_per_user ? "1" : "0";
     }
     rc = LL_OK;
-    if ((c = redis_link(ctx, 0, REDIS_CMD_TIMEOUT_MS)) == NULL) {
-        rc = ctx->err;                      /* nothing was sent */
-    } else if (ctx->lose_answer) {          /* fault: the script runs, its answer is lost */
-        rc = send_and_lose(ctx, c, 5 + n, argc, argv);
+    if (ctx->lose_answer) {                 /* fault: the script runs, its answer is lost */
+        rc = send_and_lose(ctx, 5 + n, argc, argv);
+    } else if ((r = redis_eval_sent(ctx, 0, &decr_script, 5 + n, argc, argv, &sent)) == NULL) {
+        rc = !sent ? ctx->err               /* nothing was sent */
+           : lock_error(ctx, LL_UNKNOWN, ctx->backend, "%s: the sale was sent and its "
+                        "answer lost: it may or may not have been made", ctx->errstr);
+    } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+               r->element[0]->type == REDIS_REPLY_STRING &&
+               !strcmp(r->element[0]->str, "missing")) {
+        for (i = 0; i < n; i++)             /* stock:P is not loaded */
+            status[i] = CHECK;
+        freeReplyObject(r);
+        return;
+    } else if (r->type != REDIS_REPLY_ARRAY || r->elements != (size_t)n) {
+        rc = redis_reply_error(ctx, 0, r, batch[0]->sale.k.stock);
     } else {
-        if ((r = redis_eval_on(c, &decr_script, 5 + n, argc,
-                               argv, &ctx->backend_ops)) == NULL) {
-            redis_drop(ctx, 0, "EVALSHA");
-            rc = lock_error(ctx, LL_UNKNOWN, ctx->backend, "%s: the sale was sent and its "
-                            "answer lost: it may or may not have been made", ctx->errstr);
-        } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
-                   r->element[0]->type == REDIS_REPLY_STRING &&
-                   !strcmp(r->element[0]->str, "missing")) {
-            for (i = 0; i < n; i++)         /* stock:P is not loaded */
-                status[i] = CHECK;
-            freeReplyObject(r);
-            return;
-        } else if (r->type != REDIS_REPLY_ARRAY || r->elements != (size_t)n) {
-            rc = redis_reply_error(ctx, 0, r, batch[0]->sale.k.stock);
-        } else {
-            for (i = 0; i < n; i++)
-                status[i] = answer_one(batch[i], r->element[i]);
-            freeReplyObject(r);
-            return;
-        }
+        for (i = 0; i < n; i++)
+            status[i] = answer_one(batch[i], r->element[i]);
+        freeReplyObject(r);
+        return;
     }
     for (i = 0; i < n; i++) {
         status[i] = rc;
@@ -254,7 +251,7 @@ static void run_batch(struct purchase **batch, int n, int *status)
 static void lead(struct line *l, struct purchase *me)
 {
     struct purchase *batch[RS_BATCH], *p, *next;
-    pthread_cond_t *wake[RS_BATCH + 1];
+    struct wait_cond *wake[RS_BATCH + 1];
     int status[RS_BATCH];
     int i, n = 0, nwake = 0;
 
@@ -282,7 +279,7 @@ static void lead(struct line *l, struct purchase *me)
         wake[nwake++] = &l->head->slot->wake;   /* the next in line leads */
     pthread_mutex_unlock(&l->lock);
     for (i = 0; i < nwake; i++)
-        pthread_cond_signal(wake[i]);
+        wait_cond_signal(wake[i]);
 }
 
 /* ---------------------------------------------------------------- the sale */
@@ -292,7 +289,6 @@ static int wait_in_line(struct purchase *me)
 {
     struct lock_ctx *ctx = me->ctx;
     struct line *l = &lines[(unsigned long long)me->sale.p->id % RS_QUEUES];
-    struct timespec ts = { ctx->deadline_ms / 1000, (ctx->deadline_ms % 1000) * 1000000 };
 
     pthread_mutex_lock(&l->lock);
     if (l->tail)
@@ -305,15 +301,15 @@ static int wait_in_line(struct purchase *me)
             lead(l, me);                        /* answers me, frees l->lock */
             return me->status;
         } else if (me->taken) {                 /* answered soon, deadline or not */
-            pthread_cond_wait(&me->slot->wake, &l->lock);
-        } else if (pthread_cond_timedwait(&me->slot->wake, &l->lock, &ts) == ETIMEDOUT &&
+            wait_cond_wait(&me->slot->wake, &l->lock, WAIT_FOREVER);
+        } else if (!wait_cond_wait(&me->slot->wake, &l->lock, ctx->deadline_ms * 1000) &&
                    me->status == PENDING && !me->taken) {
             unlink_purchase(l, me);             /* still in line: give up */
             me->status = lock_error(ctx, LL_TIMEOUT, NULL, "not at Redis within %d ms (in "
                                     "line behind other purchases of %s)", ctx->wait_ms,
                                     me->sale.p->code);
             if (!l->busy && l->head)
-                pthread_cond_signal(&l->head->slot->wake);
+                wait_cond_signal(&l->head->slot->wake);
         }
     }
     pthread_mutex_unlock(&l->lock);

@@ -26,7 +26,7 @@
 
 static int getset_try(struct lock_ctx *ctx, const char *key, int *got)
 {
-    struct redis_set *rs = redis_set_of(ctx);
+    struct redis_hold *h = redis_hold_of(ctx);
     int64_t now = redis_wall_ms(), exp = now + ctx->cfg->lease_ms + 1, sent = now_us();
     long long cur;
     redisReply *r;
@@ -40,7 +40,7 @@ static int getset_try(struct lock_ctx *ctx, const char *key, int *got)
     taken = r->integer == 0;
     freeReplyObject(r);
     if (!taken) {
-        rs->expires_wall_ms = exp;
+        h->expires_wall_ms = exp;
         lock_lease(ctx, sent, ctx->cfg->lease_ms);
         *got = 1;
         return LL_OK;
@@ -62,7 +62,7 @@ static int getset_try(struct lock_ctx *ctx, const char *key, int *got)
     if (r->type == REDIS_REPLY_ERROR)
         return redis_reply_error(ctx, 0, r, key);
     if (r->type == REDIS_REPLY_STRING && strtoll(r->str, NULL, 10) == cur) {
-        rs->expires_wall_ms = exp;
+        h->expires_wall_ms = exp;
         lock_lease(ctx, sent, ctx->cfg->lease_ms);
         *got = 1;
     }
@@ -84,10 +84,10 @@ static int getset_acquire(struct lock_ctx *ctx, const char *key)
 
 static int getset_release(struct lock_ctx *ctx, const char *key)
 {
-    struct redis_set *rs = redis_set_of(ctx);
+    struct redis_hold *h = redis_hold_of(ctx);
     const char *keys[1] = { key };
 
-    if (redis_wall_ms() >= rs->expires_wall_ms)
+    if (redis_wall_ms() >= h->expires_wall_ms)
         return lock_error(ctx, LL_ERROR, "redis",
                           "%s expired before release (lease %d ms): not deleted, it may "
                           "be someone else's now", key, ctx->cfg->lease_ms);

@@ -24,8 +24,8 @@ static int lua_acquire(struct lock_ctx *ctx, const char *key)
 
 int redis_token_release(struct lock_ctx *ctx, const char *key)
 {
-    struct redis_set *rs = redis_set_of(ctx);
-    const char *argv[2] = { key, rs->token };
+    struct redis_hold *h = redis_hold_of(ctx);
+    const char *argv[2] = { key, h->token };
     redisReply *r;
     int deleted;
 

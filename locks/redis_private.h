@@ -1,25 +1,23 @@
-/* redis_private.h — what the Redis strategies share (locks/redis_*.c).
+/* redis_private.h — what the Redis strategies share (locks/redis_*.c,
+ * locks/redisson*.c, locks/redlock.c), and the Redisson synchronizers of
+ * sync/ with them.
  *
- * Connections. Every worker slot owns, lazily, one hiredis connection per
- * configured Redis server plus one pub/sub connection to the first server
- * (struct redis_set, in ctx->redis). Connections are blocking, with a
- * connect and command timeout (redisSetTimeout), so a hung server costs a
- * request at most that timeout, never a stuck thread. Any transport error
- * frees the connection — a hiredis context is unusable after one — and the
- * next use reconnects; a connect that fails holds off the next one for
- * REDIS_RECONNECT_MS, so a dead server is not hammered with connects. Failures are recorded on ctx as
- * LL_UNAVAILABLE with backend "redis HOST:PORT".
+ * Connections, commands, scripts and their errors are the Redis client's
+ * (clients/redis.h): on the loop the stateless commands of every request
+ * share one pipelined connection per server, what needs a connection's
+ * state goes on the slot's own. This header adds the locks' side:
  *
- * Scripts run with EVALSHA; the SHA1 comes once per process from SCRIPT
- * LOAD, and a NOSCRIPT answer (a restarted server, another server of
- * Redlock) falls back to EVAL, which caches the script again.
+ * The slot's hold (struct redis_hold, made at its first use): the token
+ * it set, its expiry or validity, the replicas redisson-wait counts.
  *
- * Pub/sub (redis_pubsub.c): one dispatcher thread per process holds the
- * subscriptions and wakes one waiter per message.
+ * Pub/sub (redis_pubsub.c): one dispatcher per process holds the
+ * subscriptions and wakes one waiter per message; Redisson's subscribe-
+ * and-wait loop over it (redisson_common.c), one for the strategies and
+ * the synchronizers.
  *
- * Watchdog (redis_watchdog.c): one process-wide thread, started lazily,
- * renews every hash lock currently held by any slot at lease/3 on its own
- * connection, and stops renewing at the holder's last release.
+ * Watchdog (redis_watchdog.c): one process-wide worker, started lazily,
+ * renews every hash lock currently held by any slot at lease/3, and stops
+ * renewing at the holder's last release.
  *
  * Single-server strategies use server 0 (the first of --redis).
  */
@@ -27,16 +25,13 @@
 #define LOCKLAB_REDIS_PRIVATE_H
 
 #include "lock.h"
+#include "../clients/redis.h"
 #include "../core/config.h"
 #include "../core/util.h"
 
-#include <hiredis/hiredis.h>
 #include <stdint.h>
 
-#define REDIS_CMD_TIMEOUT_MS 1000   /* connect/command timeout, one server   */
-#define REDIS_RECONNECT_MS   200    /* least time between connects to a server */
 #define REDIS_TOKEN_MAX      96     /* "<instance uuid>:<slot>:<seq>" and more */
-#define REDIS_EVAL_ARGS      256    /* keys and arguments of one script call   */
 
 /* Fencing tokens of the plain Redis locks (?fence=1): INCR of the counter
  * "<key>:fence" in the step that takes the lock; they compare among the
@@ -44,81 +39,24 @@
 #define REDIS_FENCE          "redis"
 #define REDIS_FENCE_SUFFIX   ":fence"
 
-struct redis_link {
-    redisContext *c;
-    unsigned      gen;               /* connections made: a new one, a new gen */
-    int           timeout_ms;        /* what redisSetTimeout was last given   */
-    int64_t       retry_at_ms;       /* no connect before this (throttle)     */
-    char          lasterr[128];      /* why the last connection failed (errstr) */
-};
-
-struct redis_set {
-    struct redis_link link[CONFIG_MAX_SERVERS];
-    char     name[CONFIG_MAX_SERVERS][80];   /* "redis 127.0.0.1:6379"        */
-
-    /* State of the one acquisition this slot is making or holding. */
+/* A slot's state of the lock it is taking or holding (redis_set->hold). */
+struct redis_hold {
     char     token[REDIS_TOKEN_MAX]; /* the value we set (uuid, lua, redlock) */
     int64_t  expires_wall_ms;        /* redis-getset: our expiry timestamp    */
     int64_t  valid_until_ms;         /* redlock: end of validity (monotonic)  */
     uint64_t seq;                    /* acquisitions made by this slot        */
 
     /* redisson-wait: the replicas server 0's master had (ROLE), asked on
-     * the connection of generation replicas_gen at replicas_at_ms. */
+     * its own connection of generation replicas_gen at replicas_at_ms. */
     int      replicas;
     unsigned replicas_gen;
     int64_t  replicas_at_ms;
 };
 
-/* A Lua script run by SHA1; sha is filled once per process (SCRIPT LOAD). */
-struct redis_script {
-    const char *text;
-    char        sha[41];
-};
+/* ---------------------------------------------------------------- redis_common.c */
 
-/* ---------------------------------------------------------------- redis_conn.c */
-
-/* The master --redis-sentinel's Sentinels are asked for. */
-#define REDIS_SENTINEL_MASTER "locklab"
-
-/* Where server i is now: --redis's address, but for server 0 with
- * --redis-sentinel the master the Sentinels name (or last named, when none
- * answers). Every connect to server 0 asks: a failover is followed. */
-void redis_server_addr(const struct config *cfg, int server, struct hostport *out);
-
-struct redis_set *redis_set_of(struct lock_ctx *ctx);
-void              redis_ctx_free(struct lock_ctx *ctx);
-
-/* The connection to server i with command timeout timeout_ms, connecting
- * if needed (throttled). NULL after recording LL_UNAVAILABLE on ctx. */
-redisContext *redis_link(struct lock_ctx *ctx, int server, int timeout_ms);
-
-/* Forget a failed connection of server i; returns LL_UNAVAILABLE recorded
- * on ctx with `what` and hiredis's errstr. */
-int redis_drop(struct lock_ctx *ctx, int server, const char *what);
-
-/* One command to server i (REDIS_CMD_TIMEOUT_MS). NULL when the server is
- * unreachable (ctx->err = LL_UNAVAILABLE); otherwise the reply, which may
- * be an error reply: see redis_reply_error(). Counts a round trip. */
-redisReply *redis_cmd(struct lock_ctx *ctx, int server, const char *fmt, ...);
-
-/* Run script s on server i: argv holds argc strings, the nkeys keys first
- * and then the other arguments. Same
- * contract as redis_cmd(). */
-redisReply *redis_eval(struct lock_ctx *ctx, int server, struct redis_script *s,
-                       int nkeys, int argc, const char **argv);
-
-/* The same with another command timeout (Redlock's per-server one). */
-redisReply *redis_eval_within(struct lock_ctx *ctx, int server, int timeout_ms,
-                              struct redis_script *s, int nkeys, int argc, const char **argv);
-
-/* The same on a bare connection (the watchdog's). NULL on a transport error. */
-redisReply *redis_eval_on(redisContext *c, struct redis_script *s,
-                          int nkeys, int argc, const char **argv, unsigned *ops);
-
-/* An error reply from server i on `key` as a status on ctx (LL_ERROR, or
- * LL_UNAVAILABLE for LOADING/BUSY/MASTERDOWN); frees the reply. A
- * WRONGTYPE names the likely cause: another strategy's key, not reset. */
-int redis_reply_error(struct lock_ctx *ctx, int server, redisReply *r, const char *key);
+/* ctx's hold, made at its first use. */
+struct redis_hold *redis_hold_of(struct lock_ctx *ctx);
 
 /* A Redisson tryLock script's reply (server 0), freed: nil = acquired
  * (*ttl = -2), an integer = the holder's remaining lease in ms. */
@@ -159,7 +97,7 @@ int redis_spin(struct lock_ctx *ctx, const char *key, redis_try_fn try_once, con
                int64_t lease_ms);
 
 /* The token lock of redis-uuid and redis-lua: redis_set_spin() with a new
- * token as the value. On LL_OK the token is in the slot's redis_set. */
+ * token as the value. On LL_OK the token is in the slot's hold. */
 int redis_set_token_spin(struct lock_ctx *ctx, const char *key, const char *unit, int ttl);
 
 /* Release a token lock: compare-and-delete of key if it still holds the
@@ -224,6 +162,35 @@ void redis_sub_released(struct redis_sub *sub, int published);
  * waiters of this process as msg wakes (the channel's rule) are woken at
  * once, the message then waking nobody here. */
 void redis_sub_released_msg(struct redis_sub *sub, int published, const char *msg);
+
+/* ---------------------------------------------------------------- redisson_common.c */
+
+/* Redisson's lock field for holder tid: "<instance uuid>:<tid>" (the
+ * synchronizers, whose every request is a Redisson thread of its own). */
+void redisson_field(const struct lock_ctx *ctx, unsigned long long tid, char *buf, int len);
+
+/* One attempt of an acquisition. LL_OK with *ttl = -2 when it succeeded,
+ * else how long at most to wait before the next attempt (ms; -1: until a
+ * message), or a failure. */
+typedef int (*redisson_try_fn)(struct lock_ctx *ctx, void *arg, long long *ttl);
+
+/* Redisson's acquire loop (RedissonLock.lock, RSemaphore.acquire …), the
+ * one of every Redisson lock and synchronizer: try (unless try_first is 0:
+ * the caller tried already, or the process is subscribed and the try in
+ * the loop comes as early); if that failed, subscribe to `channel`, then
+ * try again, waiting between tries for a message (woken as `wake` says)
+ * or the ttl the last try gave, never past the deadline. LL_TIMEOUT at the
+ * deadline (lock_timeout()'s answer on ctx). */
+int redisson_wait(struct lock_ctx *ctx, const char *channel, enum redis_wake wake,
+                  redisson_try_fn try_once, void *arg, int try_first);
+
+/* An integer reply (nil counts as `nil`) from server 0 on key: LL_OK and
+ * *v, or a failure recorded on ctx. Frees the reply. */
+int redisson_int(struct lock_ctx *ctx, redisReply *r, const char *key, long long nil,
+                 long long *v);
+
+/* DEL the keys of a name (the synchronizers' reset hooks). */
+int redisson_del(struct lock_ctx *ctx, int nkeys, const char **keys);
 
 /* ---------------------------------------------------------------- redis_watchdog.c */
 

@@ -8,12 +8,17 @@
  * into one permit of a semaphore: one waiter per process wakes and tries,
  * the others sleep on until their PTTL or the next message. We do the same.
  *
- * A dispatcher thread (started lazily, pthread_once) owns the connection to
- * server 0 and is the only thread that touches it: waiters register a
- * channel in a table under a mutex and poke the dispatcher through a pipe;
- * the dispatcher sends SUBSCRIBE, marks the channel subscribed when Redis
- * confirms, and for every "message" on it adds one permit (at most one per
- * registered waiter) and signals that channel's condition variable.
+ * A dispatcher (started lazily, pthread_once, as a task_background(): a
+ * coroutine on the loop of the first waiter, or a thread of its own where
+ * there is none) owns the connection to server 0: it connects, reads and
+ * closes it. Waiters register a channel in a table under a mutex and, when
+ * the connection is up, append its SUBSCRIBE to the connection's output
+ * and write it out themselves, without waiting (what the socket does not
+ * take the dispatcher writes, waiting for it to be writable); every use of
+ * the connection is under that mutex, which is never held across a wait.
+ * The dispatcher marks the channel subscribed when Redis confirms, and for
+ * every "message" on it adds one permit (at most one per registered
+ * waiter) and signals that channel's wait_cond.
  * Channels stay subscribed once used (a product's channel, or a fair-lock
  * waiter's): there are few, and an idle channel costs one small message per
  * release. When the connection breaks, every channel is marked unsubscribed
@@ -28,16 +33,11 @@
 #include "../core/util.h"
 #include "../core/wait.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #define SUB_MAX 512     /* channels per process; beyond, waiters poll by PTTL */
 
@@ -50,7 +50,7 @@ struct redis_sub {
     int            echoes;       /* messages to swallow: releases here     */
     int            streak;       /* local wake-ups in a row                */
     enum redis_wake wake;        /* how many waiters a message wakes       */
-    pthread_cond_t cv;
+    struct wait_cond cv;
 };
 
 static struct {
@@ -62,35 +62,12 @@ static struct {
     int64_t           retry_at_ms;
     char              lasterr[128];
     char              name[80];
-    int               poke[2];   /* pipe: waiters -> dispatcher            */
+    redisContext     *c;         /* the connection, while up               */
     const struct config *cfg;
 } ps = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static pthread_once_t ps_once = PTHREAD_ONCE_INIT;
 static _Atomic(const struct config *) ps_cfg;
-
-static void cond_init_monotonic(pthread_cond_t *cv)
-{
-    pthread_condattr_t attr;
-
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(cv, &attr);
-    pthread_condattr_destroy(&attr);
-}
-
-static struct timespec deadline_ts(int64_t at_ms)
-{
-    struct timespec ts = { at_ms / 1000, (at_ms % 1000) * 1000000 };
-    return ts;
-}
-
-static void poke(void)
-{
-    char b = 1;
-    ssize_t n = write(ps.poke[1], &b, 1);
-    (void)n;            /* a full pipe already holds a poke */
-}
 
 /* ---------------------------------------------------------------- dispatcher */
 
@@ -108,7 +85,7 @@ static void mark_broken(const char *why, int connect_failed)
     ps.retry_at_ms = now_ms() + (connect_failed ? REDIS_RECONNECT_MS : 0);
     for (i = 0; i < ps.nsub; i++) {
         ps.sub[i]->subscribed = ps.sub[i]->requested = ps.sub[i]->echoes = 0;
-        pthread_cond_broadcast(&ps.sub[i]->cv);
+        wait_cond_broadcast(&ps.sub[i]->cv);
     }
 }
 
@@ -127,7 +104,7 @@ static void grant(struct redis_sub *s)
 {
     if (s->permits < s->waiters) {
         s->permits++;
-        pthread_cond_signal(&s->cv);
+        wait_cond_signal(&s->cv);
     }
 }
 
@@ -159,7 +136,7 @@ static void grant_many(struct redis_sub *s, int n)
     s->permits += n;
     if (s->permits > s->waiters)
         s->permits = s->waiters;
-    pthread_cond_broadcast(&s->cv);
+    wait_cond_broadcast(&s->cv);
 }
 
 /* A reply on the subscription: a confirmation or a message. Under ps.mu. */
@@ -176,7 +153,7 @@ static void on_reply(const redisReply *r)
         return;
     if (strcmp(kind, "subscribe") == 0) {
         s->subscribed = 1;
-        pthread_cond_broadcast(&s->cv);
+        wait_cond_broadcast(&s->cv);
     } else if (strcmp(kind, "message") == 0 && s->wake != REDIS_WAKE_ONE && s->echoes > 0) {
         s->echoes--;                    /* a release here woke its waiters already */
     } else if (strcmp(kind, "message") == 0 && s->wake != REDIS_WAKE_ONE) {
@@ -189,123 +166,112 @@ static void on_reply(const redisReply *r)
     }
 }
 
-/* Send SUBSCRIBE for every channel not yet requested. Under ps.mu. */
-static int subscribe_pending(redisContext *c)
+/* Append SUBSCRIBE for every channel not yet requested, and write what
+ * the socket takes now, without waiting. Under ps.mu, ps.c up. */
+static int subscribe_pending(void)
 {
     int i, done = 0;
 
     for (i = 0; i < ps.nsub; i++)
         if (!ps.sub[i]->requested) {
-            if (redisAppendCommand(c, "SUBSCRIBE %s", ps.sub[i]->channel) != REDIS_OK)
+            if (redisAppendCommand(ps.c, "SUBSCRIBE %s", ps.sub[i]->channel) != REDIS_OK)
                 return -1;
             ps.sub[i]->requested = 1;
         }
-    while (!done)
-        if (redisBufferWrite(c, &done) != REDIS_OK)
-            return -1;
-    return 0;
+    return redisBufferWrite(ps.c, &done) == REDIS_OK ? 0 : -1;
 }
 
-static redisContext *dispatcher_connect(void)
+/* Does ps.c's output hold what the socket has not taken yet? Under ps.mu. */
+static int output_left(void)
 {
-    struct timeval tv = { REDIS_CMD_TIMEOUT_MS / 1000, (REDIS_CMD_TIMEOUT_MS % 1000) * 1000 };
+    return sdslen(ps.c->obuf) > 0;
+}
+
+static void dispatcher_connect(void)
+{
     struct hostport hp;
+    char why[128];
     redisContext *c;
 
     redis_server_addr(ps.cfg, 0, &hp);          /* the master now (Sentinel) */
-    c = redisConnectWithTimeout(hp.host, hp.port, tv);
-
+    c = redis_connect_to(hp.host, hp.port, now_us() + REDIS_CMD_TIMEOUT_MS * 1000LL,
+                         why, sizeof why);
     pthread_mutex_lock(&ps.mu);
-    if (c == NULL || c->err) {
-        mark_broken(c ? c->errstr : "out of memory", 1);
-        if (c)
-            redisFree(c);
-        c = NULL;
+    if (c == NULL) {
+        mark_broken(why, 1);
     } else {
-        redisSetTimeout(c, tv);
+        ps.c = c;
         ps.up = 1;
     }
     pthread_mutex_unlock(&ps.mu);
-    return c;
 }
 
-static void *dispatcher_main(void *arg)
+/* Read what came and hand it out: 0, or -1 (the connection failed). Under
+ * ps.mu. */
+static int dispatch(int events)
 {
-    redisContext *c = NULL;
-    struct pollfd pfd[2];
-    char buf[64];
     void *reply;
-    int n, rc;
+    int done;
+
+    if ((events & WAIT_WRITE) && redisBufferWrite(ps.c, &done) != REDIS_OK)
+        return -1;
+    if ((events & WAIT_READ) && redisBufferRead(ps.c) != REDIS_OK)
+        return -1;
+    for (;;) {
+        reply = NULL;
+        if (redisGetReplyFromReader(ps.c, &reply) != REDIS_OK)
+            return -1;
+        if (reply == NULL)
+            return 0;
+        on_reply(reply);
+        freeReplyObject(reply);
+    }
+}
+
+static void dispatcher_main(void *arg)
+{
+    int64_t wait;
+    int fd, events, rc;
 
     (void)arg;
     for (;;) {
-        if (c == NULL) {
-            int64_t wait = ps.retry_at_ms - now_ms();
-            if (wait > 0) {
-                pfd[0].fd = ps.poke[0];
-                pfd[0].events = POLLIN;
-                poll(pfd, 1, (int)wait);
-                while (read(ps.poke[0], buf, sizeof buf) > 0)
-                    ;
-                continue;
-            }
-            if ((c = dispatcher_connect()) == NULL)
-                continue;
-        }
         pthread_mutex_lock(&ps.mu);
-        rc = subscribe_pending(c);
+        wait = ps.c ? 0 : ps.retry_at_ms - now_ms();
         pthread_mutex_unlock(&ps.mu);
-        if (rc == 0) {
-            pfd[0].fd = ps.poke[0];
-            pfd[0].events = POLLIN;
-            pfd[1].fd = c->fd;
-            pfd[1].events = POLLIN;
-            pfd[0].revents = pfd[1].revents = 0;
-            n = poll(pfd, 2, 1000);
-            if (n < 0 && errno != EINTR)
-                rc = -1;
-            if (n > 0 && pfd[0].revents)
-                while (read(ps.poke[0], buf, sizeof buf) > 0)
-                    ;
-            if (n > 0 && pfd[1].revents && redisBufferRead(c) != REDIS_OK)
-                rc = -1;
+        if (wait > 0) {
+            sleep_us(wait * 1000);
+            continue;
+        }
+        if (ps.c == NULL) {
+            dispatcher_connect();
+            continue;
         }
         pthread_mutex_lock(&ps.mu);
-        while (rc == 0) {
-            reply = NULL;
-            if (redisGetReplyFromReader(c, &reply) != REDIS_OK)
-                rc = -1;
-            else if (reply == NULL)
-                break;
-            else {
-                on_reply(reply);
-                freeReplyObject(reply);
-            }
-        }
+        rc = subscribe_pending();
+        fd = ps.c->fd;
+        events = WAIT_READ | (rc == 0 && output_left() ? WAIT_WRITE : 0);
+        pthread_mutex_unlock(&ps.mu);
+        if (rc == 0)
+            events = wait_fd(fd, events, now_us() + 1000000);
+        pthread_mutex_lock(&ps.mu);
+        if (rc == 0 && events)
+            rc = dispatch(events);
         if (rc != 0) {
-            mark_broken(c->errstr[0] ? c->errstr : "connection lost", 0);
-            redisFree(c);
-            c = NULL;
+            mark_broken(ps.c->errstr[0] ? ps.c->errstr : "connection lost", 0);
+            redisFree(ps.c);
+            ps.c = NULL;
         }
         pthread_mutex_unlock(&ps.mu);
     }
-    return NULL;
 }
 
 static void pubsub_start(void)
 {
     const struct config *cfg = atomic_load(&ps_cfg);
-    pthread_t tid;
 
     ps.cfg = cfg;
     snprintf(ps.name, sizeof ps.name, "redis %s:%d", cfg->redis[0].host, cfg->redis[0].port);
-    if (pipe(ps.poke) != 0 || fcntl(ps.poke[0], F_SETFL, O_NONBLOCK) != 0 ||
-        fcntl(ps.poke[1], F_SETFL, O_NONBLOCK) != 0 ||
-        pthread_create(&tid, NULL, dispatcher_main, NULL) != 0) {
-        fprintf(stderr, "locklab: cannot start the Redis pub/sub dispatcher\n");
-        abort();
-    }
-    pthread_detach(tid);
+    task_background("redis-pubsub", dispatcher_main, NULL);
 }
 
 /* ---------------------------------------------------------------- waiters */
@@ -319,7 +285,6 @@ int redis_sub_join_as(struct lock_ctx *ctx, const char *channel, enum redis_wake
                       struct redis_sub **out)
 {
     struct redis_sub *s;
-    struct timespec ts;
     unsigned broken;
     int rc = LL_OK;
 
@@ -335,7 +300,7 @@ int redis_sub_join_as(struct lock_ctx *ctx, const char *channel, enum redis_wake
         s = xcalloc(1, sizeof *s);
         snprintf(s->channel, sizeof s->channel, "%s", channel);
         s->wake = wake;
-        cond_init_monotonic(&s->cv);
+        wait_cond_init(&s->cv);
         ps.sub[ps.nsub++] = s;
     }
     s->waiters++;
@@ -344,11 +309,11 @@ int redis_sub_join_as(struct lock_ctx *ctx, const char *channel, enum redis_wake
         rc = lock_error(ctx, LL_UNAVAILABLE, ps.name, "%s is down: %s", ps.name, ps.lasterr);
     } else if (!s->subscribed) {
         ctx->backend_ops++;
-        poke();
+        if (ps.c)
+            subscribe_pending();        /* a failure is the dispatcher's to see */
         broken = ps.broken;
-        ts = deadline_ts(ctx->deadline_ms);
         while (!s->subscribed && ps.broken == broken)
-            if (pthread_cond_timedwait(&s->cv, &ps.mu, &ts) == ETIMEDOUT)
+            if (!wait_cond_wait(&s->cv, &ps.mu, ctx->deadline_ms * 1000))
                 break;
         if (!s->subscribed) {
             s->waiters--;
@@ -367,17 +332,15 @@ int redis_sub_join_as(struct lock_ctx *ctx, const char *channel, enum redis_wake
 
 int redis_sub_wait(struct lock_ctx *ctx, struct redis_sub *s, int64_t ms)
 {
-    struct timespec ts;
     int64_t until = now_ms() + ms;
 
     if (s == NULL) {            /* no channel: sleep, bounded by the caller */
         sleep_us(ms * 1000);
         return LL_OK;
     }
-    ts = deadline_ts(until);
     pthread_mutex_lock(&ps.mu);
     while (s->permits == 0 && s->subscribed)
-        if (pthread_cond_timedwait(&s->cv, &ps.mu, &ts) == ETIMEDOUT)
+        if (!wait_cond_wait(&s->cv, &ps.mu, until * 1000))
             break;
     if (s->permits > 0) {
         s->permits--;

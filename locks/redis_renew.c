@@ -28,7 +28,7 @@ static int renew_acquire(struct lock_ctx *ctx, const char *key)
     int rc = redis_set_token_spin(ctx, key, "PX", ctx->cfg->lease_ms);
 
     if (rc == LL_OK)
-        redis_watch(ctx, key, redis_set_of(ctx)->token, WATCH_STRING);
+        redis_watch(ctx, key, redis_hold_of(ctx)->token, WATCH_STRING);
     return rc;
 }
 

@@ -3,9 +3,11 @@
  * reset, load and reading of the stock in both stores (redis_stock.h).
  *
  * The read step and the write step are one round trip each: their
- * commands go out together and their replies are read after (hiredis's
- * redisAppendCommand + redisGetReply). redis-decr does both in one Lua
- * script instead (redis_decr.c).
+ * commands go out together and their replies are read after (a pipeline
+ * of the client, clients/redis.h). The write step's MULTI … EXEC, and the
+ * read step when it WATCHes, go on the slot's own connection, whose state
+ * they are; redis-lock-stock's plain read may share the loop's. redis-decr
+ * does both in one Lua script instead (redis_decr.c).
  *
  * A reset runs in three steps, each atomic in its store: (1) MariaDB's
  * epoch of the product goes up by one (db_redis_stock), which a consumer
@@ -53,35 +55,17 @@ void rs_sale_init(struct rs_sale *s, struct lock_ctx *ctx, const struct product 
 
 /* ---------------------------------------------------------------- a round trip */
 
-/* Read n replies of commands already appended to c (server 0). On a
- * transport failure every reply is freed and the connection dropped:
- * LL_UNKNOWN when the commands may have changed something (`writes`),
- * else LL_UNAVAILABLE. One round trip counted. */
-static int rs_replies(struct lock_ctx *ctx, redisContext *c, int n, redisReply **r, int writes)
+/* Run pipeline p (server 0) into r[0..p->n). On a transport failure
+ * every reply is lost: LL_UNKNOWN when the commands may have changed
+ * something (`writes`) and had left, else LL_UNAVAILABLE. One round trip. */
+static int rs_run(struct lock_ctx *ctx, struct redis_pipe *p, redisReply **r, int writes)
 {
-    int i, k;
+    int rc = redis_pipe_run(p, r);
 
-    ctx->backend_ops++;
-    for (i = 0; i < n; i++)
-        if (redisGetReply(c, (void **)&r[i]) != REDIS_OK || r[i] == NULL)
-            break;
-    if (i == n)
-        return LL_OK;
-    for (k = 0; k < i; k++)
-        freeReplyObject(r[k]);
-    redis_drop(ctx, 0, writes ? "MULTI/EXEC" : "read");
-    if (writes)
-        return lock_error(ctx, LL_UNKNOWN, ctx->backend, "%s: the sale was sent and its "
-                          "answer lost: it may or may not have been made", ctx->errstr);
-    return ctx->err;
-}
-
-static void free_replies(redisReply **r, int n)
-{
-    int i;
-    for (i = 0; i < n; i++)
-        if (r[i])
-            freeReplyObject(r[i]);
+    if (rc == LL_OK || !writes || !p->sent)
+        return rc;
+    return lock_error(ctx, LL_UNKNOWN, ctx->backend, "%s: the sale was sent and its "
+                      "answer lost: it may or may not have been made", ctx->errstr);
 }
 
 static long long reply_ll(const redisReply *r, long long def)
@@ -118,30 +102,27 @@ static int first_error(struct lock_ctx *ctx, redisReply **r, int n, const char *
 
 int rs_read(struct lock_ctx *ctx, struct rs_sale *s, int watch)
 {
-    redisContext *c = redis_link(ctx, 0, REDIS_CMD_TIMEOUT_MS);
+    struct redis_pipe p;
     redisReply *r[4] = { NULL };
-    int n = 0, rc, at;
+    int n, rc, at;
 
-    if (c == NULL)
-        return ctx->err;
-    if (watch) {
-        redisAppendCommand(c, "WATCH %s %s %s", s->k.stock, s->k.order, s->k.buyers);
-        n++;
-    }
-    redisAppendCommand(c, "MGET %s %s", s->k.stock, s->k.epoch);
-    redisAppendCommand(c, "HMGET %s result remaining qty product", s->k.order);
-    redisAppendCommand(c, "HGET %s %s", s->k.buyers, s->user);
-    n += 3;
-    if ((rc = rs_replies(ctx, c, n, r, 0)) != LL_OK)
+    redis_pipe_init(&p, ctx, 0, REDIS_CMD_TIMEOUT_MS, watch ? REDIS_OWN : REDIS_ANY, "read");
+    if (watch)
+        redis_pipe_add(&p, "WATCH %s %s %s", s->k.stock, s->k.order, s->k.buyers);
+    redis_pipe_add(&p, "MGET %s %s", s->k.stock, s->k.epoch);
+    redis_pipe_add(&p, "HMGET %s result remaining qty product", s->k.order);
+    redis_pipe_add(&p, "HGET %s %s", s->k.buyers, s->user);
+    n = p.n;
+    if ((rc = rs_run(ctx, &p, r, 0)) != LL_OK)
         return rc;
     if ((rc = first_error(ctx, r, n, s->k.stock)) != LL_OK) {
-        free_replies(r, n);
+        redis_replies_free(r, n);
         return rc;
     }
     at = watch;
     if (r[at]->type != REDIS_REPLY_ARRAY || r[at]->elements != 2 ||
         r[at + 1]->type != REDIS_REPLY_ARRAY || r[at + 1]->elements != 4) {
-        free_replies(r, n);
+        redis_replies_free(r, n);
         return lock_error(ctx, LL_ERROR, "redis", "%s: unexpected reply to the read step",
                           s->k.stock);
     }
@@ -157,67 +138,62 @@ int rs_read(struct lock_ctx *ctx, struct rs_sale *s, int watch)
     }
     if (s->one_per_user)
         reply_str(r[at + 2], s->other, sizeof s->other);
-    free_replies(r, n);
+    redis_replies_free(r, n);
     return LL_OK;
 }
 
 void rs_unwatch(struct lock_ctx *ctx)
 {
-    redisReply *r = redis_cmd(ctx, 0, "UNWATCH");
+    struct redis_pipe p;
+    redisReply *r;
 
-    if (r)
+    redis_pipe_init(&p, ctx, 0, REDIS_CMD_TIMEOUT_MS, REDIS_OWN, "UNWATCH");
+    redis_pipe_add(&p, "UNWATCH");
+    if (redis_pipe_run(&p, &r) == LL_OK)
         freeReplyObject(r);
 }
 
-/* Append the order's record: its answer, as a replay will give it. */
-static void append_order(redisContext *c, const struct rs_sale *s, const char *result,
-                         long long remaining)
+/* Add the order's record: its answer, as a replay will give it. */
+static void add_order(struct redis_pipe *p, const struct rs_sale *s, const char *result,
+                      long long remaining)
 {
-    redisAppendCommand(c, "HSET %s result %s remaining %lld qty %lld product %s",
-                       s->k.order, result, remaining, s->qty, s->p->code);
+    redis_pipe_add(p, "HSET %s result %s remaining %lld qty %lld product %s",
+                   s->k.order, result, remaining, s->qty, s->p->code);
 }
 
 int rs_write(struct lock_ctx *ctx, struct rs_sale *s, int absolute, int *committed,
              long long *remaining)
 {
-    redisContext *c;
+    struct redis_pipe p;
     redisReply *r[8] = { NULL }, *exec;
-    int n = 0, rc, sold_out = s->count < s->qty;
+    int n, rc, sold_out = s->count < s->qty;
     long long left = s->count - s->qty;
 
     *committed = 0;
     *remaining = sold_out ? s->count : left;
     if (sold_out && !s->order_no[0])
         return LL_SOLD_OUT;                 /* nothing to record */
-    if ((c = redis_link(ctx, 0, REDIS_CMD_TIMEOUT_MS)) == NULL)
-        return ctx->err;
-    redisAppendCommand(c, "MULTI");
-    n++;
+    redis_pipe_init(&p, ctx, 0, REDIS_CMD_TIMEOUT_MS, REDIS_OWN, "MULTI/EXEC");
+    redis_pipe_add(&p, "MULTI");
     if (sold_out) {
-        append_order(c, s, "sold_out", s->count);
-        n++;
+        add_order(&p, s, "sold_out", s->count);
     } else {
         if (absolute)
-            redisAppendCommand(c, "SET %s %lld", s->k.stock, left);
+            redis_pipe_add(&p, "SET %s %lld", s->k.stock, left);
         else
-            redisAppendCommand(c, "DECRBY %s %lld", s->k.stock, s->qty);
-        redisAppendCommand(c, "INCRBY %s %lld", s->k.sold, s->qty);
-        redisAppendCommand(c, "XADD %s * epoch %lld qty %lld sales 1 order %s user %s "
-                           "lock %s remaining %lld", s->k.sales, s->epoch, s->qty,
-                           s->order_no, s->user, s->lock, left);
-        n += 3;
-        if (s->order_no[0]) {
-            append_order(c, s, "sold", left);
-            n++;
-        }
-        if (s->one_per_user) {
-            redisAppendCommand(c, "HSET %s %s %s", s->k.buyers, s->user, s->order_no);
-            n++;
-        }
+            redis_pipe_add(&p, "DECRBY %s %lld", s->k.stock, s->qty);
+        redis_pipe_add(&p, "INCRBY %s %lld", s->k.sold, s->qty);
+        redis_pipe_add(&p, "XADD %s * epoch %lld qty %lld sales 1 order %s user %s "
+                       "lock %s remaining %lld", s->k.sales, s->epoch, s->qty,
+                       s->order_no, s->user, s->lock, left);
+        if (s->order_no[0])
+            add_order(&p, s, "sold", left);
+        if (s->one_per_user)
+            redis_pipe_add(&p, "HSET %s %s %s", s->k.buyers, s->user, s->order_no);
     }
-    redisAppendCommand(c, "EXEC");
-    n++;
-    if ((rc = rs_replies(ctx, c, n, r, 1)) != LL_OK)
+    redis_pipe_add(&p, "EXEC");
+    n = p.n;
+    if ((rc = rs_run(ctx, &p, r, 1)) != LL_OK)
         return rc;
     exec = r[n - 1];
     if (exec->type == REDIS_REPLY_ERROR) {  /* EXECABORT: a command was refused */
@@ -227,7 +203,7 @@ int rs_write(struct lock_ctx *ctx, struct rs_sale *s, int absolute, int *committ
         else
             freeReplyObject(exec);
         r[n - 1] = NULL;
-        free_replies(r, n);
+        redis_replies_free(r, n);
         return rc;
     }
     if (exec->type == REDIS_REPLY_ARRAY) {
@@ -235,7 +211,7 @@ int rs_write(struct lock_ctx *ctx, struct rs_sale *s, int absolute, int *committ
         if (!sold_out && !absolute && exec->elements > 0)
             *remaining = reply_ll(exec->element[0], left);
     }
-    free_replies(r, n);
+    redis_replies_free(r, n);
     return sold_out ? LL_SOLD_OUT : LL_OK;
 }
 
@@ -256,7 +232,7 @@ int rs_precheck(struct lock_ctx *ctx, struct rs_sale *s, int *done)
         return o->first_status;
     }
     if (!s->loaded)
-        return lock_error(ctx, LL_UNAVAILABLE, redis_set_of(ctx)->name[0],
+        return lock_error(ctx, LL_UNAVAILABLE, redis_name(ctx, 0),
                           "%s is not in Redis: POST /stock/reset loads it (a Redis server "
                           "restarted without its append-only file has lost it)", s->k.stock);
     if (s->one_per_user && s->other[0]) {

@@ -1,12 +1,12 @@
 /* redis_stock.h — the stock in Redis: the seckill path of seeds 001 and 004,
  * as the rest of the server sees it (POST /stock/reset, GET /stock,
- * /stats, the consumer thread of main()).
+ * /stats, the consumer main() starts).
  *
  * The strategies of the family "redis-stock" (redis-decr, redis-watch,
  * redis-lock-stock) sell product P from Redis, not from MariaDB: each sale
  * takes its units from `stock:P` and, in the same atomic step, appends an
  * entry to the stream `stock:P:sales` (and records the order, when there is
- * one). A consumer thread in every instance reads the stream as a member of
+ * one). A consumer in every instance reads the stream as a member of
  * the consumer group `locklab` and applies each entry to MariaDB once
  * (locks/redis_stock_consumer.c): MariaDB is written afterwards, as in a
  * real flash sale, and nothing is lost between the two stores.
@@ -129,8 +129,11 @@ json_t *redis_stock_load(struct lock_ctx *ctx, const struct product *p, long lon
  * as JSON; never NULL. */
 json_t *redis_stock_json(struct lock_ctx *ctx, const struct product *p);
 
-/* The consumer of this instance: a thread with its own MariaDB and Redis
- * connections, started by main() and stopped at shutdown. */
+/* The consumer of this instance: a background worker (task_background():
+ * on the caller's loop, else a thread) with its own MariaDB and Redis
+ * connections, started by main() and stopped at shutdown; stop waits for
+ * it to end through the wait layer (on the loop: call it from a
+ * coroutine, with the loop still turning). */
 void redis_stock_consumer_start(const struct config *cfg);
 void redis_stock_consumer_stop(void);
 

@@ -1,5 +1,5 @@
-/* redis_stock_consumer.c — the consumer: every instance's thread that
- * applies the Redis stock's sales to MariaDB, each entry once.
+/* redis_stock_consumer.c — the consumer: every instance's background
+ * worker that applies the Redis stock's sales to MariaDB, each entry once.
  *
  * It is a member of the consumer group "locklab" of every product's stream
  * stock:P:sales (the products are the set locklab:stocks), named by its
@@ -44,6 +44,13 @@
  * the group in the sweep. After a short read the loop pauses
  * CONSUMER_PAUSE_MS, so that under load a transaction applies many entries:
  * MariaDB's count trails Redis's by about that, plus a transaction.
+ *
+ * The worker is a task_background(): a coroutine on the instance's loop,
+ * or a thread of its own where there is none. It waits only through the
+ * wait layer (its MariaDB calls, its Redis commands, its pauses), and its
+ * context is pinned to its own Redis connection (clients/redis.h): the
+ * XREADGROUP … BLOCK holds the connection it is sent on for up to
+ * CONSUMER_BLOCK_MS, which no request's command may queue behind.
  */
 #include "redis_stock_private.h"
 #include "../clients/db.h"
@@ -79,9 +86,11 @@ struct stream {
 };
 
 static struct {
-    pthread_t       tid;
     int             running;
     atomic_int      stop, crash;
+    pthread_mutex_t end_mu;         /* guards ended                         */
+    int             ended;          /* the worker has returned              */
+    struct wait_cond end;
     struct lock_ctx ctx;
     char            name[40];
     struct stream   streams[CONSUMER_STREAMS];
@@ -91,7 +100,8 @@ static struct {
     _Atomic long long applied, units, duplicates, stale, claimed, batches, errors;
     pthread_mutex_t err_lock;
     char            last_error[200];
-} cons = { .err_lock = PTHREAD_MUTEX_INITIALIZER };
+} cons = { .err_lock = PTHREAD_MUTEX_INITIALIZER, .end_mu = PTHREAD_MUTEX_INITIALIZER,
+            .end = WAIT_COND_INIT };
 
 /* ---------------------------------------------------------------- errors */
 
@@ -317,21 +327,17 @@ static int apply_tx(struct lock_ctx *ctx, const struct stream *s, struct entry *
 static void xack(struct lock_ctx *ctx, const struct stream *s, struct entry **ack, int n)
 {
     const char **argv;
-    redisContext *c;
     redisReply *r;
     int i;
 
-    if (n == 0 || (c = redis_link(ctx, 0, REDIS_CMD_TIMEOUT_MS)) == NULL)
-        return;                 /* unacknowledged: claimed and applied again, as duplicates */
+    if (n == 0)
+        return;
     argv = xcalloc((size_t)n + 3, sizeof *argv);
     argv[0] = "XACK", argv[1] = s->k.sales, argv[2] = REDIS_STOCK_GROUP;
     for (i = 0; i < n; i++)
         argv[3 + i] = ack[i]->id;
-    ctx->backend_ops++;
-    r = redisCommandArgv(c, n + 3, argv, NULL);
-    if (r == NULL)
-        redis_drop(ctx, 0, "XACK");
-    else
+    /* Unacknowledged (Redis down): claimed and applied again, as duplicates. */
+    if ((r = redis_cmd_argv(ctx, 0, n + 3, argv)) != NULL)
         freeReplyObject(r);
     free(argv);
 }
@@ -443,14 +449,9 @@ static void read_streams(const char *from, int block_ms)
     struct lock_ctx *ctx = &cons.ctx;
     const char *argv[8 + 2 * CONSUMER_STREAMS];
     char count[16], block[16];
-    redisContext *c;
     redisReply *r;
     int i, argc = 0;
 
-    if ((c = redis_link(ctx, 0, REDIS_CMD_TIMEOUT_MS)) == NULL) {
-        consumer_failed("connect");
-        return;
-    }
     snprintf(count, sizeof count, "%d", CONSUMER_COUNT);
     snprintf(block, sizeof block, "%d", block_ms);
     argv[argc++] = "XREADGROUP", argv[argc++] = "GROUP", argv[argc++] = REDIS_STOCK_GROUP;
@@ -462,10 +463,7 @@ static void read_streams(const char *from, int block_ms)
         argv[argc++] = cons.streams[i].k.sales;
     for (i = 0; i < cons.nstreams; i++)
         argv[argc++] = from;
-    ctx->backend_ops++;
-    r = redisCommandArgv(c, argc, argv, NULL);
-    if (r == NULL) {
-        redis_drop(ctx, 0, "XREADGROUP");
+    if ((r = redis_cmd_argv(ctx, 0, argc, argv)) == NULL) {     /* its own connection */
         consumer_failed("XREADGROUP");
         return;
     }
@@ -544,9 +542,9 @@ static void sweep(void)
     }
 }
 
-/* ---------------------------------------------------------------- the thread */
+/* ---------------------------------------------------------------- the worker */
 
-static void *consumer_main(void *arg)
+static void consumer_main(void *arg)
 {
     int64_t next_refresh = 0, next_sweep = 0, now;
 
@@ -578,7 +576,10 @@ static void *consumer_main(void *arg)
                  atomic_load(&cons.stale) - before < CONSUMER_COUNT)
             sleep_us(CONSUMER_PAUSE_MS * 1000);
     }
-    return NULL;
+    pthread_mutex_lock(&cons.end_mu);
+    cons.ended = 1;
+    pthread_mutex_unlock(&cons.end_mu);
+    wait_cond_broadcast(&cons.end);
 }
 
 void redis_stock_consumer_start(const struct config *cfg)
@@ -587,12 +588,10 @@ void redis_stock_consumer_start(const struct config *cfg)
     cons.ctx.cfg = cfg;
     cons.ctx.qty = 1;
     cons.ctx.db = db_new(cfg);
+    redis_pin(&cons.ctx, 1);
     snprintf(cons.name, sizeof cons.name, "%s", cfg->instance_id);
-    if (pthread_create(&cons.tid, NULL, consumer_main, NULL) != 0) {
-        fprintf(stderr, "locklab: %s: cannot start the Redis stock's consumer\n", cfg->name);
-        return;
-    }
     cons.running = 1;
+    task_background("redis-consumer", consumer_main, NULL);
 }
 
 void redis_stock_consumer_stop(void)
@@ -600,7 +599,10 @@ void redis_stock_consumer_stop(void)
     if (!cons.running)
         return;
     atomic_store(&cons.stop, 1);
-    pthread_join(cons.tid, NULL);
+    pthread_mutex_lock(&cons.end_mu);
+    while (!cons.ended)
+        wait_cond_wait(&cons.end, &cons.end_mu, WAIT_FOREVER);
+    pthread_mutex_unlock(&cons.end_mu);
     cons.running = 0;
     lock_ctx_free(&cons.ctx);
     db_free(cons.ctx.db);

@@ -24,7 +24,7 @@ static int uuid_acquire(struct lock_ctx *ctx, const char *key)
 
 static int uuid_release(struct lock_ctx *ctx, const char *key)
 {
-    struct redis_set *rs = redis_set_of(ctx);
+    struct redis_hold *h = redis_hold_of(ctx);
     const char *keys[1] = { key };
     redisReply *r;
     int ours;
@@ -33,7 +33,7 @@ static int uuid_release(struct lock_ctx *ctx, const char *key)
         return ctx->err;
     if (r->type == REDIS_REPLY_ERROR)
         return redis_reply_error(ctx, 0, r, key);
-    ours = r->type == REDIS_REPLY_STRING && strcmp(r->str, rs->token) == 0;
+    ours = r->type == REDIS_REPLY_STRING && strcmp(r->str, h->token) == 0;
     freeReplyObject(r);
     if (!ours)
         return lock_error(ctx, LL_ERROR, "redis",

@@ -1,4 +1,4 @@
-/* redis_watchdog.c — one thread that keeps held hash locks alive (seed 000
+/* redis_watchdog.c — one worker that keeps held hash locks alive (seed 000
  * §3.7, Redisson's lock watchdog).
  *
  * A holder that is slower than its lease must not lose the lock, yet a
@@ -13,18 +13,22 @@
  * the same way, its token compared instead: if GET key == token then
  * PEXPIRE.
  *
- * Why one process-wide thread rather than one per holder (the seed's Timer
- * per lock): a holder's own connection is busy with its own request, so a
- * renewer needs another connection either way; one thread with one
- * connection serves every slot's lock at a cost of one script call per lock
- * per lease/3, with no thread created per acquisition. Holders register in
- * a table indexed by slot (a slot holds at most one key at a time; re-entry
- * is counted), and the thread sleeps on a condition variable until the
- * earliest renewal is due; a new holder wakes it only when its renewal is
- * due before that, so the thread wakes about once a lease/3, not at every
- * sale. It starts lazily (pthread_once) at the first
- * registration. A renewal that finds the lock gone marks the entry lost,
- * and the strategy's check hook then refuses to write the stock.
+ * Why one process-wide worker rather than one per holder (the seed's Timer
+ * per lock): one worker serves every slot's lock at a cost of one script
+ * call per lock per lease/3, with nothing created per acquisition. Holders
+ * register in a table indexed by slot (a slot holds at most one key at a
+ * time; re-entry is counted), and the worker sleeps on a wait_cond until
+ * the earliest renewal is due; a new holder wakes it only when its renewal
+ * is due before that, so the worker wakes about once a lease/3, not at
+ * every sale. It starts lazily (pthread_once) at the first registration,
+ * as a task_background(): a coroutine on the loop of the request that
+ * registered first, or a thread of its own where there is none. Its
+ * renewals are commands of a context of its own (clients/redis.h): on the
+ * loop they share the pipelined connection with the requests' commands,
+ * elsewhere they have their own connection. The table's mutex is never
+ * held across a renewal. A renewal that finds the lock gone marks the
+ * entry lost, and the strategy's check hook then refuses to write the
+ * stock.
  *
  * Lease honesty: a renewal that fails or goes unanswered (Redis down, the
  * instance cut off, the whole process paused) is not a renewal. Each entry
@@ -35,6 +39,7 @@
  */
 #include "redis_private.h"
 #include "../core/util.h"
+#include "../core/wait.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -56,14 +61,13 @@ struct watch_entry {
 
 static struct {
     pthread_mutex_t     mu;
-    pthread_cond_t      cv;
+    struct wait_cond    cv;
     struct watch_entry *e;
     int                 n;
     const struct config *cfg;
-    redisContext       *c;
-    int64_t             retry_at_ms;
-    int64_t             asleep_until;   /* the thread's wake-up; MAX: none */
-} wd = { .mu = PTHREAD_MUTEX_INITIALIZER, .asleep_until = INT64_MAX };
+    struct lock_ctx     ctx;            /* the worker's: its Redis commands */
+    int64_t             asleep_until;   /* the worker's wake-up; MAX: none */
+} wd = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = WAIT_COND_INIT, .asleep_until = INT64_MAX };
 
 static pthread_once_t wd_once = PTHREAD_ONCE_INIT;
 static _Atomic(const struct config *) wd_cfg;
@@ -93,31 +97,14 @@ static int period_ms(void)
 /* ---------------------------------------------------------------- renewal */
 
 /* 1 renewed, 0 the lock is gone, -1 Redis did not answer. Called without
- * wd.mu: the connection belongs to the watchdog thread alone. */
+ * wd.mu, by the worker alone. */
 static int renew(const char *key, const char *field, enum redis_watch_unit unit)
 {
-    struct hostport hp;
-    struct timeval tv = { REDIS_CMD_TIMEOUT_MS / 1000, (REDIS_CMD_TIMEOUT_MS % 1000) * 1000 };
     char lease[24];
     const char *argv[3];
     redisReply *r;
-    unsigned ops = 0;
     int rc;
 
-    if (wd.c == NULL) {
-        if (now_ms() < wd.retry_at_ms)
-            return -1;
-        redis_server_addr(wd.cfg, 0, &hp);     /* the master now (Sentinel) */
-        wd.c = redisConnectWithTimeout(hp.host, hp.port, tv);
-        if (wd.c == NULL || wd.c->err) {
-            if (wd.c)
-                redisFree(wd.c);
-            wd.c = NULL;
-            wd.retry_at_ms = now_ms() + REDIS_RECONNECT_MS;
-            return -1;
-        }
-        redisSetTimeout(wd.c, tv);
-    }
     if (unit == WATCH_SECONDS)
         snprintf(lease, sizeof lease, "%d", (wd.cfg->lease_ms + 999) / 1000);
     else
@@ -125,23 +112,18 @@ static int renew(const char *key, const char *field, enum redis_watch_unit unit)
     argv[0] = key;
     argv[1] = field;
     argv[2] = lease;
-    r = redis_eval_on(wd.c, unit == WATCH_SECONDS ? &renew_seconds :
-                      unit == WATCH_MILLIS ? &renew_millis : &renew_string, 1, 3, argv, &ops);
-    if (r == NULL) {
-        redisFree(wd.c);
-        wd.c = NULL;
-        wd.retry_at_ms = now_ms() + REDIS_RECONNECT_MS;
+    r = redis_eval(&wd.ctx, 0, unit == WATCH_SECONDS ? &renew_seconds :
+                   unit == WATCH_MILLIS ? &renew_millis : &renew_string, 1, 3, argv);
+    if (r == NULL)
         return -1;
-    }
     rc = r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -1;
     freeReplyObject(r);
     return rc;
 }
 
-static void *watchdog_main(void *arg)
+static void watchdog_main(void *arg)
 {
     struct watch_entry copy;
-    struct timespec ts;
     int i, due, rc;
     int64_t now, first, sent;
 
@@ -163,13 +145,7 @@ static void *watchdog_main(void *arg)
         }
         if (due < 0) {
             wd.asleep_until = first;
-            if (first == INT64_MAX) {
-                pthread_cond_wait(&wd.cv, &wd.mu);
-            } else {
-                ts.tv_sec = first / 1000;
-                ts.tv_nsec = (first % 1000) * 1000000;
-                pthread_cond_timedwait(&wd.cv, &wd.mu, &ts);
-            }
+            wait_cond_wait(&wd.cv, &wd.mu, first == INT64_MAX ? WAIT_FOREVER : first * 1000);
             continue;
         }
         wd.asleep_until = now;          /* awake: holders need not signal */
@@ -192,26 +168,16 @@ static void *watchdog_main(void *arg)
                 wd.e[due].next_ms = now_ms() + REDIS_RECONNECT_MS;
         }
     }
-    return NULL;
 }
 
 static void watchdog_start(void)
 {
-    pthread_condattr_t attr;
-    pthread_t tid;
-
     wd.cfg = atomic_load(&wd_cfg);
     wd.n = wd.cfg->threads;
     wd.e = xcalloc((size_t)wd.n, sizeof *wd.e);
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&wd.cv, &attr);
-    pthread_condattr_destroy(&attr);
-    if (pthread_create(&tid, NULL, watchdog_main, NULL) != 0) {
-        fprintf(stderr, "locklab: cannot start the Redis watchdog thread\n");
-        abort();
-    }
-    pthread_detach(tid);
+    wd.ctx.slot = -1;
+    wd.ctx.cfg = wd.cfg;
+    task_background("redis-watchdog", watchdog_main, NULL);
 }
 
 /* ---------------------------------------------------------------- holders */
@@ -238,11 +204,11 @@ void redis_watch(struct lock_ctx *ctx, const char *key, const char *field,
         e->lost = 0;
         e->lease_until_us = ctx->lease_until_us;    /* from the acquire */
         e->next_ms = now_ms() + period_ms();
-        /* Wake the thread only if it would sleep past this renewal: it
+        /* Wake the worker only if it would sleep past this renewal: it
          * does once in a lease/3, not at every sale (a context switch). */
         if (e->next_ms < wd.asleep_until) {
             wd.asleep_until = e->next_ms;
-            pthread_cond_signal(&wd.cv);
+            wait_cond_signal(&wd.cv);
         }
     }
     pthread_mutex_unlock(&wd.mu);

@@ -14,7 +14,8 @@
  *         if HINCRBY field -1 > 0: PEXPIRE lease; return 0
  *         DEL lock:P; PUBLISH channel 0; return 1
  *
- * Waiting, as RedissonLock.lock(): try once; if taken, SUBSCRIBE to the
+ * Waiting, as RedissonLock.lock() (redisson_wait(), the loop every
+ * Redisson object shares): try once; if taken, SUBSCRIBE to the
  * channel, then loop { try; wait for a message or the returned PTTL,
  * whichever comes first, never past the deadline } and UNSUBSCRIBE. When
  * the process is already subscribed to the channel (a lock in use), the
@@ -143,37 +144,30 @@ static int redisson_try(struct lock_ctx *ctx, const char *key, const char *field
     return rc;
 }
 
+struct try_args {
+    const char *key, *field;
+};
+
+static int try_once(struct lock_ctx *ctx, void *arg, long long *ttl)
+{
+    const struct try_args *t = arg;
+
+    return redisson_try(ctx, t->key, t->field, ttl);
+}
+
 int redisson_acquire(struct lock_ctx *ctx, const char *key)
 {
     char field[80], channel[160];
-    long long ttl;
-    int64_t left;
-    struct redis_sub *sub;
+    struct try_args t = { key, field };
     int rc;
 
     lock_owner(ctx, field, sizeof field);
     channel_of(key, channel, sizeof channel);
-    ttl = 0;
-    if (!redis_sub_ready(channel) && (rc = redisson_try(ctx, key, field, &ttl)) != LL_OK)
+    rc = redisson_wait(ctx, channel, REDIS_WAKE_ONE, try_once, &t, !redis_sub_ready(channel));
+    if (rc == LL_TIMEOUT)
+        rc = redis_timeout(ctx, 0, key, "hash");
+    if (rc != LL_OK)
         return rc;
-    if (ttl != -2) {
-        if ((rc = redis_sub_join(ctx, channel, &sub)) != LL_OK)
-            return rc;
-        for (;;) {
-            if ((rc = redisson_try(ctx, key, field, &ttl)) != LL_OK || ttl == -2)
-                break;
-            if ((left = lock_time_left(ctx)) <= 0) {
-                lock_timeout(ctx);
-                rc = redis_timeout(ctx, 0, key, "hash");
-                break;
-            }
-            ctx->retries++;
-            redis_sub_wait(ctx, sub, ttl >= 0 && ttl < left ? ttl : left);
-        }
-        redis_sub_leave(sub);
-        if (rc != LL_OK)
-            return rc;
-    }
     redis_watch(ctx, key, field, WATCH_MILLIS);
     return LL_OK;
 }

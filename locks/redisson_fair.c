@@ -22,9 +22,10 @@
  * A waiter that gives up runs Redisson's acquireFailed script: it leaves
  * the queue and hands its wait back to those behind it.
  *
- * Waiting: subscribe to our own channel, then loop { tryLock; wait for the
- * message or the returned ttl, never past the deadline }. The hand-off is
- * FIFO across all instances and only the next waiter wakes. `wait` is the
+ * Waiting: the first tryLock queues us; then subscribe to our own channel,
+ * and loop { tryLock; wait for the message or the returned ttl, never past
+ * the deadline } (redisson_wait(), the loop of every Redisson object). The
+ * hand-off is FIFO across all instances and only the next waiter wakes. `wait` is the
  * request's remaining wait, as Redisson's tryLock(waitTime) passes it.
  * Held locks are renewed by the watchdog like redisson's.
  *
@@ -177,38 +178,43 @@ static void fair_leave(struct lock_ctx *ctx, const struct fair_names *n, long lo
     lock_error(ctx, err, backend, "%s", errstr);
 }
 
+struct fair_args {
+    const char              *key;
+    const struct fair_names *n;
+    long long                wait;
+};
+
+/* A try of the waiting loop: a ttl of 0 (our turn is due now, by the
+ * queue's clocks) waits for the message, up to the deadline. */
+static int fair_try_again(struct lock_ctx *ctx, void *arg, long long *ttl)
+{
+    const struct fair_args *a = arg;
+    int rc = fair_try(ctx, a->key, a->n, a->wait, ttl);
+
+    if (rc == LL_OK && *ttl == 0)
+        *ttl = -1;
+    return rc;
+}
+
 static int fair_acquire(struct lock_ctx *ctx, const char *key)
 {
     struct fair_names n;
     char mine[sizeof n.channel + sizeof n.field + 2];
     long long ttl, wait = lock_time_left(ctx);
-    int64_t left;
-    struct redis_sub *sub;
+    struct fair_args a = { key, &n, 0 };
     int rc;
 
     names_of(ctx, key, &n);
     if (wait < 1)
         wait = 1;
+    a.wait = wait;
     if ((rc = fair_try(ctx, key, &n, wait, &ttl)) != LL_OK)
         return rc;
-    if (ttl != -2) {
+    if (ttl != -2) {            /* queued: wait on our own channel */
         snprintf(mine, sizeof mine, "%s:%s", n.channel, n.field);
-        if ((rc = redis_sub_join(ctx, mine, &sub)) != LL_OK) {
-            fair_leave(ctx, &n, wait);
-            return rc;
-        }
-        for (;;) {
-            if ((rc = fair_try(ctx, key, &n, wait, &ttl)) != LL_OK || ttl == -2)
-                break;
-            if ((left = lock_time_left(ctx)) <= 0) {
-                lock_timeout(ctx);
-                rc = redis_timeout(ctx, 0, key, "hash");
-                break;
-            }
-            ctx->retries++;
-            redis_sub_wait(ctx, sub, ttl > 0 && ttl < left ? ttl : left);
-        }
-        redis_sub_leave(sub);
+        rc = redisson_wait(ctx, mine, REDIS_WAKE_ONE, fair_try_again, &a, 0);
+        if (rc == LL_TIMEOUT)
+            rc = redis_timeout(ctx, 0, key, "hash");
         if (rc != LL_OK) {
             fair_leave(ctx, &n, wait);
             return rc;

@@ -17,9 +17,11 @@
  * without --redis-replica — leaves nothing to wait for, and this is
  * redisson.
  *
- * WAIT counts the writes of this connection only: had the connection been
- * replaced between the script and the WAIT, a WAIT on the new one would be
- * acknowledged at once for nothing, so that case refuses the lock too.
+ * WAIT counts the writes of this connection only, so the acquire pins the
+ * slot to its own connection (redis_pin(): on the loop the other requests'
+ * commands share another), and had that connection been replaced between
+ * the script and the WAIT, a WAIT on the new one would be acknowledged at
+ * once for nothing, so that case refuses the lock too.
  *
  * Why a strategy and not a parameter of redisson: it is a different lock,
  * with a different price and a different failure, and as its own row of
@@ -45,19 +47,19 @@
 #define REDISSON_WAIT_MS 1000   /* Redisson's slavesSyncTimeout */
 #define ROLE_REFRESH_MS  1000
 
-/* The replicas of the master on this slot's connection to server 0, by
- * ROLE; -1 with the failure on ctx (a demoted master is dropped: the next
- * connection asks the Sentinel). */
+/* The replicas of the master on this slot's own connection to server 0,
+ * by ROLE; -1 with the failure on ctx (a demoted master is dropped: the
+ * next connection asks the Sentinel). */
 static int master_replicas(struct lock_ctx *ctx)
 {
-    struct redis_set *rs = redis_set_of(ctx);
+    struct redis_hold *h = redis_hold_of(ctx);
+    unsigned gen = redis_own_gen(ctx, 0);
     int64_t now = now_ms();
     redisReply *r;
     int n;
 
-    if (rs->link[0].c && rs->replicas_gen == rs->link[0].gen &&
-        now < rs->replicas_at_ms + ROLE_REFRESH_MS)
-        return rs->replicas;
+    if (gen && h->replicas_gen == gen && now < h->replicas_at_ms + ROLE_REFRESH_MS)
+        return h->replicas;
     if ((r = redis_cmd(ctx, 0, "ROLE")) == NULL)
         return -1;
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
@@ -66,16 +68,16 @@ static int master_replicas(struct lock_ctx *ctx)
     if (strcmp(r->element[0]->str, "master") != 0) {
         freeReplyObject(r);
         redis_drop(ctx, 0, "ROLE");     /* the next connection asks the Sentinel */
-        lock_error(ctx, LL_UNAVAILABLE, rs->name[0], "%s is a replica now, not the master "
-                   "(a failover)", rs->name[0]);
+        lock_error(ctx, LL_UNAVAILABLE, redis_name(ctx, 0), "%s is a replica now, not the "
+                   "master (a failover)", redis_name(ctx, 0));
         return -1;
     }
     n = r->elements >= 3 && r->element[2]->type == REDIS_REPLY_ARRAY
         ? (int)r->element[2]->elements : 0;
     freeReplyObject(r);
-    rs->replicas = n;
-    rs->replicas_gen = rs->link[0].gen;
-    rs->replicas_at_ms = now;
+    h->replicas = n;
+    h->replicas_gen = redis_own_gen(ctx, 0);
+    h->replicas_at_ms = now;
     return n;
 }
 
@@ -83,23 +85,24 @@ static int master_replicas(struct lock_ctx *ctx)
  * acknowledged, or -1 with the failure on ctx. */
 static long long replicas_wait(struct lock_ctx *ctx, unsigned gen, int want)
 {
-    struct redis_set *rs = redis_set_of(ctx);
-    redisContext *c = redis_link(ctx, 0, REDISSON_WAIT_MS + REDIS_CMD_TIMEOUT_MS);
+    struct redis_pipe p;
     redisReply *r;
     long long acked;
 
-    if (c == NULL)
-        return -1;
-    if (rs->link[0].gen != gen) {
-        lock_error(ctx, LL_UNAVAILABLE, rs->name[0], "the connection to %s that took the "
-                   "lock was lost before its WAIT", rs->name[0]);
-        return -1;
-    }
-    ctx->backend_ops++;
-    if ((r = redisCommand(c, "WAIT %d %d", want, REDISSON_WAIT_MS)) == NULL) {
-        redis_drop(ctx, 0, "WAIT");
+    redis_pipe_init(&p, ctx, 0, REDISSON_WAIT_MS + REDIS_CMD_TIMEOUT_MS, REDIS_OWN, "WAIT");
+    redis_pipe_add(&p, "WAIT %d %d", want, REDISSON_WAIT_MS);
+    if (redis_pipe_send(&p) != LL_OK) {
+        redis_pipe_free(&p);
         return -1;
     }
+    if (redis_own_gen(ctx, 0) != gen) {
+        redis_pipe_free(&p);            /* unread: that connection goes too */
+        lock_error(ctx, LL_UNAVAILABLE, redis_name(ctx, 0), "the connection to %s that "
+                   "took the lock was lost before its WAIT", redis_name(ctx, 0));
+        return -1;
+    }
+    if (redis_pipe_recv(&p, &r) != LL_OK)
+        return -1;
     if (r->type != REDIS_REPLY_INTEGER)
         return redis_reply_error(ctx, 0, r, "WAIT"), -1;
     acked = r->integer;
@@ -107,9 +110,10 @@ static long long replicas_wait(struct lock_ctx *ctx, unsigned gen, int want)
     return acked;
 }
 
-static int redisson_wait_acquire(struct lock_ctx *ctx, const char *key)
+/* redisson's acquire, then the WAIT, all on the slot's own connection:
+ * WAIT counts the writes of the connection it is sent on. */
+static int wait_acquire(struct lock_ctx *ctx, const char *key)
 {
-    struct redis_set *rs;
     char why[sizeof ctx->errstr];
     const char *backend;
     unsigned gen;
@@ -118,22 +122,31 @@ static int redisson_wait_acquire(struct lock_ctx *ctx, const char *key)
 
     if ((rc = redisson_acquire(ctx, key)) != LL_OK)
         return rc;
-    rs = redis_set_of(ctx);
-    gen = rs->link[0].gen;              /* the connection the lock was taken on */
+    gen = redis_own_gen(ctx, 0);        /* the connection the lock was taken on */
     if ((want = master_replicas(ctx)) == 0)
         return LL_OK;
     acked = want < 0 ? -1 : replicas_wait(ctx, gen, want);
     if (acked >= want)
         return LL_OK;
     if (acked >= 0)
-        lock_error(ctx, LL_UNAVAILABLE, rs->name[0], "%lld of %d replica(s) of %s "
+        lock_error(ctx, LL_UNAVAILABLE, redis_name(ctx, 0), "%lld of %d replica(s) of %s "
                    "acknowledged %s within %d ms: a failover could lose it, so it is not "
-                   "held", acked, want, rs->name[0], key, REDISSON_WAIT_MS);
+                   "held", acked, want, redis_name(ctx, 0), key, REDISSON_WAIT_MS);
     rc = ctx->err;
     backend = ctx->backend;
     snprintf(why, sizeof why, "%s", ctx->errstr);
     redisson_release(ctx, key);         /* best effort: the lease frees it otherwise */
     return lock_error(ctx, rc, backend, "%s", why);
+}
+
+static int redisson_wait_acquire(struct lock_ctx *ctx, const char *key)
+{
+    int rc;
+
+    redis_pin(ctx, 1);
+    rc = wait_acquire(ctx, key);
+    redis_pin(ctx, 0);
+    return rc;
 }
 
 const struct lock_ops lock_redisson_wait = {

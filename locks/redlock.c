@@ -35,8 +35,11 @@
  *
  * When fewer than a quorum of servers can even be connected to, waiting
  * cannot help: the answer is 503 unavailable naming a down server. A
- * server that merely timed out counts as a "no" for the round, and the
- * next round reconnects to it.
+ * server that merely timed out counts as a "no" for the round: on a slot's
+ * own connection the next round reconnects to it; on the loop's shared
+ * connection (clients/redis.h) the late reply is thrown away when it comes,
+ * and the connection stays for the other requests unless the server has
+ * been silent for the whole command timeout.
  *
  * What it still gets wrong (Kleppmann's critique): safety rests on timing —
  * a pause between the validity check and the write, or a server that
@@ -54,66 +57,37 @@ static int server_timeout_ms(const struct lock_ctx *ctx)
     return t < 10 ? 10 : t > 100 ? 100 : t;
 }
 
-/* Write the queued commands of every context in c[] (NULL: skipped). */
-static void flush_all(struct lock_ctx *ctx, redisContext **c, int n, const char *what)
-{
-    int i, done;
-
-    for (i = 0; i < n; i++) {
-        if (c[i] == NULL)
-            continue;
-        done = 0;
-        while (!done)
-            if (redisBufferWrite(c[i], &done) != REDIS_OK) {
-                redis_drop(ctx, i, what);
-                c[i] = NULL;
-                break;
-            }
-    }
-}
-
 /* Send `argv` to every server i with want[i] (all when want is NULL) at
- * once, then read the answers into reply[i] (NULL: no answer, the
- * connection is dropped). Returns how many servers did not answer;
- * *down = how many could not even be connected to. */
+ * once, then read the answers into reply[i] (NULL: no answer). Returns
+ * how many servers did not answer; *down = how many could not even be
+ * connected to. */
 static int multiplex(struct lock_ctx *ctx, const int *want, int argc, const char **argv,
                      redisReply **reply, int *down)
 {
-    redisContext *c[CONFIG_MAX_SERVERS];
+    struct redis_pipe p[CONFIG_MAX_SERVERS];
+    int live[CONFIG_MAX_SERVERS] = { 0 };
     int i, n = ctx->cfg->nredis, silent = 0;
-    void *r;
 
     *down = 0;
     for (i = 0; i < n; i++) {
         reply[i] = NULL;
-        c[i] = NULL;
         if (want && !want[i])
             continue;
-        c[i] = redis_link(ctx, i, server_timeout_ms(ctx));
-        if (c[i] == NULL)
+        redis_pipe_init(&p[i], ctx, i, server_timeout_ms(ctx), REDIS_ANY, argv[0]);
+        redis_pipe_argv(&p[i], argc, argv);
+        if (redis_pipe_send(&p[i]) != LL_OK) {
+            redis_pipe_free(&p[i]);
+            silent++;
             (*down)++;
-        if (c[i] && redisAppendCommandArgv(c[i], argc, argv, NULL) != REDIS_OK) {
-            redis_drop(ctx, i, argv[0]);
-            c[i] = NULL;
+            continue;
         }
+        live[i] = 1;
     }
-    flush_all(ctx, c, n, argv[0]);
-    for (i = 0; i < n; i++) {
-        if (want && !want[i])
-            continue;
-        if (c[i] == NULL) {
+    for (i = 0; i < n; i++)
+        if (live[i] && redis_pipe_recv(&p[i], &reply[i]) != LL_OK) {
+            reply[i] = NULL;
             silent++;
-            continue;
         }
-        ctx->backend_ops++;
-        r = NULL;
-        if (redisGetReply(c[i], &r) != REDIS_OK) {
-            redis_drop(ctx, i, argv[0]);
-            silent++;
-            continue;
-        }
-        reply[i] = r;
-    }
     return silent;
 }
 
@@ -141,14 +115,14 @@ static int release_some(struct lock_ctx *ctx, const char *key, const char *token
 /* One round: LL_OK with *got, or LL_UNAVAILABLE when no quorum answers. */
 static int redlock_round(struct lock_ctx *ctx, const char *key, int *got)
 {
-    struct redis_set *rs = redis_set_of(ctx);
-    int maybe[CONFIG_MAX_SERVERS] = { 0 };
+    struct redis_hold *h = redis_hold_of(ctx);
+    int maybe[CONFIG_MAX_SERVERS] = { 0 }, up[CONFIG_MAX_SERVERS];
     char token[REDIS_TOKEN_MAX], ttls[16];
     const char *argv[6] = { "SET", key, token, "NX", "PX", ttls };
     int i, n = ctx->cfg->nredis, quorum = n / 2 + 1, ok = 0, no = 0, down = 0;
     int ttl = ctx->cfg->lease_ms, drift = ttl / 100 + 2, release = 0, first_down = -1;
     int64_t t0, validity;
-    redisContext *c[CONFIG_MAX_SERVERS];
+    struct redis_pipe p;
     redisReply *r;
 
     *got = 0;
@@ -158,18 +132,18 @@ static int redlock_round(struct lock_ctx *ctx, const char *key, int *got)
     /* Servers we cannot connect to count against the quorum first, so a
      * client that meets a taken key stops before it takes others. */
     for (i = 0; i < n; i++)
-        if ((c[i] = redis_link(ctx, i, server_timeout_ms(ctx))) == NULL) {
+        if (!(up[i] = redis_connect(ctx, i, server_timeout_ms(ctx)) == LL_OK)) {
             no++;
             down++;
             if (first_down < 0)
                 first_down = i;
         }
     for (i = 0; i < n && no <= n - quorum; i++) {
-        if (c[i] == NULL)
+        if (!up[i])
             continue;
-        ctx->backend_ops++;
-        if ((r = redisCommandArgv(c[i], 6, argv, NULL)) == NULL) {
-            redis_drop(ctx, i, "SET");
+        redis_pipe_init(&p, ctx, i, server_timeout_ms(ctx), REDIS_ANY, "SET");
+        redis_pipe_argv(&p, 6, argv);
+        if (redis_pipe_run(&p, &r) != LL_OK) {
             maybe[i] = 1;       /* the SET may have landed after our timeout */
             no++;
             continue;
@@ -184,9 +158,9 @@ static int redlock_round(struct lock_ctx *ctx, const char *key, int *got)
     }
     validity = ttl - (now_ms() - t0) - drift;
     if (ok >= quorum && validity > 0) {
-        memcpy(rs->token, token, sizeof token);
-        rs->valid_until_ms = t0 + validity;
-        ctx->lease_until_us = rs->valid_until_ms * 1000;    /* drift already off */
+        memcpy(h->token, token, sizeof token);
+        h->valid_until_ms = t0 + validity;
+        ctx->lease_until_us = h->valid_until_ms * 1000;     /* drift already off */
         *got = 1;
         return LL_OK;
     }
@@ -197,9 +171,9 @@ static int redlock_round(struct lock_ctx *ctx, const char *key, int *got)
     /* Servers that timed out may answer next round; servers we cannot
      * even connect to will not: without a quorum of those, give up. */
     if (n - down < quorum)
-        return lock_error(ctx, LL_UNAVAILABLE, rs->name[first_down],
+        return lock_error(ctx, LL_UNAVAILABLE, redis_name(ctx, first_down),
                           "Redlock needs %d of %d Redis servers, %d unreachable (%s …)",
-                          quorum, n, down, rs->name[first_down]);
+                          quorum, n, down, redis_name(ctx, first_down));
     return LL_OK;
 }
 
@@ -217,8 +191,7 @@ static int redlock_acquire(struct lock_ctx *ctx, const char *key)
 
 static int redlock_check(struct lock_ctx *ctx, const char *key)
 {
-    struct redis_set *rs = redis_set_of(ctx);
-    int64_t over = now_ms() - rs->valid_until_ms;
+    int64_t over = now_ms() - redis_hold_of(ctx)->valid_until_ms;
 
     if (over >= 0)
         return lock_error(ctx, LL_LOST, "redis",
@@ -229,13 +202,13 @@ static int redlock_check(struct lock_ctx *ctx, const char *key)
 
 static int redlock_release(struct lock_ctx *ctx, const char *key)
 {
-    struct redis_set *rs = redis_set_of(ctx);
+    struct redis_hold *h = redis_hold_of(ctx);
     char errstr[sizeof ctx->errstr];
     const char *backend = ctx->backend;
     int down, deleted, err = ctx->err;
 
     memcpy(errstr, ctx->errstr, sizeof errstr);
-    deleted = release_some(ctx, key, rs->token, NULL, &down);
+    deleted = release_some(ctx, key, h->token, NULL, &down);
     if (deleted == 0 && down == 0)
         return lock_error(ctx, LL_ERROR, "redis",
                           "%s had expired on every server before release", key);

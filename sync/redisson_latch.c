@@ -86,7 +86,7 @@ static int op_await(struct lock_ctx *ctx, const struct sync_args *a, json_t *out
         return rc;
     json_object_set_new(out, "count_before", json_integer(count));
     channel_of(a->name, channel, sizeof channel);
-    rc = redisson_wait(ctx, channel, REDIS_WAKE_LATCH, latch_try, (void *)a->name);
+    rc = redisson_wait(ctx, channel, REDIS_WAKE_LATCH, latch_try, (void *)a->name, 1);
     if (rc == LL_TIMEOUT)
         lock_error(ctx, LL_TIMEOUT, NULL, "latch %s still closed after %d ms", a->name,
                    ctx->wait_ms);

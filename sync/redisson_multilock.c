@@ -87,7 +87,7 @@ static int op_lock(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)
     snprintf(m.lease, sizeof m.lease, "%d", 2 * (ctx->wait_ms > 0 ? ctx->wait_ms : lease));
     for (m.at = 0; m.at < a->nnames; m.at++) {
         channel_of(a->names[m.at], channel, sizeof channel);
-        if ((rc = redisson_wait(ctx, channel, REDIS_WAKE_ONE, ml_try, &m)) != LL_OK)
+        if ((rc = redisson_wait(ctx, channel, REDIS_WAKE_ONE, ml_try, &m, 1)) != LL_OK)
             break;
     }
     if (rc != LL_OK) {

@@ -163,7 +163,7 @@ static int op_acquire(struct lock_ctx *ctx, const struct sync_args *a, json_t *o
     if (a->permits >= 0 && (rc = op_try_set(ctx, a, out)) != LL_OK)
         return rc;
     pse_init(&p, a);
-    rc = redisson_wait(ctx, p.channel, REDIS_WAKE_VALUE, pse_try, &p);
+    rc = redisson_wait(ctx, p.channel, REDIS_WAKE_VALUE, pse_try, &p, 1);
     if (rc == LL_TIMEOUT)
         lock_error(ctx, LL_TIMEOUT, NULL, "no permit of %s within %d ms", a->name, ctx->wait_ms);
     if (rc != LL_OK)

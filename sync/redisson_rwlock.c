@@ -180,7 +180,7 @@ static int rw_lock(struct lock_ctx *ctx, struct rw *rw, int write)
     int rc;
 
     rw->write = write;
-    rc = redisson_wait(ctx, rw->channel, REDIS_WAKE_RWLOCK, rw_try, rw);
+    rc = redisson_wait(ctx, rw->channel, REDIS_WAKE_RWLOCK, rw_try, rw, 1);
     if (rc == LL_TIMEOUT)
         lock_error(ctx, LL_TIMEOUT, NULL, "%s lock of %s not obtained within %d ms",
                    write ? "write" : "read", rw->name, ctx->wait_ms);

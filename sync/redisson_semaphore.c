@@ -101,7 +101,7 @@ static int op_acquire(struct lock_ctx *ctx, const struct sync_args *a, json_t *o
     sem_init(&s, a);
     if (a->permits >= 0 && (rc = sem_set(ctx, &s, a->permits, out)) != LL_OK)
         return rc;
-    rc = redisson_wait(ctx, s.channel, REDIS_WAKE_VALUE, sem_try, &s);
+    rc = redisson_wait(ctx, s.channel, REDIS_WAKE_VALUE, sem_try, &s, 1);
     if (rc == LL_TIMEOUT)
         lock_error(ctx, LL_TIMEOUT, NULL, "%s permit(s) of %s not obtained within %d ms",
                    s.qty, s.name, ctx->wait_ms);

@@ -1,8 +1,9 @@
 /* sync_private.h — what the synchronizers share (every sync/ file): the answer's
- * times, Redisson's waiting loop, Curator's paths and semaphore leases, on
- * top of the lock families' code (locks/redis_*.c; for ZooKeeper the client
- * clients/zk.c and the queue locks/zk_queue.c, Curator's LockInternals),
- * which they reuse rather than copy.
+ * times and Curator's paths and semaphore leases, on top of the lock
+ * families' code, which they reuse rather than copy: for Redis the client
+ * and Redisson's waiting loop (locks/redis_private.h), for ZooKeeper the
+ * client clients/zk.c and the queue locks/zk_queue.c (Curator's
+ * LockInternals).
  */
 #ifndef LOCKLAB_SYNC_PRIVATE_H
 #define LOCKLAB_SYNC_PRIVATE_H
@@ -34,31 +35,6 @@ int sync_need(struct lock_ctx *ctx, long long value, const char *param);
  * one another (and any Java client) exactly as Curator's clients do. */
 int  sync_local_lock(struct lock_ctx *ctx, const char *key, void **held);
 void sync_local_unlock(void *held);
-
-/* ---------------------------------------------------------------- Redisson */
-
-/* Redisson's lock field for holder tid: "<instance uuid>:<tid>". */
-void redisson_field(const struct lock_ctx *ctx, unsigned long long tid, char *buf, int len);
-
-/* One attempt of an acquisition. LL_OK with *ttl = -2 when it succeeded,
- * else how long at most to wait before the next attempt (ms; -1: until a
- * message), or a failure. */
-typedef int (*redisson_try_fn)(struct lock_ctx *ctx, void *arg, long long *ttl);
-
-/* Redisson's acquire loop (RedissonLock.lock, RSemaphore.acquire …): try;
- * if that failed, subscribe to `channel`, then try again, waiting between
- * tries for a message (woken as `wake` says) or the ttl the last try gave,
- * never past the deadline. LL_TIMEOUT at the deadline. */
-int redisson_wait(struct lock_ctx *ctx, const char *channel, enum redis_wake wake,
-                  redisson_try_fn try_once, void *arg);
-
-/* An integer reply (nil counts as `nil`) from server 0 on key: LL_OK and
- * *v, or a failure recorded on ctx. Frees the reply. */
-int redisson_int(struct lock_ctx *ctx, redisReply *r, const char *key, long long nil,
-                 long long *v);
-
-/* DEL the keys of a name (the reset hooks). */
-int redisson_del(struct lock_ctx *ctx, int nkeys, const char **keys);
 
 /* ---------------------------------------------------------------- Curator */
 

@@ -1,6 +1,7 @@
-/* redisson_common.c — what the Redisson synchronizers share: the lock
- * field, the acquire loop of every blocking Redisson object, integer
- * replies and resets.
+/* redisson_common.c — what Redisson's objects share, the locks of locks/
+ * (redisson, redisson-fair and the strategies built on them) and the
+ * synchronizers of sync/: the acquire loop of every blocking Redisson
+ * object, the lock field, integer replies and resets.
  *
  * Version followed: Redisson 3.16 (2021), the scripts, key names, channel
  * names and pub/sub messages of its RedissonReadLock, RedissonWriteLock,
@@ -10,9 +11,11 @@
  * make a retried unlock idempotent; it changes nothing a second client sees
  * and is left out.
  *
- * The loop (RedissonLock.lock(), RedissonSemaphore.acquire() …): one try;
- * if it fails, subscribe to the object's channel, then try again, and
- * between tries sleep until a message or until the time the try returned
+ * The loop (RedissonLock.lock(), RedissonSemaphore.acquire() …), written
+ * once here: one try (skipped when the caller made it, as the fair lock
+ * does to join its queue, or when the process is subscribed already, as
+ * the lock does); if it fails, subscribe to the object's channel, then
+ * try again, and between tries sleep until a message or until the time the try returned
  * (the lock's PTTL, a permit's nearest expiry) — never past the request's
  * deadline. Subscribing before the second try means no release can slip by
  * between a failed try and the wait. The subscription is the process's
@@ -21,7 +24,7 @@
  * of them for a write unlock, as many as a semaphore's message announces
  * permits, all of them when a latch reaches zero.
  */
-#include "sync_private.h"
+#include "redis_private.h"
 #include "../core/config.h"
 
 #include <stdio.h>
@@ -34,14 +37,14 @@ void redisson_field(const struct lock_ctx *ctx, unsigned long long tid, char *bu
 }
 
 int redisson_wait(struct lock_ctx *ctx, const char *channel, enum redis_wake wake,
-                  redisson_try_fn try_once, void *arg)
+                  redisson_try_fn try_once, void *arg, int try_first)
 {
     struct redis_sub *sub;
     long long ttl;
     int64_t left;
     int rc;
 
-    if ((rc = try_once(ctx, arg, &ttl)) != LL_OK || ttl == -2)
+    if (try_first && ((rc = try_once(ctx, arg, &ttl)) != LL_OK || ttl == -2))
         return rc;
     if ((rc = redis_sub_join_as(ctx, channel, wake, &sub)) != LL_OK)
         return rc;

@@ -1,0 +1,210 @@
+/* redis_common.c — what the Redis lock strategies share above the client
+ * (clients/redis.h): the slot's hold, the spin of the single-key locks,
+ * their tokens and fenced tries, the answer at the deadline, and the DELs
+ * of the reset hooks.
+ *
+ * A single-key lock is taken by one command (SETNX, SET NX EX|PX, or a
+ * script that also takes a fencing token in the same step), tried again
+ * at each of lock_poll()'s turns while someone else holds the key. At the
+ * deadline redis_timeout() asks the key's TYPE, so that another
+ * strategy's leftover of another type is named rather than waited for.
+ */
+#include "redis_private.h"
+#include "../core/util.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct redis_script redis_compare_and_delete = {
+    "if redis.call('get', KEYS[1]) == ARGV[1] then "
+    "return redis.call('del', KEYS[1]) else return 0 end",
+    ""
+};
+
+/* ---------------------------------------------------------------- the hold */
+
+struct redis_hold *redis_hold_of(struct lock_ctx *ctx)
+{
+    struct redis_set *rs = redis_set_of(ctx);
+
+    if (rs->hold == NULL)
+        rs->hold = xcalloc(1, sizeof *rs->hold);
+    return rs->hold;
+}
+
+/* ---------------------------------------------------------------- replies, deadlines */
+
+int redis_ttl_reply(struct lock_ctx *ctx, redisReply *r, const char *key, long long *ttl)
+{
+    *ttl = -1;
+    if (r == NULL)
+        return ctx->err;
+    if (r->type == REDIS_REPLY_NIL)
+        *ttl = -2;
+    else if (r->type == REDIS_REPLY_INTEGER)
+        *ttl = r->integer;
+    else
+        return redis_reply_error(ctx, 0, r, key);
+    freeReplyObject(r);
+    return LL_OK;
+}
+
+int redis_timeout(struct lock_ctx *ctx, int server, const char *key, const char *type)
+{
+    char why[sizeof ctx->errstr];
+    redisReply *r;
+
+    snprintf(why, sizeof why, "%s", ctx->errstr);
+    r = redis_cmd(ctx, server, "TYPE %s", key);
+    if (r && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "none") != 0 &&
+        strcmp(r->str, type) != 0) {
+        lock_error(ctx, LL_ERROR, redis_name(ctx, server),
+                   "%s is a %s, not a %s: left by another strategy; POST /stock/reset "
+                   "clears it", key, r->str, type);
+        freeReplyObject(r);
+        return LL_ERROR;
+    }
+    if (r)
+        freeReplyObject(r);
+    return lock_error(ctx, LL_TIMEOUT, NULL, "%s", why);
+}
+
+int redis_del(struct lock_ctx *ctx, int server, int nkeys, const char **keys)
+{
+    const char *argv[8];
+    redisReply *r;
+    int i;
+
+    assert(nkeys + 1 <= 8);
+    argv[0] = "DEL";
+    for (i = 0; i < nkeys; i++)
+        argv[1 + i] = keys[i];
+    if ((r = redis_cmd_argv(ctx, server, nkeys + 1, argv)) == NULL)
+        return ctx->err;
+    if (r->type == REDIS_REPLY_ERROR)
+        return redis_reply_error(ctx, server, r, keys[0]);
+    freeReplyObject(r);
+    return LL_OK;
+}
+
+int redis_del_key(struct lock_ctx *ctx, const char *key)
+{
+    const char *keys[1] = { key };
+    return redis_del(ctx, 0, 1, keys);
+}
+
+void redis_new_token(struct lock_ctx *ctx, char *buf, int len)
+{
+    char owner[80];
+
+    lock_owner(ctx, owner, sizeof owner);
+    snprintf(buf, (size_t)len, "%s:%llu", owner,
+             (unsigned long long)++redis_hold_of(ctx)->seq);
+}
+
+int64_t redis_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* SETNX answers 1 or 0; SET … NX answers OK or nil. */
+/* The fenced try (?fence=1): the same SETNX or SET NX, and when it takes
+ * the lock, INCR of the key's token counter in the same atomic step, so a
+ * token belongs to one acquisition and later ones get larger tokens. */
+static struct redis_script set_fenced = {
+    "local ok; "
+    "if ARGV[2] == '' then ok = redis.call('setnx', KEYS[1], ARGV[1]) == 1; "
+    "else ok = redis.call('set', KEYS[1], ARGV[1], 'NX', ARGV[2], ARGV[3]); end; "
+    "if ok then return redis.call('incr', KEYS[2]); end; return 0;",
+    ""
+};
+
+/* One try: 1 taken (and on ctx the token when fenced), 0 held by someone
+ * else, -1 a failure recorded on ctx. */
+static int set_try(struct lock_ctx *ctx, const char *key, const char *value,
+                   const char *unit, int ttl)
+{
+    char counter[LOCK_KEY_MAX + 8], ttls[16];
+    const char *argv[5];
+    redisReply *r;
+    int got;
+
+    if (ctx->fence) {
+        snprintf(counter, sizeof counter, "%s" REDIS_FENCE_SUFFIX, key);
+        snprintf(ttls, sizeof ttls, "%d", ttl);
+        argv[0] = key, argv[1] = counter, argv[2] = value;
+        argv[3] = unit ? unit : "", argv[4] = ttls;
+        if ((r = redis_eval(ctx, 0, &set_fenced, 2, 5, argv)) == NULL)
+            return -1;
+        if (r->type != REDIS_REPLY_INTEGER)
+            return redis_reply_error(ctx, 0, r, key), -1;
+        ctx->token = r->integer;
+        ctx->token_src = REDIS_FENCE;
+    } else {
+        r = unit ? redis_cmd(ctx, 0, "SET %s %s NX %s %d", key, value, unit, ttl)
+                 : redis_cmd(ctx, 0, "SETNX %s %s", key, value);
+        if (r == NULL)
+            return -1;
+        if (r->type == REDIS_REPLY_ERROR || (!unit && r->type != REDIS_REPLY_INTEGER))
+            return redis_reply_error(ctx, 0, r, key), -1;
+    }
+    got = ctx->fence ? r->integer > 0 : unit ? r->type == REDIS_REPLY_STATUS : r->integer == 1;
+    freeReplyObject(r);
+    return got;
+}
+
+int redis_spin(struct lock_ctx *ctx, const char *key, redis_try_fn try_once, const void *arg,
+               int64_t lease_ms)
+{
+    int64_t sent;
+    int got;
+
+    for (;;) {
+        sent = now_us();
+        if ((got = try_once(ctx, key, arg)) < 0)
+            return ctx->err;
+        if (got) {
+            if (lease_ms > 0)   /* the lease runs from the try that took it */
+                lock_lease(ctx, sent, lease_ms);
+            return LL_OK;
+        }
+        if (lock_poll(ctx, key) != LL_OK)
+            return redis_timeout(ctx, 0, key, "string");
+    }
+}
+
+struct set_args {
+    const char *value, *unit;
+    int         ttl;
+};
+
+static int set_try_args(struct lock_ctx *ctx, const char *key, const void *arg)
+{
+    const struct set_args *a = arg;
+    return set_try(ctx, key, a->value, a->unit, a->ttl);
+}
+
+int redis_set_spin(struct lock_ctx *ctx, const char *key, const char *value,
+                   const char *unit, int ttl)
+{
+    const struct set_args a = { value, unit, ttl };
+
+    return redis_spin(ctx, key, set_try_args, &a,
+                      !unit ? 0 : unit[0] == 'E' ? ttl * 1000LL : ttl);
+}
+
+int redis_set_token_spin(struct lock_ctx *ctx, const char *key, const char *unit, int ttl)
+{
+    char token[REDIS_TOKEN_MAX];
+    int rc;
+
+    redis_new_token(ctx, token, sizeof token);
+    if ((rc = redis_set_spin(ctx, key, token, unit, ttl)) == LL_OK)
+        memcpy(redis_hold_of(ctx)->token, token, sizeof token);
+    return rc;
+}

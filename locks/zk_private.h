@@ -4,9 +4,11 @@
  * The client (clients/zk.h) owns the one ZooKeeper session of the process
  * and every call on it; zk_hold.c is the lock logic around it (a slot's
  * holds, tokens, the check, deletes a connection loss left behind);
- * zk_queue.c is the sequential-node queue that zk-sequential-poll,
- * zk-sequential and curator differ in only by naming and by how they
- * wait. See the header comment of each file.
+ * zk_queue.c is the sequential-node queue — Curator's LockInternals,
+ * written once — that zk-sequential-poll, zk-sequential and curator differ
+ * in only by naming and by how they wait, and that the Curator
+ * synchronizers take their mutexes from. See the header comment of each
+ * file.
  */
 #ifndef LOCKLAB_ZK_PRIVATE_H
 #define LOCKLAB_ZK_PRIVATE_H

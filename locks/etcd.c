@@ -227,6 +227,5 @@ const struct lock_ops lock_etcd = {
     .release  = etcd_release,
     .check    = etcd_check,
     .reset    = etcd_reset,
-    .ctx_free = etcd_ctx_free,
     .fence    = ETCD_FENCE,
 };

@@ -277,3 +277,10 @@ void etcd_ctx_free(struct lock_ctx *ctx)
     free(s);
     ctx->etcd = NULL;
 }
+
+/* The etcd family: a slot keeps its session's share (the lease keeper
+ * starts with the first use). */
+const struct lock_family lock_family_etcd = {
+    .name     = "etcd",
+    .ctx_free = etcd_ctx_free,
+};

@@ -206,6 +206,5 @@ const struct lock_ops lock_fallback = {
     .release  = fallback_release,
     .check    = fallback_check,
     .reset    = fallback_reset,
-    .ctx_free = hybrid_ctx_free,
     .fence    = "the granting layer's: redisson, zookeeper or mysql",
 };

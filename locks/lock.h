@@ -134,9 +134,6 @@ struct lock_ops {
     /* Optional: clear leftover state of `key` (POST /stock/reset). */
     int (*reset)(struct lock_ctx *ctx, const char *key);
 
-    /* Optional: free what this strategy keeps in ctx (worker shutdown). */
-    void (*ctx_free)(struct lock_ctx *ctx);
-
     /* Fencing (?fence=1): the service whose tokens the strategy's acquire
      * leaves in ctx->token when ctx->fence asks for one ("redis",
      * "redisson", "zookeeper", "mysql": tokens of one service compare, of
@@ -212,7 +209,38 @@ int lock_index(const struct lock_ops *ops);  /* position in lock_all() */
  * name twice? 0, or -1 with the reason in err. main() refuses to start on -1. */
 int lock_table_check(const struct lock_ops *const *table, int n, char *err, int len);
 
-/* Free what any strategy keeps in ctx: every ctx_free hook (worker
+/* ---------------------------------------------------------------- families */
+
+/* A family (local, mysql, redis, redis-stock, zookeeper, etcd, hybrid) is
+ * what its strategies share beyond their tables: what a slot keeps for
+ * them, the background tasks an instance runs for them, their sections of
+ * GET /stats. One FAMILY(symbol) line in locks/locks.def registers its
+ * table, defined in one of the family's shared files; a strategy names its
+ * family in .family. The server calls the lock_families_*() below and never
+ * a family by name, so a new family touches its own files and one line.
+ * What differs between strategies of one family (the ceiling, the fencing
+ * service: redis-setnx issues no token, redis-lua does) stays in
+ * struct lock_ops. Every hook is optional. */
+struct config;
+struct json_t;
+
+struct lock_family {
+    const char *name;                           /* what .family says        */
+    void (*start)(const struct config *cfg);    /* instance start, on its loop */
+    void (*stop)(void);                         /* shutdown, on the loop, before
+                                                 * the slots are freed       */
+    void (*ctx_free)(struct lock_ctx *ctx);     /* free what a slot keeps    */
+    void (*stats)(struct json_t *body);         /* add its GET /stats sections */
+    void (*stats_reset)(void);                  /* POST /stats/reset          */
+};
+
+const struct lock_family *lock_family_find(const char *name);
+void lock_families_start(const struct config *cfg);
+void lock_families_stop(void);
+void lock_families_stats(struct json_t *body);
+void lock_families_stats_reset(void);
+
+/* Free what any family keeps in ctx: every ctx_free hook (worker
  * shutdown). */
 void lock_ctx_free(struct lock_ctx *ctx);
 

@@ -57,3 +57,9 @@ const struct lock_ops lock_mutex = {
     .release = mutex_release,
     .nofence  = "a mutex lives in one process: there is no service to number its holders across instances",
 };
+
+/* The local family: a lock of this process, nothing kept in a slot, no
+ * background task, no statistics of its own. */
+const struct lock_family lock_family_local = {
+    .name = "local",
+};

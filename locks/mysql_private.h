@@ -30,7 +30,7 @@ void mysql_queue_ctx_free(struct lock_ctx *ctx);    /* frees ctx->mysql */
 
 /* The hooks of such a strategy's lock_ops, whose queue conf is *c. */
 #define MYSQL_QUEUE_METHODS(c) \
-    .conf = (c), .sell = mysql_queue_sell, .ctx_free = mysql_queue_ctx_free, \
+    .conf = (c), .sell = mysql_queue_sell, \
     .nofence = MYSQL_NOFENCE
 
 /* Why the strategies that sell in the database itself need no token. */

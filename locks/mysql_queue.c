@@ -365,3 +365,9 @@ int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long
     *remaining = me.remaining;
     return me.status;
 }
+
+/* The MySQL family: a slot keeps its row queue's state (ctx->mysql). */
+const struct lock_family lock_family_mysql = {
+    .name     = "mysql",
+    .ctx_free = mysql_queue_ctx_free,
+};

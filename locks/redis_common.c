@@ -208,3 +208,9 @@ int redis_set_token_spin(struct lock_ctx *ctx, const char *key, const char *unit
         memcpy(redis_hold_of(ctx)->token, token, sizeof token);
     return rc;
 }
+
+/* The Redis family: a slot keeps its Redis connections (clients/redis.h). */
+const struct lock_family lock_family_redis = {
+    .name     = "redis",
+    .ctx_free = redis_ctx_free,
+};

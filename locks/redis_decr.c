@@ -346,5 +346,4 @@ const struct lock_ops lock_redis_decr = {
     .stock    = "redis",
     .nofence  = "no lock to fence: one Lua script on stock:P is the whole sale, atomic in Redis",
     .sell     = decr_sell,
-    .ctx_free = redis_ctx_free,
 };

@@ -104,6 +104,5 @@ const struct lock_ops lock_redis_getset = {
     .acquire  = getset_acquire,
     .release  = getset_release,
     .reset    = redis_del_key,
-    .ctx_free = redis_ctx_free,
     .nofence  = "its key holds an expiry time, not its holder: the losers' GETSETs overwrite the winner's stamp, so nothing in Redis says whose turn a token would be",
 };

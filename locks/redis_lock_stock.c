@@ -68,5 +68,4 @@ const struct lock_ops lock_redis_lock_stock = {
     .nofence  = "its write is a plain SET of stock:P in Redis, which checks no token: a stale holder's SET lands",
     .sell     = lock_sale_run,
     .reset    = redis_del_key,
-    .ctx_free = redis_ctx_free,
 };

@@ -52,6 +52,5 @@ const struct lock_ops lock_redis_lua = {
     .acquire  = lua_acquire,
     .release  = redis_token_release,
     .reset    = redis_del_key,
-    .ctx_free = redis_ctx_free,
     .fence    = REDIS_FENCE,
 };

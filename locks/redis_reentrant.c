@@ -102,6 +102,5 @@ const struct lock_ops lock_redis_reentrant = {
     .release  = reentrant_release,
     .check    = redis_watch_check,
     .reset    = redis_del_key,
-    .ctx_free = redis_ctx_free,
     .fence    = REDIS_FENCE,
 };

@@ -49,6 +49,5 @@ const struct lock_ops lock_redis_renew = {
     .release  = renew_release,
     .check    = redis_watch_check,
     .reset    = redis_del_key,
-    .ctx_free = redis_ctx_free,
     .fence    = REDIS_FENCE,
 };

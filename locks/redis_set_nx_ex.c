@@ -30,6 +30,5 @@ const struct lock_ops lock_redis_set_nx_ex = {
     .acquire  = set_nx_ex_acquire,
     .release  = redis_del_key,
     .reset    = redis_del_key,
-    .ctx_free = redis_ctx_free,
     .fence    = REDIS_FENCE,
 };

@@ -31,6 +31,5 @@ const struct lock_ops lock_redis_setnx = {
     .acquire  = setnx_acquire,
     .release  = redis_del_key,
     .reset    = redis_del_key,
-    .ctx_free = redis_ctx_free,
     .fence    = REDIS_FENCE,
 };

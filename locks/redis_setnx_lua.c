@@ -84,6 +84,5 @@ const struct lock_ops lock_redis_setnx_lua = {
     .acquire  = setnx_lua_acquire,
     .release  = redis_token_release,
     .reset    = redis_del_key,
-    .ctx_free = redis_ctx_free,
     .fence    = REDIS_FENCE,
 };

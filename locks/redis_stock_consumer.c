@@ -646,3 +646,20 @@ void redis_stock_stats_reset(void)
     cons.last_error[0] = '\0';
     pthread_mutex_unlock(&cons.err_lock);
 }
+
+/* The Redis-stock family: its slots' connections are the Redis family's;
+ * the instance runs the consumer that applies the sales to MariaDB, and
+ * /stats has its section. */
+static void redis_stock_stats(json_t *body)
+{
+    json_object_set_new(body, "redis_stock", redis_stock_stats_json());
+}
+
+const struct lock_family lock_family_redis_stock = {
+    .name        = "redis-stock",
+    .start       = redis_stock_consumer_start,
+    .stop        = redis_stock_consumer_stop,
+    .ctx_free    = redis_ctx_free,
+    .stats       = redis_stock_stats,
+    .stats_reset = redis_stock_stats_reset,
+};

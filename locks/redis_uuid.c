@@ -53,6 +53,5 @@ const struct lock_ops lock_redis_uuid = {
     .acquire  = uuid_acquire,
     .release  = uuid_release,
     .reset    = redis_del_key,
-    .ctx_free = redis_ctx_free,
     .fence    = REDIS_FENCE,
 };

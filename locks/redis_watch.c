@@ -68,5 +68,4 @@ const struct lock_ops lock_redis_watch = {
     .stock    = "redis",
     .nofence  = "no lock to fence: EXEC fails if stock:P changed since WATCH",
     .sell     = watch_sell,
-    .ctx_free = redis_ctx_free,
 };

@@ -285,6 +285,5 @@ const struct lock_ops lock_redisson_fair = {
     .release  = fair_release,
     .check    = redis_watch_check,
     .reset    = fair_reset,
-    .ctx_free = redis_ctx_free,
     .fence    = REDISSON_FENCE,
 };

@@ -26,6 +26,5 @@ const struct lock_ops lock_redisson_global = {
     .release  = redisson_release,
     .check    = redis_watch_check,
     .reset    = redis_del_key,
-    .ctx_free = redis_ctx_free,
     .fence    = "redisson-all",   /* tokens of lock:all's own counter */
 };

@@ -160,6 +160,5 @@ const struct lock_ops lock_redisson_wait = {
     .release  = redisson_release,
     .check    = redis_watch_check,
     .reset    = redis_del_key,
-    .ctx_free = redis_ctx_free,
     .fence    = REDISSON_FENCE,
 };

@@ -241,6 +241,5 @@ const struct lock_ops lock_redlock = {
     .release  = redlock_release,
     .check    = redlock_check,
     .reset    = redlock_reset,
-    .ctx_free = redis_ctx_free,
     .nofence  = "N independent servers keep N independent counters, and no quorum of them orders the holders (Kleppmann, \"How to do distributed locking\", 2016)",
 };

@@ -2,7 +2,8 @@
  *
  * The table is built from locks/locks.def, the list the build reads too:
  * adding a strategy is its file under locks/ plus one LOCK line there,
- * and nothing here changes. The order of the .def is the order of
+ * and nothing here changes; a family is one FAMILY line (struct
+ * lock_family, lock.h). The order of the .def is the order of
  * GET /locks, the README table and the comparison.
  *
  * Two strategies of one name would make lock_find() answer for one of them
@@ -17,17 +18,30 @@
 
 #define LOCK(file, symbol) extern const struct lock_ops symbol;
 #define LOCK_SHARED(file)
+#define FAMILY(symbol) extern const struct lock_family symbol;
 #include "locks.def"
 #undef LOCK
+#undef FAMILY
+#define FAMILY(symbol)
 
 static const struct lock_ops *const registry[] = {
 #define LOCK(file, symbol) &symbol,
 #include "locks.def"
 #undef LOCK
 };
+#undef FAMILY
+
+static const struct lock_family *const families[] = {
+#define LOCK(file, symbol)
+#define FAMILY(symbol) &symbol,
+#include "locks.def"
+#undef LOCK
+#undef FAMILY
+};
 #undef LOCK_SHARED
 
 #define NLOCKS (int)(sizeof registry / sizeof registry[0])
+#define NFAMILIES (int)(sizeof families / sizeof families[0])
 
 const struct lock_ops *lock_find(const char *name)
 {
@@ -69,6 +83,11 @@ int lock_table_check(const struct lock_ops *const *table, int n, char *err, int 
                      o->name);
             return -1;
         }
+        if (lock_family_find(o->family) == NULL) {
+            snprintf(err, (size_t)len, "strategy %s names the family %s, which has no "
+                     "FAMILY line in locks/locks.def", o->name, o->family);
+            return -1;
+        }
         if (o->sell == NULL && (o->acquire == NULL || o->release == NULL)) {
             snprintf(err, (size_t)len, "strategy %s has neither sell nor acquire and release",
                      o->name);
@@ -84,11 +103,53 @@ int lock_table_check(const struct lock_ops *const *table, int n, char *err, int 
     return 0;
 }
 
+const struct lock_family *lock_family_find(const char *name)
+{
+    int i;
+    for (i = 0; i < NFAMILIES; i++)
+        if (strcmp(families[i]->name, name) == 0)
+            return families[i];
+    return NULL;
+}
+
+/* Each walk over the families calls one optional hook of each, in the
+ * order of locks.def (stop in the reverse order of start). */
+void lock_families_start(const struct config *cfg)
+{
+    int i;
+    for (i = 0; i < NFAMILIES; i++)
+        if (families[i]->start)
+            families[i]->start(cfg);
+}
+
+void lock_families_stop(void)
+{
+    int i;
+    for (i = NFAMILIES - 1; i >= 0; i--)
+        if (families[i]->stop)
+            families[i]->stop();
+}
+
+void lock_families_stats(struct json_t *body)
+{
+    int i;
+    for (i = 0; i < NFAMILIES; i++)
+        if (families[i]->stats)
+            families[i]->stats(body);
+}
+
+void lock_families_stats_reset(void)
+{
+    int i;
+    for (i = 0; i < NFAMILIES; i++)
+        if (families[i]->stats_reset)
+            families[i]->stats_reset();
+}
+
 void lock_ctx_free(struct lock_ctx *ctx)
 {
     int i;
-
-    for (i = 0; i < NLOCKS; i++)
-        if (registry[i]->ctx_free)
-            registry[i]->ctx_free(ctx);
+    for (i = 0; i < NFAMILIES; i++)
+        if (families[i]->ctx_free)
+            families[i]->ctx_free(ctx);
 }

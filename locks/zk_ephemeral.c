@@ -119,6 +119,5 @@ const struct lock_ops lock_zk_ephemeral = {
     .release  = eph_release,
     .check    = zk_check,
     .reset    = eph_reset,
-    .ctx_free = zk_ctx_free,
     .fence    = ZK_FENCE,
 };

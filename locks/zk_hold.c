@@ -375,3 +375,10 @@ void zk_ctx_free(struct lock_ctx *ctx)
     if (last)
         zk_close();
 }
+
+/* The ZooKeeper family: a slot keeps its holds, and the last slot to go
+ * closes the session. */
+const struct lock_family lock_family_zookeeper = {
+    .name     = "zookeeper",
+    .ctx_free = zk_ctx_free,
+};

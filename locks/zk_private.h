@@ -156,7 +156,7 @@ int zk_queue_reset(struct lock_ctx *ctx, const char *key);   /* <root>/<product>
  * IOMETHODS builds its locking styles from shared methods the same way). */
 #define ZK_QUEUE_METHODS(q)                                                   \
     .conf = (q), .acquire = zk_queue_acquire, .release = zk_queue_release,    \
-    .check = zk_check, .reset = zk_queue_reset, .ctx_free = zk_ctx_free,      \
+    .check = zk_check, .reset = zk_queue_reset, \
     .fence = ZK_FENCE
 
 #endif /* LOCKLAB_ZK_PRIVATE_H */

@@ -41,7 +41,6 @@
 #include "../core/loop.h"
 #include "../core/util.h"
 #include "../core/wait.h"
-#include "../locks/hybrid.h"
 #include "../locks/lock.h"
 #include "../locks/redis_stock.h"
 #include "../store/stock.h"
@@ -492,8 +491,7 @@ static enum MHD_Result route_stock(struct exchange *x, struct request *r)
     if (rc == LL_OK && reset) {
         stats_reset();
         order_stats_reset();
-        redis_stock_stats_reset();
-        fallback_stats_reset();
+        lock_families_stats_reset();
     }
     return reply(x, status_code(rc), body);
 }
@@ -534,8 +532,7 @@ static enum MHD_Result route_stats(struct exchange *x, struct request *r)
     if (r->route->id == ROUTE_STATS_RESET) {
         stats_reset();
         order_stats_reset();
-        redis_stock_stats_reset();
-        fallback_stats_reset();
+        lock_families_stats_reset();
         return reply(x, MHD_HTTP_OK, json_pack("{s:s}", "result", "reset"));
     }
     body = stats_json();
@@ -547,8 +544,7 @@ static enum MHD_Result route_stats(struct exchange *x, struct request *r)
                         "max", cfg->max_connections));
     json_object_set_new(body, "uptime_s", json_real((double)(now_ms() - started_ms) / 1000.0));
     json_object_set_new(body, "orders", order_stats_json());
-    json_object_set_new(body, "redis_stock", redis_stock_stats_json());
-    json_object_set_new(body, "fallback", fallback_stats_json());
+    lock_families_stats(body);          /* "redis_stock", "fallback" */
     return reply(x, MHD_HTTP_OK, body);
 }
 

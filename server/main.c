@@ -20,7 +20,6 @@
 #include "../core/loop.h"
 #include "../core/wait.h"
 #include "../locks/lock.h"
-#include "../locks/redis_stock.h"
 #include "../sync/sync.h"
 
 #include <errno.h>
@@ -67,7 +66,7 @@ static void shutdown_task(void *arg)
 {
     (void)arg;
     http_quiesce();
-    redis_stock_consumer_stop();
+    lock_families_stop();
     metrics_stop();
     pool_free();
     loop_stop();
@@ -140,7 +139,7 @@ int main(int argc, char **argv)
     metrics_start(&cfg);                /* GET /metrics's stock reader */
     if (http_start(&cfg) != 0)
         return 1;
-    redis_stock_consumer_start(&cfg);   /* applies the Redis stock's sales */
+    lock_families_start(&cfg);          /* their background tasks (the Redis stock's consumer) */
     fprintf(stderr, "locklab: %s listening on %s:%d%s%s (id %s, default lock %s, %d slots)\n",
             cfg.name, cfg.listen, cfg.port, cfg.unix_path ? " and " : "",
             cfg.unix_path ? cfg.unix_path : "", cfg.instance_id, cfg.lock, cfg.threads);

@@ -144,8 +144,7 @@ int main(void)
     CHECK(threads_now() == threads);    /* the keeper is a coroutine here */
 
     for (i = 0; i < SLOTS; i++)
-        if (slots[i].ctx.ops->ctx_free)
-            slots[i].ctx.ops->ctx_free(&slots[i].ctx);
+        lock_ctx_free(&slots[i].ctx);
     printf("test_etcd_loop: %d passed, %d failed (threads %d)\n", passed, failed, threads);
     return failed ? 1 : 0;
 }

@@ -29,8 +29,12 @@ NGINX_PORT=$((8080 + STACK_OFFSET))
 # serves APP_CONNS at once; nginx keeps UPSTREAM_KEEPALIVE idle upstream
 # connections in all and opens at most UPSTREAM_MAX_CONNS active ones to
 # each instance, so the two never exceed APP_CONNS; past instances x
-# UPSTREAM_MAX_CONNS purchases in flight nginx answers 503 itself.
-APP_CONNS=4096
+# UPSTREAM_MAX_CONNS purchases in flight nginx answers 503 itself. A
+# connection costs an instance a few KiB and no thread (one event loop),
+# so APP_CONNS is what the 20000 descriptors of a process allow, less its
+# backends' and the loop's own: 15000 half-open clients still leave nginx
+# its 2048 kept and room for new ones.
+APP_CONNS=18432
 UPSTREAM_KEEPALIVE=2048
 UPSTREAM_MAX_CONNS=$((APP_CONNS - UPSTREAM_KEEPALIVE))
 

@@ -208,3 +208,17 @@ const struct lock_ops lock_fallback = {
     .reset    = fallback_reset,
     .fence    = "the granting layer's: redisson, zookeeper or mysql",
 };
+
+/* The composite family: a slot keeps which layers it holds; /stats says
+ * which layer fallback held each lock on and how often it switched. */
+static void hybrid_stats(json_t *body)
+{
+    json_object_set_new(body, "fallback", fallback_stats_json());
+}
+
+const struct lock_family lock_family_hybrid = {
+    .name        = "hybrid",
+    .ctx_free    = hybrid_ctx_free,
+    .stats_add   = hybrid_stats,
+    .stats_clear = fallback_stats_reset,
+};

@@ -1,7 +1,6 @@
 /* hybrid_layer.c — running a strategy as a layer of a composite lock
  * (hybrid.c, fallback.c): see hybrid_private.h. */
 #include "hybrid_private.h"
-#include "hybrid.h"
 #include "../core/util.h"
 
 #include <stdlib.h>
@@ -49,16 +48,3 @@ void hybrid_ctx_free(struct lock_ctx *ctx)
     ctx->hybrid = NULL;
 }
 
-/* The composite family: a slot keeps which layers it holds; /stats says
- * which layer fallback held each lock on and how often it switched. */
-static void hybrid_stats(json_t *body)
-{
-    json_object_set_new(body, "fallback", fallback_stats_json());
-}
-
-const struct lock_family lock_family_hybrid = {
-    .name        = "hybrid",
-    .ctx_free    = hybrid_ctx_free,
-    .stats       = hybrid_stats,
-    .stats_reset = fallback_stats_reset,
-};

@@ -230,8 +230,8 @@ struct lock_family {
     void (*stop)(void);                         /* shutdown, on the loop, before
                                                  * the slots are freed       */
     void (*ctx_free)(struct lock_ctx *ctx);     /* free what a slot keeps    */
-    void (*stats)(struct json_t *body);         /* add its GET /stats sections */
-    void (*stats_reset)(void);                  /* POST /stats/reset          */
+    void (*stats_add)(struct json_t *body);     /* add its GET /stats sections */
+    void (*stats_clear)(void);                  /* POST /stats/reset          */
 };
 
 const struct lock_family *lock_family_find(const char *name);

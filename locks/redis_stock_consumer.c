@@ -660,6 +660,6 @@ const struct lock_family lock_family_redis_stock = {
     .start       = redis_stock_consumer_start,
     .stop        = redis_stock_consumer_stop,
     .ctx_free    = redis_ctx_free,
-    .stats       = redis_stock_stats,
-    .stats_reset = redis_stock_stats_reset,
+    .stats_add   = redis_stock_stats,
+    .stats_clear = redis_stock_stats_reset,
 };

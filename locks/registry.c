@@ -134,16 +134,16 @@ void lock_families_stats(struct json_t *body)
 {
     int i;
     for (i = 0; i < NFAMILIES; i++)
-        if (families[i]->stats)
-            families[i]->stats(body);
+        if (families[i]->stats_add)
+            families[i]->stats_add(body);
 }
 
 void lock_families_stats_reset(void)
 {
     int i;
     for (i = 0; i < NFAMILIES; i++)
-        if (families[i]->stats_reset)
-            families[i]->stats_reset();
+        if (families[i]->stats_clear)
+            families[i]->stats_clear();
 }
 
 void lock_ctx_free(struct lock_ctx *ctx)

@@ -159,6 +159,13 @@ for key in mysql_update mysql_update_peak mysql_for_update mysql_share_mode mysq
          "ceiling $key measured ($rate/s, best of $trials trials, their spread)"
     t_ok "$how" "ceiling $key measured as a $method (sweep of $sweep counts, a median hold: $hold)"
 done
+# GET /locks states every strategy's ceiling: its method (the one ll-limits
+# used) and what it measures.
+n=$(jq --slurpfile lim "$run/raw/limits.json" '[.strategies[] | select(.ceiling_what == "" or
+        .ceiling_method == "" or ($lim[0].ceilings[.ceiling].method // .ceiling_method) != .ceiling_method)]
+        | length' "$run/raw/locks.json")
+t_ok "$n -eq 0 -a $(jq '.strategies | length' "$run/raw/locks.json") -gt 30" \
+     "GET /locks states each strategy's ceiling, its method and what it measures ($n without)"
 # report.md lists every ceiling with its method, spread and trials, e.g.
 # | serial_redis | hold | 5346 | 8% | 1 | 4907, 5114, 5346 | …
 line=$(jq -r '.limits.ceilings.serial_redis | "| serial_redis | hold | \(.rate | round) | \(.spread * 100 | round)% | 1 | \(.trials | map(round | tostring) | join(", ")) |"' \

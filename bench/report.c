@@ -17,6 +17,11 @@
  *   ll-report check RESULTS.json        validate: every run's counts add up
  *                                       and its derived numbers agree with
  *                                       its raw ones; exit 1 if not
+ *   ll-report bounds RESULTS.json       the exact runs against their
+ *                                       ceilings: one line, and exit 1 if
+ *                                       one passed its ceiling by more than
+ *                                       the ceiling's spread (compare's
+ *                                       assertion, report_ceiling.c)
  *   ll-report jtl RESULTS.csv [--stock S --final F]
  *                                       JMeter's aggregate report from a CSV
  *                                       results file, plus the sale counts
@@ -255,6 +260,15 @@ static int cmd_table(const char *path)
     return 0;
 }
 
+static int cmd_bounds(const char *path)
+{
+    json_t *res = load_json(path);
+    int above = summarize_bounds(res, path);
+
+    json_decref(res);
+    return above ? 1 : 0;
+}
+
 static int cmd_check(const char *path)
 {
     json_t *res = load_json(path), *runs = json_object_get(res, "runs"), *run;
@@ -371,6 +385,7 @@ static const char usage[] =
 "       ll-report build RUNDIR\n"
 "       ll-report table RESULTS.json      (the main table only)\n"
 "       ll-report check RESULTS.json\n"
+"       ll-report bounds RESULTS.json     (exact runs against their ceilings; 1 if above)\n"
 "       ll-report jtl RESULTS.csv [--stock S --final F]\n"
 "       ll-report cost BEFORE AFTER       (NN.cost.json from two snapshots)\n"
 "       ll-report get FILE|- KEY[.KEY...] (one value of a JSON document)\n"
@@ -397,6 +412,8 @@ int main(int argc, char **argv)
         return cmd_table(argv[2]);
     if (!strcmp(cmd, "check") && argc == 3)
         return cmd_check(argv[2]);
+    if (!strcmp(cmd, "bounds") && argc == 3)
+        return cmd_bounds(argv[2]);
     if (!strcmp(cmd, "cost") && argc == 4)
         return cmd_cost(argv[2], argv[3]);
     if (!strcmp(cmd, "get") && argc == 4)

@@ -287,3 +287,30 @@ int check_bounds(const json_t *res, const char *path)
     }
     return bad;
 }
+
+/* ll-report bounds: the benchmark's assertion, run by bench/compare after
+ * every run (each point of a sweep too). One line: how many exact runs
+ * were set against a ceiling, how many came within 5 % of it, how many
+ * passed it by more than its spread; check_bounds names those on stderr.
+ * Returns how many passed it. */
+int summarize_bounds(const json_t *res, const char *path)
+{
+    const json_t *run;
+    size_t i;
+    int exact = 0, near = 0, above;
+
+    json_array_foreach(json_object_get(res, "runs"), i, run) {
+        const json_t *b = json_object_get(run, "bound");
+        const char *v = jstr(b, "verdict", "none");
+
+        if (!json_is_true(json_object_get(b, "exact")) || !strcmp(v, "none"))
+            continue;
+        exact++;
+        near += !strcmp(v, "near");
+    }
+    above = check_bounds(res, path);
+    printf("bounds: %d exact run%s set against a ceiling: %d within 5 %% of it, %d above it "
+           "by more than the ceiling's spread%s\n", exact, exact == 1 ? "" : "s", near, above,
+           above ? " (not a bound)" : "");
+    return above;
+}

@@ -131,6 +131,9 @@ void derive_ceiling(json_t *run, const json_t *limits, const json_t *locks,
 void print_bounds(FILE *f, const json_t *res, enum fmt fmt);
 void print_ceilings(FILE *f, const json_t *res, enum fmt fmt);
 int  check_bounds(const json_t *res, const char *path);
+/* ll-report bounds: one line on the exact runs against their ceilings;
+ * the number above theirs by more than the spread. */
+int  summarize_bounds(const json_t *res, const char *path);
 /* A duration-free load's steady rate from its --json (-1 without one). */
 double load_steady_rate(const json_t *load);
 

@@ -186,6 +186,8 @@ t_ok "$(jq '[.runs[] | select(.bound.exact and .bound.verdict == "above")] | len
 near=$(jq '[.runs[] | select(.bound.exact and .bound.verdict == "near")] | length' "$run/results.json")
 t_ok "$(grep -c 'sold/s steady against its ceiling' "$run/report.md") -eq $near" \
      "report.md notes each exact strategy within 5 % of its ceiling ($near)"
+t_ok "$(grep -c "^bounds: 3 exact runs set against a ceiling: $near within 5 % of it, 0 above" "$log") -eq 1" \
+     "compare asserted the bounds itself (ll-report bounds: it exits 3 on one above)"
 t_ok "$(grep -c 'whole-run rates, 3000 purchases over 16 connections' "$run/report.md") -eq 1" \
      "report.md says the table's rates are whole-run ones, steady/s beside them"
 

@@ -130,16 +130,28 @@ check "$(grep -c 'whole-run rates, 12 purchases over 4 connections' "$T/table")"
     "build: the table says its rates are whole-run ones, steady/s beside them"
 "$R" check "$B/results.json" > /dev/null 2>&1
 check $? 0 "check: near the ceiling is no failure"
+"$R" bounds "$B/results.json" > "$T/bounds" 2>&1
+check "$? $(cat "$T/bounds")" \
+    "0 bounds: 1 exact run set against a ceiling: 1 within 5 % of it, 0 above it by more than the ceiling's spread" \
+    "bounds (compare's assertion): near the ceiling is counted, no failure"
 ceiling 900 900 880
 "$R" check "$B/results.json" > /dev/null 2> "$T/check.err"
 check "$? $(grep -c 'mysql-update, an exact strategy, sold 950/s steady, above its ceiling mysql_update_peak of 900/s' "$T/check.err")" \
     "1 1" "check: an exact strategy above its ceiling by more than the spread fails"
+"$R" bounds "$B/results.json" > "$T/bounds" 2> "$T/bounds.err"
+check "$? $(cat "$T/bounds") $(grep -c 'above its ceiling mysql_update_peak of 900/s' "$T/bounds.err")" \
+    "1 bounds: 1 exact run set against a ceiling: 0 within 5 % of it, 1 above it by more than the ceiling's spread (not a bound) 1" \
+    "bounds: ... fails too, and names the run"
 check "$(grep -c '^ABOVE ITS CEILING, mysql-update' "$T/table") $(grep -c 'ABOVE ITS CEILING, mysql-update' "$B/report.md")" \
     "1 1" "build: ... and the table and report.md say so"
 sed -i 's/"exact":true/"exact":false/' "$B/raw/locks.json"
 ceiling 900 900 880
 "$R" check "$B/results.json" > /dev/null 2>&1
 check $? 0 "check: a strategy that is not exact may pass its ceiling (its sales overlap)"
+"$R" bounds "$B/results.json" > "$T/bounds" 2>&1
+check "$? $(cat "$T/bounds")" \
+    "0 bounds: 0 exact runs set against a ceiling: 0 within 5 % of it, 0 above it by more than the ceiling's spread" \
+    "bounds: ... and is not counted"
 ceiling 1200 1200 700 1000
 check "$(jq -c '.runs[0] | [.bound.verdict, (.efficiency_range | map(. * 1000 | round))]' "$B/results.json") $(awk '$1 == "mysql-update" {print $14}' "$T/table")" \
     '["below",[792,1357]] 79.2..135.7%' "build: a ceiling spread past 10 % makes the efficiency a range"

@@ -86,6 +86,8 @@ t_ok "$(grep -c '^| mysql-update | 4 |' "$sw/sweep.md") -eq 1" "sweep.md has the
 t_ok "$(jq '[.series[].points[] | select(.bound.exact and .bound.verdict == "above")] | length' "$sw/sweep.json") -eq 0" \
      "no exact strategy above its ceiling at any point ($(jq -r '[.series[] | .strategy as $s | .points[] |
         "\($s)@\(.value): \(.steady_sold_per_s | round)/\(.ceiling_rate | round)"] | join(", ")' "$sw/sweep.json"))"
+t_ok "$(grep -c -E '^bounds: [0-9]+ exact runs? set against a ceiling: [0-9]+ within 5 % of it, 0 above' "$OUT/c.log") -eq 2" \
+     "every point asserted its bounds (ll-report bounds, which would make compare exit 3)"
 near=$(jq '[.series[].points[] | select(.bound.exact and .bound.verdict == "near")] | length' "$sw/sweep.json")
 t_ok "$(grep -c -E '^(near its ceiling: .* at connections=|No exact strategy came within 5 %)' "$sw/sweep.md") -eq $((near > 0 ? near : 1))" \
      "sweep.md says which exact strategies came within 5 % of their ceilings ($near), or that none did"

@@ -64,25 +64,65 @@ double harness_held_share(long long held_us, double seconds)
 
 const char *harness_ceiling_text(const char *key)
 {
-    static const struct { const char *key, *text; } texts[] = {
-        { CEIL_MYSQL_UPDATE, "hot-row conditional UPDATE, concurrent connections" },
-        { CEIL_UPDATE_PEAK,  "hot-row conditional UPDATE from the best of 1, 2, 3, 4, 6, 8 connections: the most the row takes" },
-        { CEIL_FOR_UPDATE,   "SELECT … FOR UPDATE, then UPDATE + COMMIT in one round trip, concurrent connections" },
-        { CEIL_SERIAL_MYSQL, "SELECT + UPDATE back to back from one client" },
-        { CEIL_SERIAL_REDIS, "Redis SET NX PX, SELECT + UPDATE, Lua compare-and-delete, one client" },
-        { CEIL_SERIAL_ZK,    "ZooKeeper create EPHEMERAL, SELECT + UPDATE, delete, one client" },
-        { CEIL_SERIAL_ETCD,  "etcd Mutex transaction (put under a lease + range the owner), SELECT + UPDATE, delete, one client over etcd's JSON gateway" },
-        { CEIL_REDIS_DECR,   "Redis stock: the check-and-decrement Lua script (DECRBY, INCRBY, XADD), concurrent connections" },
-        { CEIL_REDIS_WATCH,  "Redis stock: WATCH, GET, MULTI DECRBY INCRBY XADD EXEC from the best of 1, 2, 3, 4, 6, 8 connections; sales = EXECs that committed" },
-        { CEIL_SERIAL_REDIS_STOCK, "Redis stock: SET NX PX, GET, MULTI SET INCRBY XADD EXEC, Lua compare-and-delete, one client" },
-        { CEIL_HTTP,         "the HTTP tier: GET /health (no backend) through the same front end and connections as the run" },
-    };
-    size_t i;
+    return lock_ceiling_what(key);
+}
 
-    for (i = 0; key && i < sizeof texts / sizeof texts[0]; i++)
-        if (strcmp(texts[i].key, key) == 0)
-            return texts[i].text;
-    return "";
+const char *harness_ceiling_method(const char *key)
+{
+    return lock_ceiling_method(key);
+}
+
+double harness_hold_rate(double *hold_s, size_t n)
+{
+    double median = harness_percentile(hold_s, n, 0.5);
+    return n > 0 && median > 0 ? 1.0 / median : 0.0;
+}
+
+double harness_spread(const double *rate, size_t n)
+{
+    double lo = 0, hi = 0;
+    size_t i, used = 0;
+
+    for (i = 0; i < n; i++) {
+        if (!(rate[i] > 0))
+            continue;
+        if (used++ == 0 || rate[i] < lo)
+            lo = rate[i];
+        if (rate[i] > hi)
+            hi = rate[i];
+    }
+    return used == 0 ? -1.0 : (hi - lo) / hi;
+}
+
+enum harness_bound harness_bound(double rate, double ceiling, double spread)
+{
+    if (!(ceiling > 0) || !(rate > 0))
+        return HARNESS_BOUND_NONE;
+    if (spread < 0)
+        spread = 0;
+    if (rate > ceiling * (1.0 + spread))
+        return HARNESS_BOUND_ABOVE;
+    if (rate >= ceiling * (1.0 - HARNESS_NEAR))
+        return HARNESS_BOUND_NEAR;
+    return HARNESS_BOUND_BELOW;
+}
+
+const char *harness_bound_name(enum harness_bound b)
+{
+    static const char *const names[] = { "none", "below", "near", "above" };
+    return names[b];
+}
+
+double harness_steady_rate(const long long *sold, size_t n, double elapsed_s, size_t skip)
+{
+    long long sum = 0;
+    size_t i, whole = 0;
+
+    for (i = skip; i < n && (double)(i + 1) <= elapsed_s; i++) {
+        sum += sold[i];
+        whole++;
+    }
+    return whole > 0 ? (double)sum / (double)whole : -1.0;
 }
 
 /* ---------------------------------------------------------------- latency */

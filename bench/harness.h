@@ -16,6 +16,8 @@
 #ifndef LOCKLAB_HARNESS_H
 #define LOCKLAB_HARNESS_H
 
+#include "../locks/lock.h"
+
 #include <stddef.h>
 
 /* ---------------------------------------------------------------- counts */
@@ -60,24 +62,62 @@ double harness_held_share(long long held_us, double seconds);
 /* ---------------------------------------------------------------- ceilings */
 
 /* The ceilings ll-limits measures, by the key it writes them under; a
- * strategy names one of them (locks/lock.h LOCK_CEIL_*). */
-#define CEIL_MYSQL_UPDATE   "mysql_update"      /* hot-row conditional UPDATE, concurrent */
-#define CEIL_UPDATE_PEAK    "mysql_update_peak" /* the same, from the best of 1..8 clients */
-#define CEIL_FOR_UPDATE     "mysql_for_update"  /* SELECT … FOR UPDATE txn, concurrent    */
-#define CEIL_SERIAL_MYSQL   "serial_mysql"      /* SELECT + UPDATE, one client            */
-#define CEIL_SERIAL_REDIS   "serial_redis"      /* SET NX PX, SELECT + UPDATE, Lua del    */
-#define CEIL_SERIAL_ZK      "serial_zk"         /* create EPHEMERAL, SELECT + UPDATE, del */
-#define CEIL_SERIAL_ETCD    "serial_etcd"       /* Mutex txn, SELECT + UPDATE, delete     */
-/* The stock in Redis (locks/redis_stock.h): Redis alone, no MariaDB. */
-#define CEIL_REDIS_DECR     "redis_decr"        /* the decrement script, concurrent       */
-#define CEIL_REDIS_WATCH    "redis_watch"       /* WATCH, GET, MULTI … EXEC, concurrent   */
-#define CEIL_SERIAL_REDIS_STOCK "serial_redis_stock" /* SET NX PX, GET, MULTI/EXEC, del   */
+ * strategy names one of them. The list, each one's method and definition
+ * live in locks/lock.h (LOCK_CEILINGS), so GET /locks, ll-limits and the
+ * reports say the same. */
+#define CEIL_MYSQL_UPDATE   LOCK_CEIL_MYSQL_UPDATE
+#define CEIL_UPDATE_PEAK    LOCK_CEIL_UPDATE_PEAK
+#define CEIL_FOR_UPDATE     LOCK_CEIL_FOR_UPDATE
+#define CEIL_SHARE_MODE     LOCK_CEIL_SHARE_MODE
+#define CEIL_OPTIMISTIC     LOCK_CEIL_OPTIMISTIC
+#define CEIL_OPTIMISTIC_RECURSIVE LOCK_CEIL_OPTIMISTIC_RECURSIVE
+#define CEIL_UPDATE_NOINDEX LOCK_CEIL_UPDATE_NOINDEX
+#define CEIL_SERIAL_MYSQL   LOCK_CEIL_SERIAL_MYSQL
+#define CEIL_SERIAL_REDIS   LOCK_CEIL_SERIAL_REDIS
+#define CEIL_SERIAL_ZK      LOCK_CEIL_SERIAL_ZK
+#define CEIL_SERIAL_ETCD    LOCK_CEIL_SERIAL_ETCD
+#define CEIL_REDIS_DECR     LOCK_CEIL_REDIS_DECR
+#define CEIL_REDIS_WATCH    LOCK_CEIL_REDIS_WATCH
+#define CEIL_SERIAL_REDIS_STOCK LOCK_CEIL_SERIAL_REDIS_STOCK
 /* Not ll-limits': bench/compare measures the HTTP tier itself, GET /health
  * through the same front end over the same connections (raw/http.load.json). */
-#define CEIL_HTTP           "http"              /* GET /health through nginx × 3          */
+#define CEIL_HTTP           LOCK_CEIL_HTTP
 
-/* A one-line description of a ceiling key, for reports; "" when unknown. */
+/* A one-line definition of a ceiling key, and how it is measured
+ * ("plateau", "hold", "concurrent", "front"); "" when unknown. */
 const char *harness_ceiling_text(const char *key);
+const char *harness_ceiling_method(const char *key);
+
+/* A hold-derived ceiling: 1 ÷ the median of n holds (seconds), the most a
+ * lock held that long lets through however fast it is handed over. Sorts
+ * hold_s; 0 when n is 0 or the median is not above 0. */
+double harness_hold_rate(double *hold_s, size_t n);
+
+/* How far n trials of one ceiling spread: (max − min) ÷ max. 0 for one
+ * trial, -1 for none (or none above 0). */
+double harness_spread(const double *rate, size_t n);
+
+/* A ceiling whose trials spread more than this is not one figure: the
+ * reports give the efficiency as a range, from its slowest to its best. */
+#define HARNESS_SPREAD_MAX 0.10
+
+/* Does a strategy's steady rate stay under its ceiling? ABOVE: more than
+ * the ceiling's own spread above it (the ceiling did not bound it); NEAR:
+ * within HARNESS_NEAR of it, or above it by no more than the spread;
+ * BELOW otherwise; NONE without a ceiling or a rate. */
+#define HARNESS_NEAR 0.05
+enum harness_bound { HARNESS_BOUND_NONE, HARNESS_BOUND_BELOW, HARNESS_BOUND_NEAR,
+                     HARNESS_BOUND_ABOVE };
+enum harness_bound harness_bound(double rate, double ceiling, double spread);
+const char *harness_bound_name(enum harness_bound b);
+
+/* A run's steady rate from its seconds: the sales of the whole seconds
+ * from `skip` on (second i is whole when i + 1 <= elapsed_s: the last one,
+ * cut short by the end of the run, is not), per second. The first second
+ * of a load holds its ramp (connections opening, servers warming up), so a
+ * caller skips it when whole seconds remain after it. -1 when no whole
+ * second is left. */
+double harness_steady_rate(const long long *sold, size_t n, double elapsed_s, size_t skip);
 
 /* ---------------------------------------------------------------- latency */
 

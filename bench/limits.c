@@ -13,48 +13,67 @@
  * MariaDB is reached the way the stack's instances reach it: through
  * LOCKLAB_MYSQL_SOCKET when that is set, else host:port.
  *
- * What it measures, for S seconds each (default 3) as the best of T trials
- * of S/T seconds (default 3) after one more trial that warms the servers
- * up and is not kept, under the keys of bench/harness.h:
- *   mysql_update      N connections (default 32), each looping the prepared
- *                     UPDATE db_stock SET count = count - 1
- *                     WHERE id = ? AND count > 0  — the hot-row limit.
- *   mysql_update_peak the same from 1, 2, 3, 4, 6 and 8 connections, S/6
- *                     seconds each, the best kept: the most the row takes.
- *   mysql_for_update  N connections, autocommit off, each looping SELECT
- *                     count … FOR UPDATE; UPDATE … SET count = ?; COMMIT,
- *                     the UPDATE and the COMMIT sent together in one round
- *                     trip, as mysql-for-update sends them.
- *   serial_mysql      one connection: SELECT count, UPDATE count = read − 1
- *                     (autocommit) — the critical section of every sale.
- *   serial_redis      one client: SET key token NX PX 30000, the same
- *                     SELECT + UPDATE, then EVALSHA of the compare-and-delete
- *                     script — one lock round trip on each side.
- *   serial_zk         one session: create(EPHEMERAL), the SELECT + UPDATE,
- *                     delete — what a ZooKeeper lock costs at the least.
- *   serial_etcd       one session (a lease): concurrency.Mutex's transaction
- *                     (put our key, range the owner), the SELECT + UPDATE,
- *                     delete — over etcd's JSON gateway, as the etcd
- *                     strategy speaks it (clients/etcd.c).
- *   redis_decr        N connections, each looping EVALSHA of redis-decr's
- *                     own script for one purchase (DECRBY, INCRBY, XADD) on
- *                     scratch keys locklab:limits:stock…: what Redis takes
- *                     of the seckill sale, one call a sale, no MariaDB.
- *   redis_watch       redis-watch's attempt (WATCH + MGET, then MULTI
- *                     DECRBY INCRBY XADD EXEC) looped from 1, 2, 3, 4, 6 and
- *                     8 connections, S/6 seconds each, the best kept; only
- *                     the EXECs that committed count.
- *   serial_redis_stock one client: redis-lock-stock's sale, SET NX PX, MGET,
- *                     MULTI SET INCRBY XADD EXEC, EVALSHA compare-and-delete.
+ * What it measures, S seconds (default 3) each, under the keys of
+ * bench/harness.h, each the way locks/lock.h's table says (its method):
+ *   plateau   the strategy's own statements, looped by N clients on the
+ *             hot row, N = 1, 2, 3, 4, 6, 8 for S/12 seconds each (the
+ *             sweep), then the best N --trials times (default 3) for S/2
+ *             in all: the ceiling is the best of those trials. A hot row
+ *             takes the most from a few clients (InnoDB makes row-lock
+ *             waiters sleep and wake, and on two vCPUs two or three clients
+ *             keep both CPUs from going idle), so no count is assumed.
+ *   hold      one client runs the critical section back to back for S/T
+ *             seconds, T times after a trial that warms the servers up and
+ *             is not kept, and times each hold: from the lock's answer to
+ *             the release's answer (hold_from()). A trial's ceiling is 1 ÷
+ *             its median hold (a stall of the shared machine moves a mean,
+ *             not a median); the ceiling is the best trial. No hand-off
+ *             takes less than no time, so this bounds every strategy of the
+ *             family, those whose waiters queue in advance too (zk-
+ *             sequential's nodes, etcd's keys: their hand-off is short, not
+ *             their hold); the loop's own rate is kept beside it.
+ *   concurrent --connections clients (default 32), trials as a hold's.
+ * The ceilings:
+ *   mysql_update      concurrent: UPDATE db_stock SET count = count - 1
+ *                     WHERE id = ? AND count > 0 — InnoDB at a crowd.
+ *   mysql_update_peak plateau of that UPDATE: mysql-update's.
+ *   mysql_for_update  plateau of mysql-for-update's pipeline: autocommit
+ *                     off, SELECT count … FOR UPDATE, then UPDATE … SET
+ *                     count = ?, COMMIT and the next sale's SELECT … FOR
+ *                     UPDATE in one write (db_pipe2_then()), the next
+ *                     SELECT's answer the next sale's read.
+ *   mysql_share_mode  plateau of SELECT … LOCK IN SHARE MODE, UPDATE,
+ *                     COMMIT; a deadlock (1213) is rolled back and run again.
+ *   mysql_optimistic  plateau of mysql-optimistic's: SELECT count, version,
+ *                     then UPDATE … WHERE version = ? with the SELECT behind
+ *                     it in one write; a lost race retries with that read
+ *                     (OPT_EAGER times, then reads afresh).
+ *   mysql_optimistic_recursive plateau of SELECT count, version; UPDATE …
+ *                     WHERE version = ?; again at once on a lost race.
+ *   mysql_update_noindex plateau of UPDATE … WHERE sku = ? (no index: every
+ *                     row it scans stays locked) and COMMIT.
+ *   serial_mysql      hold: SELECT count, UPDATE count = read − 1
+ *                     (autocommit) — the section inside every lock.
+ *   serial_redis      hold: SET key token NX PX 30000, then the SELECT +
+ *                     UPDATE and EVALSHA of the compare-and-delete script.
+ *   serial_zk         hold: create(EPHEMERAL), then the SELECT + UPDATE and
+ *                     delete, one session.
+ *   serial_etcd       hold: concurrency.Mutex's transaction (put our key
+ *                     under a lease, range the owner), then the SELECT +
+ *                     UPDATE and delete — over etcd's JSON gateway, as the
+ *                     etcd strategy speaks it (clients/etcd.c).
+ *   redis_decr        concurrent: EVALSHA of redis-decr's own script for one
+ *                     purchase (DECRBY, INCRBY, XADD) on scratch keys
+ *                     locklab:limits:stock…: what Redis takes of the seckill
+ *                     sale, one call a sale, no MariaDB.
+ *   redis_watch       plateau of redis-watch's attempt (WATCH + MGET, then
+ *                     MULTI DECRBY INCRBY XADD EXEC); only the EXECs that
+ *                     committed count.
+ *   serial_redis_stock hold: redis-lock-stock's sale, SET NX PX, then MGET,
+ *                     MULTI SET INCRBY XADD EXEC and the compare-and-delete.
  *   sync_*            the synchronizers' (limits_sync.c): each primitive's
  *                     bench operation from one client, in this process —
  *                     only when --only names them, or says "sync".
- * A serial ceiling is the rate of a strategy that lets one sale at a time
- * through at no cost beyond its backend's round trips: no strategy of that
- * family can sell faster through the same row, except by taking a round
- * trip off the path between two sales — as ZooKeeper's queue locks do,
- * whose waiters create their nodes while the lock is held (only the
- * holder's delete lies between two sales), and so pass serial_zk a little.
  *
  * The row. It works on product --product (default 1002, not the 1001 the
  * comparison sells) in warehouse 001: it sets its count to 10^9 first so
@@ -63,8 +82,13 @@
  * Output: one JSON object on stdout,
  *     {"seconds":3,"connections":32,"product":"1002",
  *      "versions":{"mariadb":"…","redis":"…"},
- *      "ceilings":{"mysql_update":{"rate":…,"ops":…,"seconds":…,
- *                  "connections":32,"what":"…","trials":[…]}, …}}
+ *      "ceilings":{"mysql_update":{"method":"concurrent","rate":…,"ops":…,
+ *                  "seconds":…,"connections":32,"what":"…","trials":[…],
+ *                  "spread":…}, …}}
+ * where spread is (best − slowest) ÷ best over the trials; a plateau adds
+ * "sweep" ([{"connections":N,"rate":…}…]) and its best N as "connections",
+ * a hold "hold_us" (the best trial's median) and "loop_rate" (its loop's
+ * own sales per second).
  * A ceiling whose backend cannot be reached has "error" instead of "rate";
  * one whose trials failed (the warm-up included) lists their errors under
  * "failed_trials" and ran them again (at most T more runs): it has a rate
@@ -84,7 +108,9 @@
 #include <errno.h>
 #include <hiredis/hiredis.h>
 #include <jansson.h>
+#include <errmsg.h>
 #include <mysql.h>
+#include <mysqld_error.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -130,8 +156,9 @@ static const char usage[] =
 "                 [--mysql-host H] [--mysql-port N] [--mysql-user U]\n"
 "                 [--mysql-password P] [--mysql-db D] [--mysql-socket PATH]\n"
 "                 [--redis H:P] [--zk H:P,...] [--etcd H:P,...]\n"
-"keys: mysql_update mysql_update_peak mysql_for_update serial_mysql serial_redis\n"
-"      serial_zk serial_etcd redis_decr redis_watch serial_redis_stock;\n"
+"keys: mysql_update mysql_update_peak mysql_for_update mysql_share_mode\n"
+"      mysql_optimistic mysql_optimistic_recursive mysql_update_noindex serial_mysql\n"
+"      serial_redis serial_zk serial_etcd redis_decr redis_watch serial_redis_stock;\n"
 "      sync (every synchronizer's), sync_<backend>_<primitive>\n";
 
 static const char *env_or(const char *name, const char *def)
@@ -227,9 +254,11 @@ struct ceiling {
     long long ops;
     double    seconds;
     int       connections;
+    double    hold_us;                       /* a hold ceiling's median hold, or 0 */
     char      err[ERR_LEN];
     json_t   *trials;                        /* every trial's rate, or NULL */
     json_t   *failed;                        /* failed later trials' errors, or NULL */
+    json_t   *sweep;                         /* a plateau's rate at each client count */
 };
 
 static void set_err(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -251,17 +280,38 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* What a trial lets through: a hold ceiling 1 ÷ its median hold, any
+ * other its sales over its time. */
+static double ceiling_rate(const struct ceiling *c)
+{
+    return c->hold_us > 0 ? 1e6 / c->hold_us : harness_rate(c->ops, c->seconds);
+}
+
 static json_t *ceiling_json(const char *key, const struct ceiling *c)
 {
-    json_t *o = json_pack("{s:I,s:f,s:i,s:s}", "ops", (json_int_t)c->ops,
-                          "seconds", c->seconds, "connections", c->connections,
-                          "what", harness_ceiling_text(key));
+    json_t *o = json_pack("{s:s,s:I,s:f,s:i,s:s}", "method", harness_ceiling_method(key),
+                          "ops", (json_int_t)c->ops, "seconds", c->seconds,
+                          "connections", c->connections, "what", harness_ceiling_text(key));
+    double rates[64];
+    size_t i, n = json_array_size(c->trials);
+
     if (c->err[0])
         json_object_set_new(o, "error", json_string(c->err));
     else
-        json_object_set_new(o, "rate", json_real(harness_rate(c->ops, c->seconds)));
-    if (c->trials)
+        json_object_set_new(o, "rate", json_real(ceiling_rate(c)));
+    if (c->hold_us > 0 && !c->err[0]) {
+        json_object_set_new(o, "hold_us", json_real(c->hold_us));
+        json_object_set_new(o, "loop_rate", json_real(harness_rate(c->ops, c->seconds)));
+    }
+    if (c->trials) {
+        for (i = 0; i < n && i < sizeof rates / sizeof rates[0]; i++)
+            rates[i] = json_number_value(json_array_get(c->trials, i));
         json_object_set_new(o, "trials", c->trials);
+        if (n > 0)
+            json_object_set_new(o, "spread", json_real(harness_spread(rates, i)));
+    }
+    if (c->sweep)
+        json_object_set_new(o, "sweep", c->sweep);
     if (c->failed)
         json_object_set_new(o, "failed_trials", c->failed);
     return o;
@@ -272,20 +322,26 @@ static json_t *ceiling_json(const char *key, const struct ceiling *c)
 /* One connection and its prepared statements, bound once to its fields. */
 struct db {
     MYSQL      *conn;
-    MYSQL_STMT *select, *select_fu, *write, *decrement, *commit;
-    long long   id, value, read;
-    MYSQL_BIND  b_id, b_write[2], b_read;
-    int         manual;         /* autocommit turned off (FOR UPDATE) */
+    MYSQL_STMT *select, *select_fu, *select_sm, *select_v, *write, *write_v, *decrement,
+               *noindex, *commit;
+    long long   id, value, read, version;
+    char        sku[32];                /* the product's code: db_stock.sku */
+    unsigned long sku_len;
+    MYSQL_BIND  b_id, b_write[2], b_write_v[3], b_read, b_read_v[2], b_sku;
+    int         manual;         /* autocommit turned off */
+    int         held;           /* FOR UPDATE: the row is ours, its count in read */
+    struct db_pipe_buf rest;    /* what came of the next SELECT's answer */
+    double      got;            /* when the lock's answer came (the hold) */
 };
 
 static MYSQL_STMT *prepare(struct db *d, const char *sql, MYSQL_BIND *params,
-                           int with_result, char *err)
+                           MYSQL_BIND *result, char *err)
 {
     MYSQL_STMT *st = mysql_stmt_init(d->conn);
 
     if (st == NULL || mysql_stmt_prepare(st, sql, (unsigned long)strlen(sql)) != 0 ||
         mysql_stmt_bind_param(st, params) != 0 ||
-        (with_result && mysql_stmt_bind_result(st, &d->b_read) != 0)) {
+        (result && mysql_stmt_bind_result(st, result) != 0)) {
         set_err(err, "mysql: prepare '%.40s…': %s", sql,
                 st ? mysql_stmt_error(st) : mysql_error(d->conn));
         if (st)
@@ -304,7 +360,8 @@ static void bind_ll(MYSQL_BIND *b, long long *v)
 
 static void db_close(struct db *d)
 {
-    MYSQL_STMT *all[] = { d->select, d->select_fu, d->write, d->decrement, d->commit };
+    MYSQL_STMT *all[] = { d->select, d->select_fu, d->select_sm, d->select_v, d->write,
+                          d->write_v, d->decrement, d->noindex, d->commit };
     size_t i;
 
     for (i = 0; i < sizeof all / sizeof all[0]; i++)
@@ -315,12 +372,51 @@ static void db_close(struct db *d)
     memset(d, 0, sizeof *d);
 }
 
+/* The statements of every MariaDB measurement: each strategy's own. */
+static int db_prepare(struct db *d, char *err)
+{
+    bind_ll(&d->b_id, &d->id);
+    bind_ll(&d->b_write[0], &d->value);
+    bind_ll(&d->b_write[1], &d->id);
+    bind_ll(&d->b_write_v[0], &d->value);
+    bind_ll(&d->b_write_v[1], &d->id);
+    bind_ll(&d->b_write_v[2], &d->version);
+    bind_ll(&d->b_read, &d->read);
+    bind_ll(&d->b_read_v[0], &d->read);
+    bind_ll(&d->b_read_v[1], &d->version);
+    memset(&d->b_sku, 0, sizeof d->b_sku);
+    d->b_sku.buffer_type = MYSQL_TYPE_STRING;
+    d->b_sku.buffer = d->sku;
+    d->b_sku.buffer_length = sizeof d->sku;
+    d->b_sku.length = &d->sku_len;
+    d->select = prepare(d, "SELECT count FROM db_stock WHERE id = ?", &d->b_id, &d->b_read, err);
+    d->select_fu = prepare(d, "SELECT count FROM db_stock WHERE id = ? FOR UPDATE",
+                           &d->b_id, &d->b_read, err);
+    d->select_sm = prepare(d, "SELECT count FROM db_stock WHERE id = ? LOCK IN SHARE MODE",
+                           &d->b_id, &d->b_read, err);
+    d->select_v = prepare(d, "SELECT count, version FROM db_stock WHERE id = ?", &d->b_id,
+                          d->b_read_v, err);
+    d->write = prepare(d, "UPDATE db_stock SET count = ? WHERE id = ?", d->b_write, NULL, err);
+    d->write_v = prepare(d, "UPDATE db_stock SET count = ?, version = version + 1 "
+                            "WHERE id = ? AND version = ?", d->b_write_v, NULL, err);
+    d->decrement = prepare(d, "UPDATE db_stock SET count = count - 1 "
+                              "WHERE id = ? AND count > 0", &d->b_id, NULL, err);
+    d->noindex = prepare(d, "UPDATE db_stock SET count = count - 1 "
+                            "WHERE sku = ? AND stock_code = '001' AND count >= 1",
+                         &d->b_sku, NULL, err);
+    d->commit = prepare(d, "COMMIT", NULL, NULL, err);
+    return d->select && d->select_fu && d->select_sm && d->select_v && d->write &&
+           d->write_v && d->decrement && d->noindex && d->commit ? 0 : -1;
+}
+
 static int db_open(struct db *d, const struct opts *o, long long id, char *err)
 {
     unsigned timeout = 10;
 
     memset(d, 0, sizeof *d);
     d->id = id;
+    snprintf(d->sku, sizeof d->sku, "%s", o->product);
+    d->sku_len = strlen(d->sku);
     d->conn = mysql_init(NULL);
     if (d->conn == NULL) {
         set_err(err, "mysql: out of memory");
@@ -336,38 +432,50 @@ static int db_open(struct db *d, const struct opts *o, long long id, char *err)
         db_close(d);
         return -1;
     }
-    bind_ll(&d->b_id, &d->id);
-    bind_ll(&d->b_write[0], &d->value);
-    bind_ll(&d->b_write[1], &d->id);
-    bind_ll(&d->b_read, &d->read);
-    d->select = prepare(d, "SELECT count FROM db_stock WHERE id = ?", &d->b_id, 1, err);
-    d->select_fu = prepare(d, "SELECT count FROM db_stock WHERE id = ? FOR UPDATE",
-                           &d->b_id, 1, err);
-    d->write = prepare(d, "UPDATE db_stock SET count = ? WHERE id = ?", d->b_write, 0, err);
-    d->decrement = prepare(d, "UPDATE db_stock SET count = count - 1 "
-                              "WHERE id = ? AND count > 0", &d->b_id, 0, err);
-    d->commit = prepare(d, "COMMIT", NULL, 0, err);
-    if (!d->select || !d->select_fu || !d->write || !d->decrement || !d->commit) {
+    if (db_prepare(d, err) != 0) {
         db_close(d);
         return -1;
     }
     return 0;
 }
 
-static int run_stmt(struct db *d, MYSQL_STMT *st, char *err)
+/* Runs st (and fetches its one row): 0, or the server's error number
+ * (CR_NO_DATA when the row is not there). No error is recorded. */
+static unsigned stmt_run(struct db *d, MYSQL_STMT *st)
 {
-    if (mysql_stmt_execute(st) != 0) {
-        set_err(err, "mysql: %s", mysql_stmt_error(st));
-        return -1;
-    }
+    (void)d;
+    if (mysql_stmt_execute(st) != 0)
+        return mysql_stmt_errno(st);
     if (mysql_stmt_field_count(st) > 0) {
         int rc = mysql_stmt_fetch(st);
         mysql_stmt_free_result(st);
-        if (rc != 0) {
-            set_err(err, "mysql: db_stock row %lld not found", d->id);
-            return -1;
-        }
+        if (rc != 0)
+            return CR_NO_DATA;
     }
+    return 0;
+}
+
+static int run_stmt(struct db *d, MYSQL_STMT *st, char *err)
+{
+    unsigned e = stmt_run(d, st);
+
+    if (e == CR_NO_DATA)
+        set_err(err, "mysql: db_stock row %lld not found", d->id);
+    else if (e != 0)
+        set_err(err, "mysql: %s", mysql_stmt_error(st));
+    return e == 0 ? 0 : -1;
+}
+
+/* Autocommit off, once, as the server's connections do (clients/db.c):
+ * the first statement then opens the transaction, BEGIN costs no round
+ * trip, and COMMIT ends it. */
+static int manual_commit(struct db *d, char *err)
+{
+    if (!d->manual && mysql_autocommit(d->conn, 0) != 0) {
+        set_err(err, "mysql: autocommit off: %s", mysql_error(d->conn));
+        return -1;
+    }
+    d->manual = 1;
     return 0;
 }
 
@@ -379,36 +487,136 @@ static int sale_plain(struct db *d, char *err)         /* SELECT + UPDATE */
     return run_stmt(d, d->write, err);
 }
 
-/* As mysql-for-update does it (locks/mysql_for_update.c): the UPDATE and
- * the COMMIT go together, in one round trip (clients/db_pipe.h). */
+/* The failure of n pipelined answers a (rc: what db_pipe_* returned; a
+ * failed call's reason is in a[0]) into err, or the missing row's; -1. */
+static int pipe_failed(const struct db *d, int rc, const struct db_pipe_answer *a, int n,
+                       const char *what, char *err)
+{
+    int i;
+
+    for (i = 0; i < n; i++)
+        if (rc != 0 || a[i].err) {
+            set_err(err, "mysql: %s: %s (%u)", what, a[i].msg, a[i].err);
+            return -1;
+        }
+    set_err(err, "mysql: %s: db_stock row %lld not found", what, d->id);
+    return -1;
+}
+
+/* As mysql-for-update sells when a purchase waits behind it (locks/
+ * mysql_for_update.c, db_exec_commit_next()): with the row held and its
+ * count read, the UPDATE, the COMMIT and the next sale's SELECT … FOR
+ * UPDATE leave in one write; the next SELECT's answer, when the row is
+ * ours again, is the next sale's read. The first sale of a connection
+ * reads on its own. A connection closed holding the row rolls back. */
 static int sale_for_update(struct db *d, char *err)
 {
-    long long params[2];
+    long long params[2], row[DB_PIPE_COLS];
     struct db_pipe_answer a[2];
-    int rc;
+    int rc, found = 0;
 
-    /* As the server does (clients/db.c): autocommit off once, so the SELECT
-     * opens the transaction and BEGIN costs no round trip. */
-    if (!d->manual && mysql_autocommit(d->conn, 0) != 0) {
-        set_err(err, "mysql: autocommit off: %s", mysql_error(d->conn));
+    if (manual_commit(d, err) != 0)
         return -1;
-    }
-    d->manual = 1;
-    if (run_stmt(d, d->select_fu, err) != 0) {
+    if (!d->held && run_stmt(d, d->select_fu, err) != 0) {
         mysql_rollback(d->conn);
         return -1;
     }
+    d->held = 0;
     params[0] = d->read - 1;
     params[1] = d->id;
-    rc = db_pipe2(d->conn, d->write, params, 2, d->commit, 30000, a);
-    if (rc == 0 && a[0].err == 0 && a[1].err == 0)
-        return 0;
-    if (rc == 0 && a[0].err == 0)
-        a[0] = a[1];
-    set_err(err, "mysql: UPDATE + COMMIT: %s (%u)", a[0].msg, a[0].err);
-    if (rc == 0)
+    rc = db_pipe2_then(d->conn, d->write, params, 2, d->commit, d->select_fu, &d->id, 1,
+                       30000, a, &d->rest);
+    if (rc != 0 || a[0].err || a[1].err)
+        return pipe_failed(d, rc, a, 2, "UPDATE + COMMIT + SELECT … FOR UPDATE", err);
+    rc = db_pipe_row(d->conn, d->select_fu, &d->rest, 30000, row, &found, &a[0]);
+    if (rc != 0 || a[0].err || !found)
+        return pipe_failed(d, rc, a, 1, "the next SELECT … FOR UPDATE", err);
+    d->read = row[0];
+    d->held = 1;
+    return 0;
+}
+
+/* As mysql-share-mode sells (locks/mysql_share_mode.c): a shared lock for
+ * the read, the UPDATE, the COMMIT. Two readers then wait for each other's
+ * shared lock: InnoDB rolls one back (1213), which reads again at once. */
+static int sale_share_mode(struct db *d, char *err)
+{
+    unsigned e;
+
+    if (manual_commit(d, err) != 0)
+        return -1;
+    for (;;) {
+        if ((e = stmt_run(d, d->select_sm)) == 0) {
+            d->value = d->read - 1;
+            if ((e = stmt_run(d, d->write)) == 0 && (e = stmt_run(d, d->commit)) == 0)
+                return 0;
+        }
         mysql_rollback(d->conn);
-    return -1;
+        if (e != ER_LOCK_DEADLOCK) {
+            set_err(err, "mysql: SELECT … LOCK IN SHARE MODE, UPDATE, COMMIT: error %u", e);
+            return -1;
+        }
+    }
+}
+
+/* As mysql-optimistic sells (locks/mysql_optimistic.c): read count and
+ * version, then the conditional UPDATE with the next read behind it in the
+ * same write; a lost race retries at once with that read, the first
+ * OPT_EAGER times, then reads afresh (where the strategy also backs off). */
+#define OPT_EAGER 3
+static int sale_optimistic(struct db *d, char *err)
+{
+    long long params[3], row[DB_PIPE_COLS];
+    struct db_pipe_answer a[2];
+    int rc, found = 0, lost = 0;
+
+    if (run_stmt(d, d->select_v, err) != 0)
+        return -1;
+    for (;;) {
+        params[0] = d->read - 1;
+        params[1] = d->id;
+        params[2] = d->version;
+        rc = db_pipe_exec_query(d->conn, d->write_v, params, 3, d->select_v, &d->id, 1,
+                                30000, a, row, &found);
+        if (rc != 0 || a[0].err || a[1].err || !found)
+            return pipe_failed(d, rc, a, 2, "UPDATE … WHERE version + SELECT", err);
+        if (a[0].affected == 1)
+            return 0;
+        if (++lost < OPT_EAGER) {
+            d->read = row[0];
+            d->version = row[1];
+        } else if (run_stmt(d, d->select_v, err) != 0) {
+            return -1;
+        }
+    }
+}
+
+/* As mysql-optimistic-recursive sells: read, conditional write, and on a
+ * lost race all over again at once. */
+static int sale_optimistic_recursive(struct db *d, char *err)
+{
+    for (;;) {
+        if (run_stmt(d, d->select_v, err) != 0)
+            return -1;
+        d->value = d->read - 1;
+        if (run_stmt(d, d->write_v, err) != 0)
+            return -1;
+        if (mysql_stmt_affected_rows(d->write_v) == 1)
+            return 0;
+    }
+}
+
+/* As mysql-update-noindex sells: its UPDATE scans db_stock by sku, which
+ * has no index, and keeps every row it scanned locked until the COMMIT. */
+static int sale_noindex(struct db *d, char *err)
+{
+    if (manual_commit(d, err) != 0)
+        return -1;
+    if (run_stmt(d, d->noindex, err) != 0 || run_stmt(d, d->commit, err) != 0) {
+        mysql_rollback(d->conn);
+        return -1;
+    }
+    return 0;
 }
 
 static int sale_decrement(struct db *d, char *err)
@@ -510,20 +718,54 @@ static void measure_concurrent(const struct opts *o, long long id,
 
 /* ---------------------------------------------------------------- serial */
 
+/* A hold ceiling: one client runs step back to back, and each sale's hold
+ * is timed from the lock's answer (d->got: the step's start, unless the
+ * step's lock answers later and says so with hold_from()) to the end of
+ * the step, the release's answer. The trial's ceiling is 1 ÷ the median
+ * hold (harness_hold_rate). */
+struct holds {
+    double *v;
+    size_t  n, cap;
+};
+
+static void holds_add(struct holds *h, double v)
+{
+    if (h->n == h->cap) {
+        h->cap = h->cap ? 2 * h->cap : 4096;
+        h->v = realloc(h->v, h->cap * sizeof *h->v);
+        if (h->v == NULL)
+            abort();                          /* out of memory: nothing to save */
+    }
+    h->v[h->n++] = v;
+}
+
+/* The lock is ours from now: its answer just came. */
+static void hold_from(struct db *d)
+{
+    d->got = now_s();
+}
+
 static void measure_serial(const struct opts *o, struct db *d,
                            int (*step)(void *arg, struct db *d, char *err), void *arg,
                            struct ceiling *c)
 {
-    double t0 = now_s(), until = t0 + o->seconds;
+    double t0 = now_s(), until = t0 + o->seconds, t = t0, rate;
+    struct holds h = { NULL, 0, 0 };
 
     memset(c, 0, sizeof *c);
     c->connections = 1;
-    while (now_s() < until) {
+    while (t < until) {
+        d->got = t;
         if (step(arg, d, c->err) != 0)
             break;
+        t = now_s();
+        holds_add(&h, t - d->got);
         c->ops++;
     }
     c->seconds = now_s() - t0;
+    rate = harness_hold_rate(h.v, h.n);
+    c->hold_us = rate > 0 ? 1e6 / rate : 0;
+    free(h.v);
 }
 
 static int step_mysql(void *arg, struct db *d, char *err)
@@ -555,6 +797,7 @@ static int step_redis(void *arg, struct db *d, char *err)
         return -1;
     }
     freeReplyObject(rep);
+    hold_from(d);
     if (sale_plain(d, err) != 0)
         return -1;
     rep = redisCommand(r->rc, "EVALSHA %s 1 %s %s", r->sha, REDIS_KEY, token);
@@ -791,11 +1034,11 @@ static int step_redis_stock(void *arg, struct db *d, char *err)
     char token[64];
     long long count;
 
-    (void)d;
     snprintf(token, sizeof token, "limits-%ld-%lld", (long)getpid(), rc->n++);
     r = redisCommand(rc->c, "SET %s %s NX PX 30000", REDIS_KEY, token);
     if (redis_ok(rc->c, r, REDIS_REPLY_STATUS, "SET NX PX", err) != 0)
         return -1;
+    hold_from(d);
     r = redisCommand(rc->c, "MGET %s %s", RS_STOCK, RS_EPOCH);
     if (r == NULL || r->type != REDIS_REPLY_ARRAY)
         return redis_ok(rc->c, r, REDIS_REPLY_ARRAY, "MGET", err);
@@ -839,6 +1082,7 @@ static int step_zk(void *arg, struct db *d, char *err)
         set_err(err, "zookeeper: create %s: %s", ZK_NODE, zerror(rc));
         return -1;
     }
+    hold_from(d);
     if (sale_plain(d, err) != 0)
         return -1;
     rc = zoo_delete(zh, ZK_NODE, -1);
@@ -905,6 +1149,7 @@ static int step_etcd(void *arg, struct db *d, char *err)
         set_err(err, "etcd: %s is held by another key (revision %lld)", ETCD_PREFIX, owner);
         return -1;
     }
+    hold_from(d);
     if (sale_plain(d, err) != 0)
         return -1;
     if (etcd_delete(&e->conn, e->key, 0, now_ms() + ETCD_CALL_MS) != ETCD_OK) {
@@ -945,6 +1190,14 @@ static void measure_once(const struct opts *o, const char *key, struct db *d, lo
         measure_concurrent(o, id, sale_decrement, c);
     else if (!strcmp(key, CEIL_FOR_UPDATE))
         measure_concurrent(o, id, sale_for_update, c);
+    else if (!strcmp(key, CEIL_SHARE_MODE))
+        measure_concurrent(o, id, sale_share_mode, c);
+    else if (!strcmp(key, CEIL_OPTIMISTIC))
+        measure_concurrent(o, id, sale_optimistic, c);
+    else if (!strcmp(key, CEIL_OPTIMISTIC_RECURSIVE))
+        measure_concurrent(o, id, sale_optimistic_recursive, c);
+    else if (!strcmp(key, CEIL_UPDATE_NOINDEX))
+        measure_concurrent(o, id, sale_noindex, c);
     else if (!strcmp(key, CEIL_SERIAL_MYSQL))
         measure_serial(o, d, step_mysql, NULL, c);
     else if (!strcmp(key, CEIL_SERIAL_REDIS))
@@ -971,48 +1224,73 @@ static void keep_best(struct ceiling *best, const struct ceiling *c, json_t *tri
         json_array_append_new(failed, json_string(c->err));
         return;
     }
-    json_array_append_new(trials, json_real(harness_rate(c->ops, c->seconds)));
-    if (best->seconds == 0 ||
-        harness_rate(c->ops, c->seconds) > harness_rate(best->ops, best->seconds))
+    json_array_append_new(trials, json_real(ceiling_rate(c)));
+    if (best->seconds == 0 || ceiling_rate(c) > ceiling_rate(best))
         *best = *c;
 }
 
-/* A ceiling measured as the best over a sweep of client counts, not the
- * best of --trials runs at --connections. */
-static int swept(const char *key)
+/* A plateau's client counts (locks/lock.h): the most a hot row takes comes
+ * from a few clients, since InnoDB makes waiters on a row lock sleep and
+ * wake (and redis-watch's EXECs lose more, the more clients WATCH), while
+ * on two vCPUs two or three clients keep both CPUs from going idle. */
+static const int plateau_counts[] = { 1, 2, 3, 4, 6, 8 };
+#define NPLATEAU ((int)(sizeof plateau_counts / sizeof plateau_counts[0]))
+
+/* The plateau's first half: each client count for seconds/2/NPLATEAU; its
+ * rate at each into best->sweep. Returns the best count. */
+static int plateau_sweep(const struct opts *o, const char *key, struct db *d, long long id,
+                         json_t *sweep, json_t *failed, char *redis_version)
 {
-    return !strcmp(key, CEIL_UPDATE_PEAK) || !strcmp(key, CEIL_REDIS_WATCH);
+    struct opts one = *o;
+    struct ceiling c;
+    double top = 0;
+    int k, at = 1;
+
+    one.seconds = o->seconds / 2 / NPLATEAU;
+    for (k = 0; k < NPLATEAU; k++) {
+        one.connections = plateau_counts[k];
+        measure_once(&one, key, d, id, &c, redis_version);
+        if (c.err[0]) {
+            json_array_append_new(failed, json_string(c.err));
+            continue;
+        }
+        json_array_append_new(sweep, json_pack("{s:i,s:f}", "connections", plateau_counts[k],
+                                               "rate", ceiling_rate(&c)));
+        if (ceiling_rate(&c) > top) {
+            top = ceiling_rate(&c);
+            at = plateau_counts[k];
+        }
+    }
+    return at;
 }
 
 /* A ceiling is an upper bound, and on a shared machine a trial can only be
- * slowed down by the rest of it: each ceiling is the best of --trials runs
- * of seconds/trials. mysql_update_peak runs the hot-row UPDATE from 1, 2,
- * 3, 4, 6 and 8 connections instead and keeps the best: InnoDB makes
- * waiters on a row lock sleep and wake, so the row takes the most UPDATEs
- * from a few clients and far fewer from --connections of them. redis_watch
- * is swept the same way: the more clients WATCH one key, the more of their
- * EXECs lose, so the key takes the most WATCH sales from a few. */
+ * slowed down by the rest of it: each ceiling is the best of --trials runs.
+ * A plateau (locks/lock.h) first sweeps the client counts for half its
+ * time, then runs the best count --trials times in the other half; any
+ * other ceiling runs --trials times seconds/trials after a trial that is
+ * not kept (a server just started, ZooKeeper's JVMs above all, is slower
+ * than it will be). The trials' spread goes into the JSON beside them. */
 static void measure_best(const struct opts *o, const char *key, struct db *d, long long id,
                          struct ceiling *best, char *redis_version)
 {
-    static const int sweep[] = { 1, 2, 3, 4, 6, 8 };
-    json_t *trials = json_array(), *failed = json_array();
+    json_t *trials = json_array(), *failed = json_array(), *sweep = NULL;
+    int plateau = !strcmp(harness_ceiling_method(key), "plateau");
     struct opts one = *o;
     struct ceiling c;
     int t, again, n = o->trials;
 
     memset(best, 0, sizeof *best);
-    if (swept(key))
-        n = (int)(sizeof sweep / sizeof sweep[0]);
     one.seconds = o->seconds / n;
-    /* Trial -1 is not kept: a server just started (ZooKeeper's JVMs
-     * compiling their hot paths above all) is slower than it will be. The
-     * peak's sweep has none. A failed trial, that one included, runs again,
-     * at most n times in all: the ceiling stays the best of n trials, and is
-     * an error only when none succeeded. */
-    for (t = swept(key) ? 0 : -1, again = 0; t < n; t++) {
-        if (swept(key))
-            one.connections = sweep[t];
+    if (plateau) {
+        sweep = json_array();
+        one.connections = plateau_sweep(o, key, d, id, sweep, failed, redis_version);
+        one.seconds = o->seconds / 2 / n;
+    }
+    /* A failed trial, the warm-up too, runs again, at most n times in all:
+     * the ceiling stays the best of n trials, and is an error only when
+     * none succeeded. */
+    for (t = plateau ? 0 : -1, again = 0; t < n; t++) {
         measure_once(&one, key, d, id, &c, redis_version);
         if (t >= 0)
             keep_best(best, &c, trials, failed);
@@ -1024,6 +1302,7 @@ static void measure_best(const struct opts *o, const char *key, struct db *d, lo
     if (best->seconds == 0 && c.err[0])
         *best = c;
     best->trials = trials;
+    best->sweep = sweep;
     if (json_array_size(failed) > 0)
         best->failed = failed;
     else
@@ -1097,7 +1376,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "ll-limits: %s\n", err);
     } else {
         static const char *const keys[] = {
-            CEIL_MYSQL_UPDATE, CEIL_UPDATE_PEAK, CEIL_FOR_UPDATE, CEIL_SERIAL_MYSQL,
+            CEIL_MYSQL_UPDATE, CEIL_UPDATE_PEAK, CEIL_FOR_UPDATE, CEIL_SHARE_MODE,
+            CEIL_OPTIMISTIC, CEIL_OPTIMISTIC_RECURSIVE, CEIL_UPDATE_NOINDEX, CEIL_SERIAL_MYSQL,
             CEIL_SERIAL_REDIS, CEIL_SERIAL_ZK, CEIL_SERIAL_ETCD, CEIL_REDIS_DECR,
             CEIL_REDIS_WATCH, CEIL_SERIAL_REDIS_STOCK,
         };

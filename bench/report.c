@@ -17,6 +17,11 @@
  *   ll-report check RESULTS.json        validate: every run's counts add up
  *                                       and its derived numbers agree with
  *                                       its raw ones; exit 1 if not
+ *   ll-report bounds RESULTS.json       the exact runs against their
+ *                                       ceilings: one line, and exit 1 if
+ *                                       one passed its ceiling by more than
+ *                                       the ceiling's spread (compare's
+ *                                       assertion, report_ceiling.c)
  *   ll-report jtl RESULTS.csv [--stock S --final F]
  *                                       JMeter's aggregate report from a CSV
  *                                       results file, plus the sale counts
@@ -43,10 +48,12 @@
  * strategy's ceiling), runs.tsv (one line per strategy:
  * index, name, family) and for run NN: NN.load.json (ll-load --json or
  * wrk-count.lua), NN.stock.json (GET /stock after the run), NN.stats-I.json
- * (GET /stats of instance I), NN.cost.json (ll-report cost) and, for a
- * wrk run, NN.series.tsv (compare's polls: report_time.c); and, when
+ * (GET /stats of instance I), NN.cost.json (ll-report cost), its warm-up's
+ * NN.warmup.json (ll-load --json: its steady rate, report_ceiling.c) and,
+ * for a wrk run, NN.series.tsv (compare's polls: report_time.c); and, when
  * compare measured them, http.load.json (GET /health through the same
- * front end: the HTTP tier's ceiling) and the retry storms of orders
+ * front end: the HTTP tier's ceiling) with its warm-up's http.warmup.json,
+ * and the retry storms of orders
  * (storms.tsv: index, strategy, stock source, copies; storm-NN.load.json,
  * storm-NN.stock.json, storm-NN.stats-I.json). report_stock.c reads those.
  *
@@ -117,7 +124,8 @@ static int cmd_line(const char *stock_s, const char *load_path, const char *stoc
 
 /* The seeds' published numbers go beside ours only where the runs are the
  * seeds' own (scenario seeds): next to another scenario they mislead. */
-static json_t *build_runs(const char *raw, long long stock, int with_seed, const json_t *limits)
+static json_t *build_runs(const char *raw, long long stock, int with_seed, const json_t *limits,
+                          const json_t *settings)
 {
     char *tsv = path_join(raw, "runs.tsv"), *lp = path_join(raw, "locks.json"), line[512];
     json_t *runs = json_array(), *locks = json_load_file(lp, 0, NULL);  /* NULL: none */
@@ -128,7 +136,7 @@ static json_t *build_runs(const char *raw, long long stock, int with_seed, const
     while (fgets(line, sizeof line, f)) {
         char idx[16], name[NAME_LEN], family[NAME_LEN], variant[NAME_LEN] = "-";
         char file[NAME_LEN + 32];
-        json_t *load, *after, *cost, *check, *inst, *run;
+        json_t *load, *after, *cost, *check, *inst, *run, *warm;
 
         if (sscanf(line, "%15s %63s %63s %63s", idx, name, family, variant) < 3)
             continue;
@@ -136,9 +144,11 @@ static json_t *build_runs(const char *raw, long long stock, int with_seed, const
         after = load_part(raw, "%s.stock.json", idx, 0);
         cost = load_part(raw, "%s.cost.json", idx, 1);     /* NULL: not measured */
         check = load_part(raw, "%s.check.json", idx, 1);   /* NULL: no ledger checked */
+        warm = load_part(raw, "%s.warmup.json", idx, 1);   /* NULL: no warm-up kept */
         snprintf(file, sizeof file, "%s.stats", idx);
         inst = load_numbered(raw, file);
-        run = derive_run(name, family, stock, with_seed, load, after, inst, limits, locks, cost);
+        run = derive_run(name, family, stock, with_seed, load, after, inst, locks, cost);
+        derive_ceiling(run, limits, locks, warm, settings);  /* report_ceiling.c */
         derive_time(run, raw, idx, load);                    /* report_time.c */
         /* A fault scenario's run: with ?fence=1 or not, and ll-check's
          * verdict on the ledger. */
@@ -147,6 +157,7 @@ static json_t *build_runs(const char *raw, long long stock, int with_seed, const
             json_object_set_new(run, "check", json_incref(check));
         json_array_append_new(runs, run);
         json_decref(check);
+        json_decref(warm);
         json_decref(cost);
         json_decref(load);
         json_decref(after);
@@ -191,10 +202,16 @@ static int cmd_build(const char *dir)
     /* The HTTP tier's ceiling, measured by compare itself (report_stock.c). */
     p = path_join(raw, "http.load.json");
     {
-        json_t *hl = json_load_file(p, 0, NULL), *http = derive_http(hl, jint(settings, "connections"));
+        char *wp = path_join(raw, "http.warmup.json");
+        json_t *hl = json_load_file(p, 0, NULL), *hw = json_load_file(wp, 0, NULL), *http;
+        /* A run of so many requests is not steady: its warm-up is. */
+        http = derive_http(hl, jint(settings, "duration_s") > 0 ? NULL : hw,
+                           jint(settings, "connections"));
         if (http)
             json_object_set_new(json_object_get(limits, "ceilings"), CEIL_HTTP, http);
         json_decref(hl);
+        json_decref(hw);
+        free(wp);
     }
     free(p);
     p = path_join(raw, "machine.env");
@@ -212,7 +229,7 @@ static int cmd_build(const char *dir)
     }
     json_object_set_new(res, "runs", build_runs(raw, stock,
                             !strcmp(jstr(settings, "scenario", ""), "seeds") &&
-                            jint(settings, "products") <= 1, limits));
+                            jint(settings, "products") <= 1, limits, settings));
     json_object_set_new(res, "storms", build_storms(raw, jint(settings, "storm_stock")));
     p = path_join(dir, "results.json");
     if (json_dump_file(res, p, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0)
@@ -221,6 +238,7 @@ static int cmd_build(const char *dir)
     write_file(dir, "report.md", write_md, res);
     write_file(dir, "report.html", write_html, res);
     print_table(stdout, res);
+    print_bounds(stdout, res, FMT_TEXT);
     print_faults(stdout, json_object_get(res, "runs"), FMT_TEXT);
     print_front(stdout, res, FMT_TEXT);
     print_reconcile(stdout, json_object_get(res, "runs"), FMT_TEXT);
@@ -228,6 +246,7 @@ static int cmd_build(const char *dir)
     print_grain(stdout, res, FMT_TEXT);
     print_cost(stdout, json_object_get(res, "runs"), FMT_TEXT);
     print_topology(stdout, res, FMT_TEXT);
+    print_ceilings(stdout, res, FMT_TEXT);
     json_decref(res);
     free(raw);
     return 0;
@@ -239,6 +258,15 @@ static int cmd_table(const char *path)
     print_table(stdout, res);
     json_decref(res);
     return 0;
+}
+
+static int cmd_bounds(const char *path)
+{
+    json_t *res = load_json(path);
+    int above = summarize_bounds(res, path);
+
+    json_decref(res);
+    return above ? 1 : 0;
 }
 
 static int cmd_check(const char *path)
@@ -267,8 +295,8 @@ static int cmd_check(const char *path)
         EXPECT(jint(run, "sold") == jint(json_object_get(run, "server"), "sold"),
                "%s: sold %lld is not the instances' count %lld", name, jint(run, "sold"),
                jint(json_object_get(run, "server"), "sold"));
-        EXPECT(a.sold + a.sold_out + a.timeouts + a.unavailable + a.errors + a.other +
-               a.transport == a.requests, "%s: answers do not add up to %lld requests",
+        EXPECT(a.sold + a.sold_out + a.timeouts + a.unavailable + a.errors + a.unknown +
+               a.other + a.transport == a.requests, "%s: answers do not add up to %lld requests",
                name, a.requests);
         EXPECT(json_is_integer(json_object_get(run, "final")), "%s: no final stock", name);
         EXPECT(jint(run, "oversold") == harness_oversold(stock, jint(run, "sold")),
@@ -307,6 +335,7 @@ static int cmd_check(const char *path)
 #undef EXPECT
     bad += check_stock(res, path);
     bad += check_time(res, path);
+    bad += check_bounds(res, path);
     json_decref(res);
     if (bad == 0)
         printf("%s: valid\n", path);
@@ -356,6 +385,7 @@ static const char usage[] =
 "       ll-report build RUNDIR\n"
 "       ll-report table RESULTS.json      (the main table only)\n"
 "       ll-report check RESULTS.json\n"
+"       ll-report bounds RESULTS.json     (exact runs against their ceilings; 1 if above)\n"
 "       ll-report jtl RESULTS.csv [--stock S --final F]\n"
 "       ll-report cost BEFORE AFTER       (NN.cost.json from two snapshots)\n"
 "       ll-report get FILE|- KEY[.KEY...] (one value of a JSON document)\n"
@@ -382,6 +412,8 @@ int main(int argc, char **argv)
         return cmd_table(argv[2]);
     if (!strcmp(cmd, "check") && argc == 3)
         return cmd_check(argv[2]);
+    if (!strcmp(cmd, "bounds") && argc == 3)
+        return cmd_bounds(argv[2]);
     if (!strcmp(cmd, "cost") && argc == 4)
         return cmd_cost(argv[2], argv[3]);
     if (!strcmp(cmd, "get") && argc == 4)

@@ -1,10 +1,10 @@
 /* report_derive.c — one run of results.json from its raw answers: the
  * counts of the load generator's answers, the instances' counters added up
  * and their latency merged, the stock before and after (oversold, lost
- * updates), the ceiling of the strategy's path (efficiency), the lock's
- * hold, the seeds' published figure beside ours, and the cost per request
- * (report_cost.c). The raw answers go into the run too, so that a report
- * can be rebuilt or re-checked.
+ * updates), the lock's hold, the seeds' published figure beside ours,
+ * and the cost per request (report_cost.c). What the run is measured
+ * against, its ceiling, is report_ceiling.c's. The raw answers go into
+ * the run too, so that a report can be rebuilt or re-checked.
  */
 #include "report_private.h"
 
@@ -121,28 +121,26 @@ static json_t *server_side(const char *name, json_t *instances)
     return out;
 }
 
-/* Field `field` of strategy `name` in GET /locks, or def where it has
- * none (an older locks.json): "ceiling", the limit it is measured against;
- * "stock", where it sells from ("redis" for the Redis stock, else "mysql");
- * "lock_key", its lock's granularity. */
-static const char *lock_field(const json_t *locks, const char *name, const char *field,
-                              const char *def)
+const json_t *lock_entry(const json_t *locks, const char *name)
 {
     const json_t *s;
     size_t i;
 
     json_array_foreach(json_object_get(locks, "strategies"), i, s)
         if (!strcmp(jstr(s, "name", ""), name))
-            return jstr(s, field, def);
-    return def;
+            return s;
+    return NULL;
 }
 
-static double ceiling_rate(const json_t *limits, const char *key)
+/* Field `field` of strategy `name` in GET /locks, or def where it has
+ * none (an older locks.json): "stock", where it sells from ("redis" for
+ * the Redis stock, else "mysql"); "lock_key", its lock's granularity. */
+static const char *lock_field(const json_t *locks, const char *name, const char *field,
+                              const char *def)
 {
-    json_t *c = json_object_get(json_object_get(limits, "ceilings"), key ? key : "");
-    return c ? jnum(c, "rate") : 0.0;
+    const json_t *s = lock_entry(locks, name);
+    return s ? jstr(s, field, def) : def;
 }
-
 
 /* A derived figure, or null where harness_* said "none" (-1). */
 static json_t *num_or_null(double v)
@@ -153,11 +151,10 @@ static json_t *num_or_null(double v)
 /* One run's object of results.json from its raw pieces. */
 json_t *derive_run(const char *name, const char *family, long long stock,
                    int with_seed, json_t *load, json_t *stock_after, json_t *instances,
-                   const json_t *limits, const json_t *locks, const json_t *cost)
+                   const json_t *locks, const json_t *cost)
 {
-    const char *ceiling = lock_field(locks, name, "ceiling", NULL);
     const char *src = lock_field(locks, name, "stock", "mysql");
-    double elapsed = jnum(load, "elapsed_s"), ceil_rate = ceiling_rate(limits, ceiling);
+    double elapsed = jnum(load, "elapsed_s");
     const struct seed_result *seed = with_seed ? seed_find(name) : NULL;
     struct answers a;
     json_t *run, *final_v;
@@ -214,19 +211,8 @@ json_t *derive_run(const char *name, const char *family, long long stock,
                         json_string(lock_field(locks, name, "lock_key", "lock:<product>")));
     if (!strcmp(src, "redis"))
         json_object_set_new(run, "reconcile", derive_reconcile(stock_after));
-    json_object_set_new(run, "http_share", num_or_null(harness_efficiency(
-        harness_rate(a.sold, elapsed), ceiling_rate(limits, CEIL_HTTP))));
     json_object_set_new(run, "retries_per_sale", num_or_null(jint(server, "sold") > 0 ?
         (double)jint(server, "retries") / (double)jint(server, "sold") : -1.0));
-    json_object_set_new(run, "ceiling", ceiling ? json_string(ceiling) : json_null());
-    json_object_set_new(run, "ceiling_rate", json_real(ceil_rate));
-    json_object_set_new(run, "efficiency",
-        json_real(harness_efficiency(harness_rate(a.sold, elapsed), ceil_rate)));
-    /* Measured against the row's peak, a strategy also says how it does
-     * against the concurrent hot-row ceiling (issue 5's yardstick). */
-    if (ceiling && !strcmp(ceiling, CEIL_UPDATE_PEAK))
-        json_object_set_new(run, "efficiency_concurrent", json_real(harness_efficiency(
-            harness_rate(a.sold, elapsed), ceiling_rate(limits, CEIL_MYSQL_UPDATE))));
     json_object_set_new(run, "latency_ms", lat_json(&client));
     json_object_set_new(run, "lock_hold_us", num_or_null(harness_hold_us(
         jint(server, "held_us"), jint(server, "holds"))));

@@ -166,8 +166,8 @@ static void html_runs_table(FILE *f, const json_t *runs)
     const json_t *run;
     size_t i;
 
-    fprintf(f, "<table><tr><th>strategy</th><th>req/s</th><th>sold/s</th><th>sold</th>"
-            "<th>final</th><th>oversold</th><th>lost updates</th><th>unknown</th><th>failed</th>"
+    fprintf(f, "<table><tr><th>strategy</th><th>req/s</th><th>sold/s</th><th>steady/s</th>"
+            "<th>sold</th><th>final</th><th>oversold</th><th>lost updates</th><th>unknown</th><th>failed</th>"
             "<th>ceiling/s</th><th>efficiency</th><th>seeds req/s*</th></tr>\n");
     json_array_foreach(runs, i, run) {
         struct row r;
@@ -177,9 +177,10 @@ static void html_runs_table(FILE *f, const json_t *runs)
         html_text(f, r.name);
         fprintf(f, "</td><td class=n>%s</td><td class=n>%s</td><td class=n>%s</td>"
                 "<td class=n>%s</td><td class=n>%s</td><td class=n>%s</td><td class=n>%s</td>"
-                "<td class=n>%s</td><td class=n>%s</td><td class=n>%s</td><td class=n>%s</td></tr>\n",
-                r.rps, r.sold_s, r.sold, r.final, r.oversold, r.lost, r.unknown, r.errs,
-                r.ceiling, r.eff, r.seed);
+                "<td class=n>%s</td><td class=n>%s</td><td class=n>%s</td><td class=n>%s</td>"
+                "<td class=n>%s</td></tr>\n",
+                r.rps, r.sold_s, r.steady, r.sold, r.final, r.oversold, r.lost, r.unknown,
+                r.errs, r.ceiling, r.eff, r.seed);
     }
     fprintf(f, "</table>\n");
 }
@@ -228,19 +229,16 @@ static void html_kv(FILE *f, const json_t *o, const char *const keys[][2], size_
 
 void write_html(FILE *f, const json_t *res)
 {
-    const json_t *runs = json_object_get(res, "runs"), *run, *settings, *lim;
+    const json_t *runs = json_object_get(res, "runs"), *run, *settings;
     struct series thr[2] = { { "ours: requests/s", "#3366cc", { 0 } },
                              { "seeds (course authors' hardware): requests/s", "#bbbbbb", { 0 } } };
     struct series bad[2] = { { "oversold units", "#cc3333", { 0 } },
                              { "lost updates", "#ee9933", { 0 } } };
-    struct series eff[1] = { { "sold/s ÷ ceiling of its path, %", "#339966", { 0 } } };
+    struct series eff[1] = { { "steady sold/s ÷ ceiling of its protocol, %", "#339966", { 0 } } };
     int have_seeds = 0;
-    const char *k;
-    json_t *v;
     size_t i;
 
     settings = json_object_get(res, "settings");
-    lim = json_object_get(json_object_get(res, "limits"), "ceilings");
     json_array_foreach(runs, i, run) {
         const json_t *seed = json_object_get(run, "seed");
         if (i >= 64)
@@ -269,8 +267,8 @@ void write_html(FILE *f, const json_t *res)
             "lost updates = sold − (stock − final): units sold twice because a sale overwrote "
             "another; unknown = answers whose sale was sent to MariaDB and lost on the way "
             "back: each may have sold, so with u of them oversold and lost are shown as ranges "
-            "up to their values for sold + u; efficiency = sold per second ÷ the ceiling of the strategy's path, "
-            "measured by ll-limits on the same servers with no HTTP in between. Rows in red "
+            "up to their values for sold + u; efficiency = steady sold per second ÷ the ceiling of the strategy's "
+            "protocol, measured by ll-limits on the same servers with no HTTP in between. Rows in red "
             "sold what they did not have.</p>\n");
     html_runs_table(f, runs);
     print_faults(f, runs, FMT_HTML);
@@ -281,6 +279,7 @@ void write_html(FILE *f, const json_t *res)
     if (!strcmp(jstr(settings, "driver", ""), "wrk"))
         fprintf(f, "<p class=note>%s</p>\n", wrk_note);
     fprintf(f, "<p class=note>%s</p>\n", serial_note);
+    print_bounds(f, res, FMT_HTML);                      /* report_ceiling.c */
     print_concurrent(f, runs, FMT_HTML);
     print_topology(f, res, FMT_HTML);
     print_front(f, res, FMT_HTML);
@@ -297,28 +296,8 @@ void write_html(FILE *f, const json_t *res)
     print_cost(f, runs, FMT_HTML);
     svg_cost(f, runs);
     html_time(f, runs);                                   /* report_time.c */
-    fprintf(f, "<h2>Ceilings</h2>\n<p class=note>%s</p>\n<table><tr><th>ceiling</th>"
-            "<th>per second</th><th>trials</th><th>what ll-limits did</th></tr>\n",
-            trials_note);
-    json_object_foreach((json_t *)lim, k, v) {
-        fprintf(f, "<tr><td>");
-        html_text(f, k);
-        if (json_object_get(v, "error"))
-            fprintf(f, "</td><td class=n>n/a</td><td></td><td>");
-        else {
-            fprintf(f, "</td><td class=n>%.0f</td><td class=n>", jnum(v, "rate"));
-            print_trials(f, v);
-            fprintf(f, "</td><td>");
-        }
-        html_text(f, jstr(v, "what", ""));
-        if (json_object_get(v, "error")) {
-            fprintf(f, " — ");
-            html_text(f, jstr(v, "error", ""));
-        }
-        fprintf(f, " (%lld connection%s)</td></tr>\n", jint(v, "connections"),
-                jint(v, "connections") == 1 ? "" : "s");
-    }
-    fprintf(f, "</table>\n<h2>Machine</h2>\n");
+    print_ceilings(f, res, FMT_HTML);                    /* report_ceiling.c */
+    fprintf(f, "<h2>Machine</h2>\n");
     html_kv(f, json_object_get(res, "machine"), machine_keys, nmachine_keys);
     fprintf(f, "<h2>Settings</h2>\n");
     html_kv(f, settings, setting_keys, nsetting_keys);

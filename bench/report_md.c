@@ -39,37 +39,35 @@ const size_t nsetting_keys = sizeof setting_keys / sizeof setting_keys[0];
 
 void write_md(FILE *f, const json_t *res)
 {
-    const json_t *runs = json_object_get(res, "runs"), *run, *settings, *machine, *lim;
-    const char *k;
-    json_t *v;
+    const json_t *runs = json_object_get(res, "runs"), *run, *settings, *machine;
     size_t i;
 
     settings = json_object_get(res, "settings");
     machine = json_object_get(res, "machine");
-    lim = json_object_get(json_object_get(res, "limits"), "ceilings");
     fprintf(f, "# locklab comparison — %s\n\n", jstr(settings, "scenario", "?"));
     fprintf(f, "Started %s. Initial stock %s; sold = the sales the instances counted; oversold = max(0, sold − stock); "
             "lost = sold − (stock − final); unknown = answers whose sale was sent and lost on "
             "the way back, each of which may have sold, so with u of them oversold and lost "
             "are shown as ranges up to their values for sold + u; "
-            "efficiency = sold/s ÷ the ceiling of the "
-            "strategy's path (ll-limits, same servers, no HTTP).\n\n",
+            "efficiency = steady sold/s ÷ the ceiling of the "
+            "strategy's protocol (ll-limits, same servers, no HTTP).\n\n",
             jstr(settings, "started", "?"), jstr(settings, "stock", "?"));
-    fprintf(f, "| strategy | req/s | sold/s | sold | final | oversold | lost | unknown | p50 ms "
-            "| p99 ms | failed | ceiling/s | efficiency | seeds req/s* |\n");
-    fprintf(f, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    fprintf(f, "| strategy | req/s | sold/s | steady/s | sold | final | oversold | lost | unknown "
+            "| p50 ms | p99 ms | failed | ceiling/s | efficiency | seeds req/s* |\n");
+    fprintf(f, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     json_array_foreach(runs, i, run) {
         struct row r;
         row_fill(&r, run);
-        fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-                r.name, r.rps, r.sold_s, r.sold, r.final, r.oversold, r.lost, r.unknown,
-                r.p50, r.p99, r.errs, r.ceiling, r.eff, r.seed);
+        fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                r.name, r.rps, r.sold_s, r.steady, r.sold, r.final, r.oversold, r.lost,
+                r.unknown, r.p50, r.p99, r.errs, r.ceiling, r.eff, r.seed);
     }
     fprintf(f, "\n\\* seeds req/s: the seeds' published JMeter throughput, measured by the "
             "course authors on their hardware (5000 units, 100 threads × 50 loops).\n\n");
     if (!strcmp(jstr(settings, "driver", ""), "wrk"))
         fprintf(f, "%s\n\n", wrk_note);
     fprintf(f, "%s\n\n", serial_note);
+    print_bounds(f, res, FMT_MD);                        /* report_ceiling.c */
     print_concurrent(f, runs, FMT_MD);
     print_topology(f, res, FMT_MD);
     print_faults(f, runs, FMT_MD);
@@ -79,18 +77,8 @@ void write_md(FILE *f, const json_t *res)
     print_grain(f, res, FMT_MD);
     print_cost(f, runs, FMT_MD);
     print_time(f, runs, FMT_MD);
-    fprintf(f, "## Ceilings (ll-limits)\n\n%s\n\n| ceiling | per second | trials | what |\n"
-            "|---|--:|--:|---|\n", trials_note);
-    json_object_foreach((json_t *)lim, k, v) {
-        if (json_object_get(v, "error")) {
-            fprintf(f, "| %s | n/a | | %s: %s |\n", k, jstr(v, "what", ""), jstr(v, "error", ""));
-            continue;
-        }
-        fprintf(f, "| %s | %.0f | ", k, jnum(v, "rate"));
-        print_trials(f, v);
-        fprintf(f, " | %s |\n", jstr(v, "what", ""));
-    }
-    fprintf(f, "\n## Machine\n\n");
+    print_ceilings(f, res, FMT_MD);                      /* report_ceiling.c */
+    fprintf(f, "## Machine\n\n");
     for (i = 0; i < sizeof machine_keys / sizeof machine_keys[0]; i++)
         fprintf(f, "- %s: %s\n", machine_keys[i][1], jstr(machine, machine_keys[i][0], "?"));
     fprintf(f, "\n## Settings\n\n");

@@ -9,6 +9,8 @@
  *                   and NN.cost.json → per request
  *   report_table.c  what every format shows: the main table, the cost
  *                   table, the notes under them
+ *   report_ceiling.c what a run is measured against: steady rate,
+ *                   ceiling, efficiency, bound; the ceilings table
  *   report_md.c     report.md
  *   report_html.c   report.html and its SVG charts
  *   report_jtl.c    JMeter's aggregate report from its CSV results
@@ -71,7 +73,10 @@ void count_answers(const json_t *load, struct answers *a);
 /* One run's object of results.json from its raw pieces. */
 json_t *derive_run(const char *name, const char *family, long long stock,
                    int with_seed, json_t *load, json_t *stock_after, json_t *instances,
-                   const json_t *limits, const json_t *locks, const json_t *cost);
+                   const json_t *locks, const json_t *cost);
+
+/* Strategy `name`'s entry of GET /locks, or NULL. */
+const json_t *lock_entry(const json_t *locks, const char *name);
 
 /* ---------------------------------------------------------------- cost */
 
@@ -94,12 +99,11 @@ enum fmt { FMT_TEXT, FMT_MD, FMT_HTML };
 struct row {                              /* one run, formatted */
     char name[48];                        /* with " +fence" for a fenced run */
     char rps[16], sold_s[16], sold[16], final[16], oversold[24], lost[24], unknown[16];
-    char p50[16], p99[16], ceiling[24], eff[16], seed[16], errs[16];
+    char p50[16], p99[16], ceiling[24], eff[24], seed[16], errs[16], steady[16];
 };
 
-extern const char trials_note[], wrk_note[], serial_note[];
+extern const char wrk_note[], serial_note[];
 
-void print_trials(FILE *f, const json_t *ceiling);
 void print_cost(FILE *f, const json_t *runs, enum fmt fmt);
 void row_fill(struct row *r, const json_t *run);
 void print_table(FILE *f, const json_t *results);
@@ -111,12 +115,34 @@ void print_faults(FILE *f, const json_t *runs, enum fmt fmt);
  * ran with ?fence=1. Returns buf. */
 const char *run_label(const json_t *run, char *buf, size_t n);
 
+/* ---------------------------------------------------------------- ceilings */
+
+/* report_ceiling.c: what a run is measured against. Its steady rate (a
+ * duration run's own; else its warm-up's seconds after the first, the
+ * same load once it runs: raw/NN.warmup.json), its ceiling and the
+ * ceiling's spread over its trials, the efficiency (steady ÷ ceiling; a
+ * range when the trials spread more than HARNESS_SPREAD_MAX), the share of
+ * the HTTP tier, and whether the ceiling bounded it ("bound"), added to
+ * run; the notes and the ceilings table that say so; its part of
+ * ll-report check (an exact strategy above its ceiling by more than the
+ * spread). */
+void derive_ceiling(json_t *run, const json_t *limits, const json_t *locks,
+                    const json_t *warmup, const json_t *settings);
+void print_bounds(FILE *f, const json_t *res, enum fmt fmt);
+void print_ceilings(FILE *f, const json_t *res, enum fmt fmt);
+int  check_bounds(const json_t *res, const char *path);
+/* ll-report bounds: one line on the exact runs against their ceilings;
+ * the number above theirs by more than the spread. */
+int  summarize_bounds(const json_t *res, const char *path);
+/* A duration-free load's steady rate from its --json (-1 without one). */
+double load_steady_rate(const json_t *load);
+
 /* ---------------------------------------------------------------- the front end, the Redis stock */
 
 /* report_stock.c: the HTTP tier's ceiling from compare's GET /health load
  * (NULL without one); a Redis stock's run's three stores from GET /stock;
  * the retry storms of raw/storms.tsv (stock: the storms' initial stock). */
-json_t *derive_http(const json_t *load, long long connections);
+json_t *derive_http(const json_t *load, const json_t *warmup, long long connections);
 json_t *derive_reconcile(const json_t *stock_after);
 json_t *build_storms(const char *raw, long long stock);
 

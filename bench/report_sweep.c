@@ -50,14 +50,18 @@ static json_t *point_of(const json_t *run, long long value)
 
     if (run == NULL)
         return json_pack("{s:I,s:n}", "value", (json_int_t)value, "sold_per_s");
-    return json_pack("{s:I,s:f,s:f,s:f,s:O?,s:O?,s:O?,s:I,s:I}", "value", (json_int_t)value,
+    return json_pack("{s:I,s:f,s:f,s:f,s:O?,s:O?,s:O?,s:I,s:I,s:f,s:f,s:O?}",
+                     "value", (json_int_t)value,
                      "sold_per_s", jnum(run, "sold_per_s"), "rps", jnum(run, "rps"),
                      "p99_ms", jnum(lat, "p99"),
                      "oversold", json_object_get(run, "oversold"),
                      "oversold_max", json_object_get(run, "oversold_max"),
                      "lost_updates", json_object_get(run, "lost_updates"),
                      "sold", (json_int_t)jint(run, "sold"),
-                     "requests", (json_int_t)jint(run, "requests"));
+                     "requests", (json_int_t)jint(run, "requests"),
+                     "steady_sold_per_s", jnum(run, "steady_sold_per_s"),
+                     "ceiling_rate", jnum(run, "ceiling_rate"),
+                     "bound", json_object_get(run, "bound"));
 }
 
 /* RUN/points.tsv's points, each {value, run, results}. */
@@ -158,6 +162,37 @@ static void fmt_int_or_dash(char *buf, size_t n, const json_t *v)
         snprintf(buf, n, "-");
 }
 
+/* Each point is a run of its own, checked against its ceilings
+ * (report_ceiling.c): the exact strategies that came within 5 % of theirs
+ * or passed them, point by point, so that the sweep says it in one place. */
+static void print_sweep_bounds(FILE *f, const json_t *sw, enum fmt fmt)
+{
+    const json_t *s, *pt;
+    size_t i, j;
+    int n = 0;
+
+    json_array_foreach(json_object_get(sw, "series"), i, s)
+        json_array_foreach(json_object_get(s, "points"), j, pt) {
+            const json_t *b = json_object_get(pt, "bound");
+            const char *v = jstr(b, "verdict", "none");
+            if (!json_is_true(json_object_get(b, "exact")) ||
+                (strcmp(v, "near") && strcmp(v, "above")))
+                continue;
+            fprintf(f, "%s%s%s at %s=%lld: %.0f sold/s steady against its ceiling's %.0f/s "
+                    "(spread %.0f %%)%s", fmt == FMT_HTML ? "<p class=note>" : "",
+                    strcmp(v, "above") ? "near its ceiling: " : "ABOVE ITS CEILING: ",
+                    jstr(s, "strategy", "?"), jstr(sw, "param", "?"), jint(pt, "value"),
+                    jnum(pt, "steady_sold_per_s"), jnum(pt, "ceiling_rate"),
+                    jnum(b, "margin") * 100,
+                    fmt == FMT_HTML ? "</p>\n" : fmt == FMT_MD ? "\n\n" : "\n");
+            n++;
+        }
+    if (n == 0)
+        fprintf(f, "%sNo exact strategy came within 5 %% of its ceiling at any point.%s",
+                fmt == FMT_HTML ? "<p class=note>" : fmt == FMT_TEXT ? "\n" : "",
+                fmt == FMT_HTML ? "</p>\n" : fmt == FMT_MD ? "\n\n" : "\n");
+}
+
 static void print_sweep(FILE *f, const json_t *sw, enum fmt fmt)
 {
     static const int widths[] = { 24, 11, 9, 9, 9, 9, 9 };
@@ -200,6 +235,7 @@ static void print_sweep(FILE *f, const json_t *sw, enum fmt fmt)
         cells(f, fmt, cv, widths, 7);
     }
     table_end(f, fmt);
+    print_sweep_bounds(f, sw, fmt);
 }
 
 /* ---------------------------------------------------------------- charts */

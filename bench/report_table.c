@@ -9,22 +9,6 @@
 
 /* ---------------------------------------------------------------- notes */
 
-/* A ceiling is the best of its trials, and the trials show how far the
- * yardstick itself moved within the run: efficiency moves with it. */
-const char trials_note[] =
-    "Each ceiling is the best of its trials (for mysql_update_peak and redis_watch, one "
-    "trial per connection count). The trials show how much the ceiling itself moved within this "
-    "run; a strategy's efficiency moves with it.";
-
-void print_trials(FILE *f, const json_t *ceiling)
-{
-    const json_t *t = json_object_get(ceiling, "trials");
-    size_t i;
-
-    for (i = 0; i < json_array_size(t); i++)
-        fprintf(f, "%s%.0f", i ? ", " : "", json_number_value(json_array_get(t, i)));
-}
-
 /* Where the time goes, one table in three formats. */
 #define COST_COLS (NCOST_GROUPS + 7)
 static const char *const cost_heads[COST_COLS] = {
@@ -144,10 +128,18 @@ void print_cost(FILE *f, const json_t *runs, enum fmt fmt)
 
 /* ---------------------------------------------------------------- table */
 
-static void fmt_eff(char *buf, size_t n, double eff)
+/* The efficiency, or lo..hi when its ceiling's trials spread past
+ * HARNESS_SPREAD_MAX (report_ceiling.c). */
+static void fmt_eff(char *buf, size_t n, const json_t *run)
 {
+    const json_t *range = json_object_get(run, "efficiency_range");
+    double eff = jnum(run, "efficiency");
+
     if (eff < 0)
         snprintf(buf, n, "n/a");
+    else if (json_array_size(range) == 2)
+        snprintf(buf, n, "%.1f..%.1f%%", json_number_value(json_array_get(range, 0)) * 100.0,
+                 json_number_value(json_array_get(range, 1)) * 100.0);
     else
         snprintf(buf, n, "%.1f%%", eff * 100.0);
 }
@@ -187,6 +179,7 @@ void row_fill(struct row *r, const json_t *run)
     run_label(run, r->name, sizeof r->name);
     snprintf(r->rps, sizeof r->rps, "%.1f", jnum(run, "rps"));
     snprintf(r->sold_s, sizeof r->sold_s, "%.1f", jnum(run, "sold_per_s"));
+    snprintf(r->steady, sizeof r->steady, "%.1f", jnum(run, "steady_sold_per_s"));
     snprintf(r->sold, sizeof r->sold, "%lld", jint(run, "sold"));
     fmt_ll(r->final, sizeof r->final, json_object_get(run, "final"));
     fmt_range(r->oversold, sizeof r->oversold, json_object_get(run, "oversold"),
@@ -200,7 +193,7 @@ void row_fill(struct row *r, const json_t *run)
         snprintf(r->ceiling, sizeof r->ceiling, "%.0f", crate);
     else
         snprintf(r->ceiling, sizeof r->ceiling, "n/a");
-    fmt_eff(r->eff, sizeof r->eff, jnum(run, "efficiency"));
+    fmt_eff(r->eff, sizeof r->eff, run);
     if (seed)
         snprintf(r->seed, sizeof r->seed, "%.1f", jnum(seed, "rps"));
     else
@@ -215,15 +208,15 @@ void print_table(FILE *f, const json_t *results)
     const json_t *runs = json_object_get(results, "runs"), *run;
     size_t i;
 
-    fprintf(f, "%-20s %8s %8s %6s %6s %8s %6s %7s %7s %7s %6s %8s %7s %8s\n",
-            "strategy", "req/s", "sold/s", "sold", "final", "oversold", "lost", "unknown",
-            "p50 ms", "p99 ms", "failed", "ceiling/s", "effic.", "seeds/s");
+    fprintf(f, "%-20s %8s %8s %8s %6s %6s %8s %6s %7s %7s %7s %6s %8s %7s %8s\n",
+            "strategy", "req/s", "sold/s", "steady/s", "sold", "final", "oversold", "lost",
+            "unknown", "p50 ms", "p99 ms", "failed", "ceiling/s", "effic.", "seeds/s");
     json_array_foreach(runs, i, run) {
         struct row r;
         row_fill(&r, run);
-        fprintf(f, "%-20s %8s %8s %6s %6s %8s %6s %7s %7s %7s %6s %8s %7s %8s\n",
-                r.name, r.rps, r.sold_s, r.sold, r.final, r.oversold, r.lost, r.unknown,
-                r.p50, r.p99, r.errs, r.ceiling, r.eff, r.seed);
+        fprintf(f, "%-20s %8s %8s %8s %6s %6s %8s %6s %7s %7s %7s %6s %8s %7s %8s\n",
+                r.name, r.rps, r.sold_s, r.steady, r.sold, r.final, r.oversold, r.lost,
+                r.unknown, r.p50, r.p99, r.errs, r.ceiling, r.eff, r.seed);
     }
 }
 
@@ -283,10 +276,7 @@ const char wrk_note[] =
 const char serial_note[] =
     "none and mutex are measured against the serial SELECT + UPDATE ceiling although they "
     "do not serialise across instances: above 100 % means sales overlapped, which is "
-    "exactly how they lose updates. zk-sequential and curator can pass 100 % too, and "
-    "exclude all the same: their waiters create their queue nodes while the lock is held, "
-    "so only the holder's delete, one ZooKeeper write, lies between two sales, while the "
-    "serial ZooKeeper section makes two, a create and a delete.";
+    "exactly how they lose updates.";
 
 /* ---------------------------------------------------------------- faults */
 

@@ -31,6 +31,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Properties shown by GET /locks and the README table. */
 #define LOCK_DISTRIBUTED  (1u << 0) /* excludes across instances          */
@@ -44,23 +45,90 @@
                                      * database itself orders the writes  */
 
 /* The physical limit bench/compare measures a strategy against: one of the
- * ceilings ll-limits measures, by the key it writes it under (bench/
- * harness.h CEIL_*). GET /locks exports a strategy's; ll-report reads it
- * there. A strategy that lets InnoDB order the sales is bounded by its
- * statement's concurrent rate on the hot row; one that serialises every
- * sale behind a lock by one client doing the critical section back to back. */
-#define LOCK_CEIL_UPDATE_PEAK  "mysql_update_peak" /* conditional UPDATE, best client count */
-#define LOCK_CEIL_FOR_UPDATE   "mysql_for_update"  /* SELECT … FOR UPDATE transactions     */
-#define LOCK_CEIL_SERIAL_MYSQL "serial_mysql"      /* SELECT + UPDATE, one client          */
-#define LOCK_CEIL_SERIAL_REDIS "serial_redis"      /* SET NX PX, SELECT + UPDATE, Lua del  */
-#define LOCK_CEIL_SERIAL_ZK    "serial_zk"         /* create, SELECT + UPDATE, delete      */
-#define LOCK_CEIL_SERIAL_ETCD  "serial_etcd"       /* Mutex txn, SELECT + UPDATE, delete   */
+ * ceilings below, by the key ll-limits writes it under (bench/harness.h
+ * CEIL_*). GET /locks exports a strategy's; ll-report reads it there. Each
+ * bounds the protocol its strategies speak, measured with that protocol on
+ * the same servers with no HTTP in between, one of two ways (the method):
+ *   plateau  the strategy's own statements, pipelining included, looped
+ *            from 1, 2, 3, 4, 6 and 8 clients on the hot row, the best
+ *            count then measured three times: its best trial. For sales
+ *            that InnoDB orders itself (a statement, a row lock).
+ *   hold     1 ÷ the median time the item stays held, from the lock's
+ *            answer to the release's answer, one client running the
+ *            family's shortest critical section. Two holds never overlap
+ *            and no hand-off (polling, pub/sub, waiters queued in advance)
+ *            takes less than no time, so no strategy of the family sells
+ *            faster.
+ * and two that are not a strategy's protocol on one item: `concurrent`,
+ * from 32 clients (a reference), and `front`, the HTTP tier itself.
+ * X(key, method, definition): every ceiling, once; lock_ceiling_what()
+ * and lock_ceiling_method() read it. */
+#define LOCK_CEIL_UPDATE_PEAK  "mysql_update_peak"
+#define LOCK_CEIL_FOR_UPDATE   "mysql_for_update"
+#define LOCK_CEIL_SHARE_MODE   "mysql_share_mode"
+#define LOCK_CEIL_OPTIMISTIC   "mysql_optimistic"
+#define LOCK_CEIL_OPTIMISTIC_RECURSIVE "mysql_optimistic_recursive"
+#define LOCK_CEIL_UPDATE_NOINDEX "mysql_update_noindex"
+#define LOCK_CEIL_SERIAL_MYSQL "serial_mysql"
+#define LOCK_CEIL_SERIAL_REDIS "serial_redis"
+#define LOCK_CEIL_SERIAL_ZK    "serial_zk"
+#define LOCK_CEIL_SERIAL_ETCD  "serial_etcd"
 /* The stock in Redis (locks/redis_stock.h): what Redis itself takes of a
  * strategy's sale, with no MariaDB on the path (the consumer writes it
  * afterwards). */
-#define LOCK_CEIL_REDIS_DECR   "redis_decr"        /* the decrement script, concurrent     */
-#define LOCK_CEIL_REDIS_WATCH  "redis_watch"       /* WATCH … MULTI/EXEC, concurrent       */
-#define LOCK_CEIL_SERIAL_REDIS_STOCK "serial_redis_stock" /* SET NX PX, GET, MULTI/EXEC, Lua del */
+#define LOCK_CEIL_REDIS_DECR   "redis_decr"
+#define LOCK_CEIL_REDIS_WATCH  "redis_watch"
+#define LOCK_CEIL_SERIAL_REDIS_STOCK "serial_redis_stock"
+#define LOCK_CEIL_MYSQL_UPDATE "mysql_update"
+#define LOCK_CEIL_HTTP         "http"
+
+#define LOCK_CEILINGS(X) \
+    X(LOCK_CEIL_UPDATE_PEAK, "plateau", "UPDATE … SET count = count − 1 WHERE id = ? AND " \
+      "count > 0 (autocommit), from the best of 1, 2, 3, 4, 6, 8 clients: the most the row takes") \
+    X(LOCK_CEIL_FOR_UPDATE, "plateau", "SELECT … FOR UPDATE, then UPDATE, COMMIT and the next " \
+      "SELECT … FOR UPDATE in one write (mysql-for-update's pipeline), from the best of 1, 2, " \
+      "3, 4, 6, 8 clients") \
+    X(LOCK_CEIL_SHARE_MODE, "plateau", "SELECT … LOCK IN SHARE MODE, UPDATE, COMMIT, a " \
+      "deadlocked transaction run again, from the best of 1, 2, 3, 4, 6, 8 clients") \
+    X(LOCK_CEIL_OPTIMISTIC, "plateau", "SELECT count, version, then UPDATE … WHERE version = ? " \
+      "with the next SELECT in the same write, a lost race retried with the row read behind " \
+      "it, from the best of 1, 2, 3, 4, 6, 8 clients") \
+    X(LOCK_CEIL_OPTIMISTIC_RECURSIVE, "plateau", "SELECT count, version, UPDATE … WHERE " \
+      "version = ?, a lost race read and retried at once, from the best of 1, 2, 3, 4, 6, 8 " \
+      "clients") \
+    X(LOCK_CEIL_UPDATE_NOINDEX, "plateau", "UPDATE … WHERE sku = ? (no index: every row " \
+      "locked) and COMMIT, from the best of 1, 2, 3, 4, 6, 8 clients") \
+    X(LOCK_CEIL_SERIAL_MYSQL, "hold", "1 ÷ the median SELECT + UPDATE from one client: the " \
+      "section inside any lock") \
+    X(LOCK_CEIL_SERIAL_REDIS, "hold", "1 ÷ the median hold from SET NX PX's answer to the Lua " \
+      "compare-and-delete's (SELECT + UPDATE + release), one client") \
+    X(LOCK_CEIL_SERIAL_ZK, "hold", "1 ÷ the median hold from create(EPHEMERAL)'s answer to " \
+      "delete's (SELECT + UPDATE + delete), one session") \
+    X(LOCK_CEIL_SERIAL_ETCD, "hold", "1 ÷ the median hold from the Mutex transaction's answer " \
+      "to delete's (SELECT + UPDATE + delete), one session over etcd's JSON gateway") \
+    X(LOCK_CEIL_REDIS_DECR, "concurrent", "Redis stock: the check-and-decrement script " \
+      "(DECRBY, INCRBY, XADD), one call a sale, from 32 clients") \
+    X(LOCK_CEIL_REDIS_WATCH, "plateau", "Redis stock: WATCH + MGET, MULTI DECRBY INCRBY XADD " \
+      "EXEC, from the best of 1, 2, 3, 4, 6, 8 clients; sales = EXECs that committed") \
+    X(LOCK_CEIL_SERIAL_REDIS_STOCK, "hold", "Redis stock: 1 ÷ the median hold from SET NX PX's " \
+      "answer to the release's (MGET, MULTI SET INCRBY XADD EXEC, Lua compare-and-delete), " \
+      "one client") \
+    X(LOCK_CEIL_MYSQL_UPDATE, "concurrent", "the hot row's conditional UPDATE from 32 clients " \
+      "(a reference: InnoDB's waits at a crowd)") \
+    X(LOCK_CEIL_HTTP, "front", "the HTTP tier: GET /health (no backend) through the same " \
+      "front end and connections, its steady rate; the bound of a strategy whose backend " \
+      "is not (mysql-batch: n purchases a statement)")
+
+/* The definition or the method of a ceiling key; "" when unknown. */
+static inline const char *lock_ceiling_field(const char *key, int method)
+{
+#define LOCK_CEIL_ROW(k, m, what) if (key && !strcmp(key, k)) return method ? m : what;
+    LOCK_CEILINGS(LOCK_CEIL_ROW)
+#undef LOCK_CEIL_ROW
+    return "";
+}
+static inline const char *lock_ceiling_what(const char *key) { return lock_ceiling_field(key, 0); }
+static inline const char *lock_ceiling_method(const char *key) { return lock_ceiling_field(key, 1); }
 
 /* Sleep a jittered retry interval, never past the deadline: --retry-ms
  * ±50%, doubling with each retry of the request up to 32 times that

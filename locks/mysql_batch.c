@@ -24,6 +24,6 @@ const struct lock_ops lock_mysql_batch = {
     .family  = "mysql",
     .summary = "the purchases of one row queued in an instance, sold together by one UPDATE ... count - n WHERE count >= n",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
-    .ceiling = LOCK_CEIL_UPDATE_PEAK,
+    .ceiling = LOCK_CEIL_HTTP,
     MYSQL_QUEUE_METHODS(&batch_queue),
 };

@@ -43,7 +43,7 @@ const struct lock_ops lock_mysql_optimistic_recursive = {
     .summary = "the seeds' optimistic lock as written: on a lost race, recurse at once (seed 000 §1.6.2)",
     .flaw    = "no pause between retries and a stack frame per lost race: losers hammer the row",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
-    .ceiling = LOCK_CEIL_FOR_UPDATE,
+    .ceiling = LOCK_CEIL_OPTIMISTIC_RECURSIVE,
     .sell    = recursive_sell,
     .nofence = MYSQL_NOFENCE,
 };

@@ -83,7 +83,7 @@ const struct lock_ops lock_mysql_share_mode = {
     .summary = "SELECT ... LOCK IN SHARE MODE, then UPDATE; a deadlocked purchase is retried (seed 001)",
     .flaw    = "two shared locks cannot both become exclusive: deadlocks (1213, counted), rollbacks, retries",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
-    .ceiling = LOCK_CEIL_FOR_UPDATE,
+    .ceiling = LOCK_CEIL_SHARE_MODE,
     .sell    = share_mode_sell,
     .nofence = MYSQL_NOFENCE,
 };

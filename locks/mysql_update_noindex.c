@@ -65,7 +65,7 @@ const struct lock_ops lock_mysql_update_noindex = {
     .summary = "mysql-update's UPDATE in a transaction, on sku, a column without an index (seed 001)",
     .flaw    = "the UPDATE locks every row it scans until the COMMIT: one product's sale blocks all others",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
-    .ceiling = LOCK_CEIL_SERIAL_MYSQL,
+    .ceiling = LOCK_CEIL_UPDATE_NOINDEX,
     .sell    = noindex_sell,
     .nofence = MYSQL_NOFENCE,
 };

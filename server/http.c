@@ -516,6 +516,9 @@ static enum MHD_Result route_locks(struct exchange *x, struct request *r)
             "exact", !!(o->props & LOCK_EXACT),
             "fenced", !!(o->props & LOCK_FENCED),
             "fence", o->fence, "nofence", o->fence ? NULL : o->nofence);
+        /* What the ceiling is and how ll-limits measures it (locks/lock.h). */
+        json_object_set_new(one, "ceiling_method", json_string(lock_ceiling_method(o->ceiling)));
+        json_object_set_new(one, "ceiling_what", json_string(lock_ceiling_what(o->ceiling)));
         json_object_set_new(one, "stock", json_string(o->stock ? o->stock : "mysql"));
         json_object_set_new(one, "lock_key", json_string(o->lock_key ? o->lock_key
                                                                      : "lock:<product>"));

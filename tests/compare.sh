@@ -81,7 +81,7 @@ fi
 # (oversold = max(0, sold - 60), lost = sold - (60 - final)).
 row() { "$T_BUILD/ll-report" table "$run/results.json" | awk -v s="$1" '$1 == s'; }
 for s in mysql-update mysql-for-update redis-decr; do
-    read -r _ _ _ sold final oversold lost _ <<< "$(row $s)"
+    read -r _ _ _ _ sold final oversold lost _ <<< "$(row $s)"
     t_ok "'$sold $final $oversold $lost' = '60 0 0 0'" "$s: sold 60, final 0, nothing oversold or lost"
 done
 # redis-decr sells from Redis: its final is Redis's count, read once the
@@ -109,7 +109,7 @@ idx=$(awk -F'\t' '$2 == "none" {print $1}' "$run/raw/runs.tsv")
 raw_sold=$(jq -s '[.[].strategies.none.sold] | add' "$run/raw/$idx".stats-*.json)
 raw_final=$(jq .count "$run/raw/$idx.stock.json")
 want="$raw_sold $raw_final $((raw_sold > 60 ? raw_sold - 60 : 0)) $((raw_sold - (60 - raw_final)))"
-read -r _ _ _ sold final oversold lost _ <<< "$(row none)"
+read -r _ _ _ _ sold final oversold lost _ <<< "$(row none)"
 t_ok "'$sold $final $oversold $lost' = '$want'" \
      "none: the row's sold, final, oversold, lost ($sold $final $oversold $lost) are the raw answers' ($want)"
 # Where the time goes: every run has its CPU time per request, the
@@ -141,17 +141,62 @@ t_ok "$(jq '[.runs[] | select(.strategy == "mysql-update" and .efficiency_concur
        "$run/results.json") -eq 1" "... and against the concurrent ceiling too"
 t_ok "$(grep -c 'of the concurrent hot-row UPDATE ceiling' "$run/report.md") -eq 1" \
      "report.md says so"
-for key in mysql_update mysql_update_peak mysql_for_update serial_mysql serial_redis serial_zk serial_etcd \
-           redis_decr redis_watch serial_redis_stock; do
-    rate=$(jq -r ".limits.ceilings.$key.rate // 0 | floor" "$run/results.json")
-    trials=$(jq -r ".limits.ceilings.$key.trials | length" "$run/results.json")
-    t_ok "$rate -gt 0 -a $trials -ge 3" "ceiling $key measured ($rate/s, best of $trials trials)"
+# Every ceiling, measured its way (locks/lock.h): a plateau swept over
+# 1..8 clients then its best count three times, a hold from the median of
+# one client's holds, each with its trials and their spread.
+for key in mysql_update mysql_update_peak mysql_for_update mysql_share_mode mysql_optimistic \
+           mysql_optimistic_recursive mysql_update_noindex serial_mysql serial_redis serial_zk \
+           serial_etcd redis_decr redis_watch serial_redis_stock; do
+    read -r rate trials spread method sweep hold <<< "$(jq -r ".limits.ceilings.$key |
+        [(.rate // 0 | floor), (.trials | length), ((.spread // -1) >= 0), .method,
+         (.sweep // [] | length), ((.hold_us // 0) > 0)] | map(tostring) | join(\" \")" "$run/results.json")"
+    case $method in
+        plateau) how="$sweep -eq 6" ;;
+        hold) how="'$hold' = true" ;;
+        *) how="'$method' = concurrent" ;;
+    esac
+    t_ok "$rate -gt 0 -a $trials -ge 3 -a '$spread' = true" \
+         "ceiling $key measured ($rate/s, best of $trials trials, their spread)"
+    t_ok "$how" "ceiling $key measured as a $method (sweep of $sweep counts, a median hold: $hold)"
 done
-# report.md lists every trial beside the best, e.g. | serial_redis | 5346 | 4907, 5114, 5346 |
-trials=$(jq -r '.limits.ceilings.serial_redis.trials | map(round | tostring) | join(", ")' \
-         "$run/results.json")
-t_ok "$(grep -cF "| serial_redis | $(jq -r '.limits.ceilings.serial_redis.rate | round' \
-        "$run/results.json") | $trials |" "$run/report.md") -eq 1" "report.md shows the trials ($trials)"
+# GET /locks states every strategy's ceiling: its method (the one ll-limits
+# used) and what it measures.
+n=$(jq --slurpfile lim "$run/raw/limits.json" '[.strategies[] | select(.ceiling_what == "" or
+        .ceiling_method == "" or ($lim[0].ceilings[.ceiling].method // .ceiling_method) != .ceiling_method)]
+        | length' "$run/raw/locks.json")
+t_ok "$n -eq 0 -a $(jq '.strategies | length' "$run/raw/locks.json") -gt 30" \
+     "GET /locks states each strategy's ceiling, its method and what it measures ($n without)"
+# report.md lists every ceiling with its method, spread and trials, e.g.
+# | serial_redis | hold | 5346 | 8% | 1 | 4907, 5114, 5346 | …
+line=$(jq -r '.limits.ceilings.serial_redis | "| serial_redis | hold | \(.rate | round) | \(.spread * 100 | round)% | 1 | \(.trials | map(round | tostring) | join(", ")) |"' \
+       "$run/results.json")
+t_ok "$(grep -cF "$line" "$run/report.md") -eq 1" "report.md shows the ceiling's trials and spread ($line)"
+# What each run is measured against: its steady rate, the warm-up's seconds
+# after its first (the whole run of 3000 purchases is not steady), the
+# efficiency from it, and whether the ceiling bounded it. ll-report check
+# above refused any exact strategy above its ceiling by more than the
+# ceiling's own spread; the report notes one within 5 % of it.
+# Why that margin is enough on a shared machine: the ceiling is the
+# strategy's own protocol with nothing else on its path, while the run adds
+# nginx, an instance and HTTP to every sale (about 450 us of CPU a sale on
+# the same two cores), so its steady rate stays far below the ceiling's best
+# trial: at most 53 % of it over the 39 exact runs of docs/comparison.md's
+# figures, at load averages of 10 to 16. Only trials all slowed about twice
+# as much as the runs after them would fail it, and their spread is added.
+n=$(jq '[.runs[] | select(.steady_source == "warm-up" and .steady_sold_per_s > 0 and
+        (.efficiency - .steady_sold_per_s / .ceiling_rate | fabs) < 1e-9)] | length' "$run/results.json")
+t_ok "$n -eq 4" "every run's steady rate from its warm-up, its efficiency from that ($n of 4)"
+t_ok "'$(jq -r '[.runs[] | select(.bound.exact) | .strategy] | join(" ")' "$run/results.json")' = \
+'mysql-update mysql-for-update redis-decr'" "the exact strategies' runs are checked against their ceilings"
+t_ok "$(jq '[.runs[] | select(.bound.exact and .bound.verdict == "above")] | length' "$run/results.json") -eq 0" \
+     "no exact strategy above its ceiling by more than its spread ($(jq -r '[.runs[] | "\(.strategy): \(.steady_sold_per_s | round)/\(.ceiling_rate | round) \(.bound.verdict)"] | join(", ")' "$run/results.json"))"
+near=$(jq '[.runs[] | select(.bound.exact and .bound.verdict == "near")] | length' "$run/results.json")
+t_ok "$(grep -c 'sold/s steady against its ceiling' "$run/report.md") -eq $near" \
+     "report.md notes each exact strategy within 5 % of its ceiling ($near)"
+t_ok "$(grep -c "^bounds: 3 exact runs set against a ceiling: $near within 5 % of it, 0 above" "$log") -eq 1" \
+     "compare asserted the bounds itself (ll-report bounds: it exits 3 on one above)"
+t_ok "$(grep -c 'whole-run rates, 3000 purchases over 16 connections' "$run/report.md") -eq 1" \
+     "report.md says the table's rates are whole-run ones, steady/s beside them"
 
 # What redlock and ZooKeeper ran on. The tests' topology has 5 Redis
 # servers and 3 ZooKeeper servers; the report names them, and warns when a

@@ -3,7 +3,9 @@
 # here: `cost` turns two snapshots of bench/compare's cost_snapshot into
 # NN.cost.json (growth of each counter, a thread born during the run counts
 # whole, one that ended or whose counter went down adds nothing, ticks are
-# 1/CLK_TCK s), and `get` prints one value of a JSON document. No stack.
+# 1/CLK_TCK s), and `get` prints one value of a JSON document; then `build`
+# and `check` on a run written here: unknown answers, and what the run is
+# measured against (steady rate, efficiency, the ceiling's bound). No stack.
 set -u
 BUILD=${LOCKLAB_BUILD_DIR:-$(dirname "$0")/../build}
 R=$BUILD/ll-report
@@ -93,10 +95,70 @@ printf '{"strategies":{"mysql-update":{"requests":12,"sold":8,"sold_out":2,"unkn
 table=$("$R" build "$B")
 check "$(jq -c '.runs[0] | [.sold, .unknown, .final, .oversold, .oversold_max, .lost_updates, .lost_updates_max]' "$B/results.json")" \
     "[8,2,1,0,0,-1,1]" "build: unknown counted apart from sold, oversold and lost up to their values for sold + unknown"
-check "$(awk '$1 == "mysql-update" {print $7, $8}' <<< "$table")" "-1..1 2" \
+check "$(awk '$1 == "mysql-update" {print $8, $9}' <<< "$table")" "-1..1 2" \
     "build: the table shows lost as a range and the unknown count"
 check "$(grep -c 'mysql-update | .* | -1\.\.1 | 2 |' "$B/report.md")" 1 "build: report.md too"
 check "$(jq -c '.runs[0].other_answers' "$B/results.json")" 0 "build: an unknown answer is not an 'other' one"
+"$R" check "$B/results.json" > /dev/null 2>&1
+check $? 0 "check: the answers, unknown ones among them, add up"
+
+# build and check: what a run is measured against (report_ceiling.c). The
+# same run, now with its warm-up (seconds of 40, 900, 1000 sales and a
+# last one cut short: steady 950/s from the whole seconds after the first,
+# where the whole run sold 8/s), GET /locks (mysql-update, exact, against
+# mysql_update_peak) and the ceiling's trials. 1000/s, trials 1000, 980:
+# within 5 % (a note); 900, 880: above by more than its 2 % spread, which
+# `check` refuses; 960 over trials 600..960, spread 37 %: below, and the
+# efficiency a range.
+printf '{"elapsed_s":3.2,"per_second":{"answers":[40,900,1000,5],"sold":[40,900,1000,5],"errors":[0,0,0,0]}}\n' \
+    > "$B/raw/01.warmup.json"
+printf '{"strategies":[{"name":"mysql-update","family":"mysql","exact":true,"ceiling":"mysql_update_peak"}]}\n' \
+    > "$B/raw/locks.json"
+ceiling() {     # RATE TRIALS…: raw/limits.json with that ceiling, then build
+    local rate=$1
+    shift
+    printf '{"ceilings":{"mysql_update_peak":{"method":"plateau","rate":%s,"trials":[%s]}}}\n' \
+        "$rate" "$(IFS=,; echo "$*")" > "$B/raw/limits.json"
+    "$R" build "$B" > "$T/table" 2>&1
+}
+ceiling 1000 1000 980
+check "$(jq -c '.runs[0] | [.steady_source, .steady_sold_per_s, .efficiency, .bound.verdict, .bound.exact]' "$B/results.json")" \
+    '["warm-up",950,0.95,"near",true]' "build: the steady rate is the warm-up's after its first second, the efficiency uses it"
+check "$(grep -c '^mysql-update: 950 sold/s steady against its ceiling mysql_update_peak of 1000/s' "$T/table")" 1 \
+    "build: a run within 5 % of its ceiling gets a note"
+check "$(grep -c 'whole-run rates, 12 purchases over 4 connections' "$T/table")" 1 \
+    "build: the table says its rates are whole-run ones, steady/s beside them"
+"$R" check "$B/results.json" > /dev/null 2>&1
+check $? 0 "check: near the ceiling is no failure"
+"$R" bounds "$B/results.json" > "$T/bounds" 2>&1
+check "$? $(cat "$T/bounds")" \
+    "0 bounds: 1 exact run set against a ceiling: 1 within 5 % of it, 0 above it by more than the ceiling's spread" \
+    "bounds (compare's assertion): near the ceiling is counted, no failure"
+ceiling 900 900 880
+"$R" check "$B/results.json" > /dev/null 2> "$T/check.err"
+check "$? $(grep -c 'mysql-update, an exact strategy, sold 950/s steady, above its ceiling mysql_update_peak of 900/s' "$T/check.err")" \
+    "1 1" "check: an exact strategy above its ceiling by more than the spread fails"
+"$R" bounds "$B/results.json" > "$T/bounds" 2> "$T/bounds.err"
+check "$? $(cat "$T/bounds") $(grep -c 'above its ceiling mysql_update_peak of 900/s' "$T/bounds.err")" \
+    "1 bounds: 1 exact run set against a ceiling: 0 within 5 % of it, 1 above it by more than the ceiling's spread (not a bound) 1" \
+    "bounds: ... fails too, and names the run"
+check "$(grep -c '^ABOVE ITS CEILING, mysql-update' "$T/table") $(grep -c 'ABOVE ITS CEILING, mysql-update' "$B/report.md")" \
+    "1 1" "build: ... and the table and report.md say so"
+sed -i 's/"exact":true/"exact":false/' "$B/raw/locks.json"
+ceiling 900 900 880
+"$R" check "$B/results.json" > /dev/null 2>&1
+check $? 0 "check: a strategy that is not exact may pass its ceiling (its sales overlap)"
+"$R" bounds "$B/results.json" > "$T/bounds" 2>&1
+check "$? $(cat "$T/bounds")" \
+    "0 bounds: 0 exact runs set against a ceiling: 0 within 5 % of it, 0 above it by more than the ceiling's spread" \
+    "bounds: ... and is not counted"
+ceiling 1200 1200 700 1000
+check "$(jq -c '.runs[0] | [.bound.verdict, (.efficiency_range | map(. * 1000 | round))]' "$B/results.json") $(awk '$1 == "mysql-update" {print $14}' "$T/table")" \
+    '["below",[792,1357]] 79.2..135.7%' "build: a ceiling spread past 10 % makes the efficiency a range"
+rm "$B/raw/01.warmup.json"
+ceiling 960 960
+check "$(jq -c '.runs[0] | [.steady_source, .steady_sold_per_s]' "$B/results.json")" '["whole run",8]' \
+    "build: without a warm-up the steady rate is the whole run's, and the report says so"
 
 printf 'report_cli: %d passed, %d failed\n' "$passed" "$failed"
 [ "$failed" -eq 0 ]

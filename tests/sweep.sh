@@ -8,7 +8,8 @@
 # compare polls /stats), its seconds from those polls adding up to the
 # instances' counts, every point a valid run of its own, sweep.json's
 # points the points' own numbers, and the sweep's page in headless
-# chromium with every chart holding data. Then a sweep over instances (1
+# chromium with every chart holding data, and each point's exact
+# strategies under their ceilings. Then a sweep over instances (1
 # and 2, mutex): each point ran on that many instances, mutex is exact on
 # one, and the stack is put back as it was. Nothing here asserts a time or
 # a rate: only structure.
@@ -79,6 +80,17 @@ t_ok "'$(jq -S -c .limits.ceilings.serial_mysql "$sw"/points/connections-1/2*/re
 '$(jq -S -c .limits.ceilings.serial_mysql "$sw"/points/connections-4/2*/results.json)'" \
      "the ceilings measured once, at the first point"
 t_ok "$(grep -c '^| mysql-update | 4 |' "$sw/sweep.md") -eq 1" "sweep.md has the table"
+# Every point checked its exact strategies against their ceilings (ll-report
+# check above refuses one above by more than the ceiling's spread); the
+# sweep gathers what came within 5 % of them, point by point.
+t_ok "$(jq '[.series[].points[] | select(.bound.exact and .bound.verdict == "above")] | length' "$sw/sweep.json") -eq 0" \
+     "no exact strategy above its ceiling at any point ($(jq -r '[.series[] | .strategy as $s | .points[] |
+        "\($s)@\(.value): \(.steady_sold_per_s | round)/\(.ceiling_rate | round)"] | join(", ")' "$sw/sweep.json"))"
+t_ok "$(grep -c -E '^bounds: [0-9]+ exact runs? set against a ceiling: [0-9]+ within 5 % of it, 0 above' "$OUT/c.log") -eq 2" \
+     "every point asserted its bounds (ll-report bounds, which would make compare exit 3)"
+near=$(jq '[.series[].points[] | select(.bound.exact and .bound.verdict == "near")] | length' "$sw/sweep.json")
+t_ok "$(grep -c -E '^(near its ceiling: .* at connections=|No exact strategy came within 5 %)' "$sw/sweep.md") -eq $((near > 0 ? near : 1))" \
+     "sweep.md says which exact strategies came within 5 % of their ceilings ($near), or that none did"
 if t_page "$sw/sweep.html" "$sw/sweep.png" sweep.html; then
     t_ok "'$(sort <<< "$T_CHARTS" | uniq -c | xargs)' = '4 sweep 4 4'" \
          "four charts (sold/s, p99, oversold, lost), each with a point per strategy and value"

@@ -44,17 +44,59 @@ static void test_counts(void)
 
 /* Which ceiling bounds a strategy is the strategy's own field (tests/
  * test_unit.c checks each names one of these); here, that every key
- * ll-limits writes has its line for the reports, and others have none. */
+ * ll-limits writes has its line and method for the reports, and others
+ * have none; then the arithmetic of hold ceilings, spreads, bounds and
+ * steady rates. */
 static void test_ceilings(void)
 {
     const char *const keys[] = { CEIL_MYSQL_UPDATE, CEIL_UPDATE_PEAK, CEIL_FOR_UPDATE,
-                                 CEIL_SERIAL_MYSQL, CEIL_SERIAL_REDIS, CEIL_SERIAL_ZK };
+                                 CEIL_SHARE_MODE, CEIL_OPTIMISTIC, CEIL_OPTIMISTIC_RECURSIVE,
+                                 CEIL_UPDATE_NOINDEX, CEIL_SERIAL_MYSQL, CEIL_SERIAL_REDIS,
+                                 CEIL_SERIAL_ZK, CEIL_SERIAL_ETCD, CEIL_REDIS_DECR,
+                                 CEIL_REDIS_WATCH, CEIL_SERIAL_REDIS_STOCK, CEIL_HTTP };
     size_t i;
 
-    for (i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    for (i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const char *m = harness_ceiling_method(keys[i]);
         CHECK(strlen(harness_ceiling_text(keys[i])) > 0);
-    CHECK(!strcmp(harness_ceiling_text("nope"), ""));
+        CHECK(!strcmp(m, "plateau") || !strcmp(m, "hold") || !strcmp(m, "concurrent") ||
+              !strcmp(m, "front"));
+    }
+    CHECK(!strcmp(harness_ceiling_method(CEIL_FOR_UPDATE), "plateau"));
+    CHECK(!strcmp(harness_ceiling_method(CEIL_SERIAL_ZK), "hold"));
+    CHECK(!strcmp(harness_ceiling_text("nope"), "") && !strcmp(harness_ceiling_method("nope"), ""));
     CHECK(!strcmp(harness_ceiling_text(NULL), ""));
+}
+
+static void test_hold_and_bound(void)
+{
+    /* Holds of 100 us but for two stalls: the median ignores the stalls
+     * (the mean, 1.9 ms, would not), so the lock lets through 10000/s. */
+    double holds[] = { 100e-6, 100e-6, 0.009, 100e-6, 0.01, 100e-6, 100e-6 };
+    double one[] = { 250e-6 }, trials[] = { 9000, 10000, 9500 }, flat[] = { 5000 };
+    double none[] = { 0, -1 };
+    long long sold[] = { 300, 5000, 5200, 4800, 70 };
+
+    CHECK(NEAR(harness_hold_rate(holds, 7), 10000.0, 1e-6));
+    CHECK(NEAR(harness_hold_rate(one, 1), 4000.0, 1e-6));
+    CHECK(harness_hold_rate(one, 0) == 0.0);
+    CHECK(NEAR(harness_spread(trials, 3), 0.1, 1e-12));
+    CHECK(harness_spread(flat, 1) == 0.0 && harness_spread(none, 2) < 0);
+    /* The bound: above the ceiling by more than its spread, or within it. */
+    CHECK(harness_bound(10200, 10000, 0.01) == HARNESS_BOUND_ABOVE);
+    CHECK(harness_bound(10200, 10000, 0.05) == HARNESS_BOUND_NEAR);
+    CHECK(harness_bound(9600, 10000, 0.0) == HARNESS_BOUND_NEAR);
+    CHECK(harness_bound(9400, 10000, 0.3) == HARNESS_BOUND_BELOW);
+    CHECK(harness_bound(9400, 0, 0.3) == HARNESS_BOUND_NONE);
+    CHECK(harness_bound(0, 10000, 0.3) == HARNESS_BOUND_NONE);
+    CHECK(harness_bound(10001, 10000, -1) == HARNESS_BOUND_ABOVE);
+    CHECK(!strcmp(harness_bound_name(HARNESS_BOUND_ABOVE), "above"));
+    /* A 4.3 s load: seconds 1, 2 and 3 are whole, the first is the ramp,
+     * the fifth is cut short; with skip 0 the first counts too. */
+    CHECK(NEAR(harness_steady_rate(sold, 5, 4.3, 1), 5000.0, 1e-9));
+    CHECK(NEAR(harness_steady_rate(sold, 5, 4.3, 0), 3825.0, 1e-9));
+    CHECK(harness_steady_rate(sold, 5, 0.4, 0) < 0);
+    CHECK(harness_steady_rate(sold, 1, 1.2, 1) < 0);
 }
 
 static void test_latency(void)
@@ -117,6 +159,7 @@ int main(void)
 {
     test_counts();
     test_ceilings();
+    test_hold_and_bound();
     test_latency();
     test_percentile();
     printf("%d passed, %d failed\n", passed, failed);

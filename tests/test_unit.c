@@ -229,17 +229,21 @@ static void test_table_check(const struct lock_ops *const *all)
 
 /* Each strategy names the ceiling it is measured against, a key ll-limits
  * writes (bench/harness.h), and the ones the README states: InnoDB orders
- * the sales of mysql-update/batch (the hot row's UPDATE peak) and of the
- * FOR UPDATE and optimistic ones (FOR UPDATE transactions); the rest
- * serialise every sale behind their family's lock. */
+ * the sales of mysql-update (the hot row's UPDATE peak) and of the FOR
+ * UPDATE, share-mode, optimistic and no-index ones (each its own
+ * statements' plateau); mysql-batch's row is no bound (n purchases a
+ * statement), the HTTP tier is; the rest serialise every sale behind
+ * their family's lock (its hold). */
 static void test_ceilings(const struct lock_ops *const *all, int n)
 {
     static const char *const want[][2] = {
         { "none", LOCK_CEIL_SERIAL_MYSQL }, { "mutex", LOCK_CEIL_SERIAL_MYSQL },
-        { "mysql-update", LOCK_CEIL_UPDATE_PEAK }, { "mysql-batch", LOCK_CEIL_UPDATE_PEAK },
+        { "mysql-update", LOCK_CEIL_UPDATE_PEAK }, { "mysql-batch", LOCK_CEIL_HTTP },
         { "mysql-for-update", LOCK_CEIL_FOR_UPDATE },
-        { "mysql-optimistic", LOCK_CEIL_FOR_UPDATE },
-        { "mysql-optimistic-recursive", LOCK_CEIL_FOR_UPDATE },
+        { "mysql-share-mode", LOCK_CEIL_SHARE_MODE },
+        { "mysql-update-noindex", LOCK_CEIL_UPDATE_NOINDEX },
+        { "mysql-optimistic", LOCK_CEIL_OPTIMISTIC },
+        { "mysql-optimistic-recursive", LOCK_CEIL_OPTIMISTIC_RECURSIVE },
         { "mysql-lock-table", LOCK_CEIL_SERIAL_MYSQL },
         { "redis-decr", LOCK_CEIL_REDIS_DECR }, { "redis-watch", LOCK_CEIL_REDIS_WATCH },
         { "redis-lock-stock", LOCK_CEIL_SERIAL_REDIS_STOCK },

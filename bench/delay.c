@@ -3,7 +3,8 @@
  * its delay and then let go, in the order it came.
  *
  *     ll-delay --queue N --delay-us D [--jitter-us J] [--netns NAME]...
- *              [--max-held M] [--stats FILE] [--rt-prio P] [--spin-us S]
+ *              [--trim-us T] [--max-held M] [--stats FILE] [--rt-prio P]
+ *              [--spin-us S]
  *
  * Why. This kernel has no sch_netem (no `tc netem`) and nft has no queue
  * expression, but iptables' NFQUEUE target delivers packets to a userspace
@@ -28,6 +29,10 @@
  * (wall clock, µs): a packet is due D after its stamp, so the wake-up's
  * latency is not added to the delay. Packets queued on the input hook all
  * carry one; one without a plausible stamp is due D after it was read.
+ * What the stamp cannot cover is the verdict's own way back into the
+ * kernel (a netlink message, the lookup, the re-injection): --trim-us T
+ * makes every packet due T earlier to make up for it (bench/stack passes
+ * what it measured on its machine).
  *
  * How. Each packet becomes an entry (due time, which socket, packet id) in
  * a binary heap of at most M entries (--max-held, default 8192, also each
@@ -139,7 +144,7 @@ struct listener {
 struct delay {
     /* settings */
     int       queue;
-    int64_t   delay_ns, jitter_ns;
+    int64_t   delay_ns, jitter_ns, trim_ns;
     uint32_t  max_held;
     const char *stats_path;
 
@@ -322,7 +327,7 @@ static int on_packet(struct nfq_q_handle *qh, struct nfgenmsg *msg, struct nfq_d
         return 0;
     }
     e.seq = d->seq++;
-    e.due_ns = arrival_ns(d, nfa) + d->delay_ns;
+    e.due_ns = arrival_ns(d, nfa) + d->delay_ns - d->trim_ns;
     if (d->jitter_ns == 0) {
         if (e.due_ns < l->last_due_ns)      /* never before the one read before */
             e.due_ns = l->last_due_ns;
@@ -441,7 +446,7 @@ static void write_stats(const struct delay *d)
     f = fopen(tmp, "w");
     if (f == NULL)
         return;
-    fprintf(f, "{\"queue\":%d,\"delay_us\":%.1f,\"jitter_us\":%.1f,\"max_held\":%u,"
+    fprintf(f, "{\"queue\":%d,\"delay_us\":%.1f,\"jitter_us\":%.1f,\"trim_us\":%.1f,\"max_held\":%u,"
                "\"namespaces\":%d,\"pid\":%ld,\"elapsed_s\":%.3f,\"cpu_s\":%.3f,"
                "\"packets\":%llu,\"bytes\":%llu,\"released\":%llu,\"stamped\":%llu,"
                "\"verdicts\":%llu,\"wakeups\":%llu,\"timer_wakeups\":%llu,"
@@ -449,7 +454,7 @@ static void write_stats(const struct delay *d)
                "\"lead_us\":%.1f,\"timer_late_us_mean\":%.1f,\"wait_us_mean\":%.1f,\"late_us_mean\":%.1f,"
                "\"late_us_p50\":%.1f,\"late_us_p99\":%.1f,\"late_us_max\":%.1f,"
                "\"cpu_us_per_packet\":%.2f,\"packets_per_s\":%.1f}\n",
-            d->queue, d->delay_ns / 1e3, d->jitter_ns / 1e3, d->max_held, d->nsock,
+            d->queue, d->delay_ns / 1e3, d->jitter_ns / 1e3, d->trim_ns / 1e3, d->max_held, d->nsock,
             (long)getpid(), elapsed, cpu, (unsigned long long)d->packets,
             (unsigned long long)d->bytes, (unsigned long long)released,
             (unsigned long long)d->stamped, (unsigned long long)d->verdicts,
@@ -469,7 +474,8 @@ static void write_stats(const struct delay *d)
 static void usage(void)
 {
     fprintf(stderr, "usage: ll-delay --queue N --delay-us D [--jitter-us J] [--netns NAME]...\n"
-                    "                [--max-held M] [--stats FILE] [--rt-prio P] [--spin-us S]\n");
+                    "                [--trim-us T] [--max-held M] [--stats FILE] [--rt-prio P]\n"
+                    "                [--spin-us S]\n");
     exit(2);
 }
 
@@ -515,6 +521,8 @@ static void parse_args(struct delay *d, int argc, char **argv, int *rt_prio)
             d->max_held = (uint32_t)number(argv[++i], 16, 1 << 20);
         } else if (strcmp(opt, "--stats") == 0) {
             d->stats_path = argv[++i];
+        } else if (strcmp(opt, "--trim-us") == 0) {
+            d->trim_ns = number(argv[++i], 0, 1000) * 1000;
         } else if (strcmp(opt, "--spin-us") == 0) {
             d->spin_ns = number(argv[++i], 0, 10000) * 1000;
         } else if (strcmp(opt, "--rt-prio") == 0) {

@@ -2,6 +2,7 @@
  * another host would see it.
  *
  *     ll-probe [--count N] [--interval-ms MS] [--json] HOST:PORT...
+ *     ll-probe --serve HOST:PORT
  *
  * A TCP connect sends a SYN and completes when the server's SYN-ACK comes
  * back: one round trip of the network, and nothing of the server's
@@ -26,6 +27,12 @@
  * fails or takes more than 2 s counts as failed. Per target it prints the
  * minimum, median, 90th percentile and maximum of the kernel's round trip,
  * and the median and 90th percentile of the connect, in microseconds.
+ *
+ * --serve listens on HOST:PORT (port 0: any free one), prints the port,
+ * and accepts and closes every connection until it is killed: a server at
+ * the end of a path with no delay on it, so that a test can probe it in
+ * turn with the delayed ones and subtract what the machine itself takes
+ * at that moment (tests/rtt.sh).
  *
  * Output: a line per target, or with --json one object:
  *     {"count":40,"targets":[{"target":"10.77.70.1:18306","n":40,
@@ -60,7 +67,8 @@ struct target {
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: ll-probe [--count N] [--interval-ms MS] [--json] HOST:PORT...\n");
+    fprintf(stderr, "usage: ll-probe [--count N] [--interval-ms MS] [--json] HOST:PORT...\n"
+                    "       ll-probe --serve HOST:PORT\n");
     exit(2);
 }
 
@@ -95,7 +103,7 @@ static int parse_target(const char *text, struct sockaddr_in *addr)
     memcpy(host, text, (size_t)(colon - text));
     host[colon - text] = '\0';
     port = strtol(colon + 1, &end, 10);
-    if (*end != '\0' || port < 1 || port > 65535)
+    if (*end != '\0' || port < 0 || port > 65535)
         return -1;
     memset(addr, 0, sizeof *addr);
     addr->sin_family = AF_INET;
@@ -133,6 +141,36 @@ static int probe_once(const struct sockaddr_in *addr, double *rtt, double *conn)
         ok = 0;
     close(fd);
     return ok ? 0 : -1;
+}
+
+/* --serve: accept and close, forever. */
+static int serve(const char *text)
+{
+    struct sockaddr_in addr;
+    socklen_t len = sizeof addr;
+    int fd, one = 1;
+
+    if (parse_target(text, &addr) != 0) {
+        fprintf(stderr, "ll-probe: '%s' is not IPV4:PORT\n", text);
+        return 2;
+    }
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(fd, 1024) != 0 ||
+        getsockname(fd, (struct sockaddr *)&addr, &len) != 0) {
+        fprintf(stderr, "ll-probe: cannot listen on %s: %s\n", text, strerror(errno));
+        return 1;
+    }
+    printf("%d\n", ntohs(addr.sin_port));
+    fflush(stdout);
+    for (;;) {
+        int c = accept(fd, NULL, NULL);
+
+        if (c >= 0)
+            close(c);
+        else if (errno != EINTR && errno != ECONNABORTED)
+            return 1;
+    }
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -184,6 +222,8 @@ int main(int argc, char **argv)
     int count = 40, interval_ms = 5, json = 0, nt = 0, i, k, ok = 1;
     char *end;
 
+    if (argc == 3 && strcmp(argv[1], "--serve") == 0)
+        return serve(argv[2]);
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = 1;

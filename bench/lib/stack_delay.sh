@@ -36,6 +36,11 @@
 # --loss PCT drops that share of the same packets, by nftables itself
 # (numgen random, table inet ll<X>loss), before they are queued.
 #
+# `bench/stack rtt MS [--jitter MS] [--loss PCT]` changes these three on a
+# running --netns stack and touches nothing else: a fraction of a second,
+# where `up --rtt` looks at every server on its way (seconds to tens of
+# seconds on a loaded machine); bench/compare --rtt and tests/rtt.sh use it.
+#
 # ll-delay runs as the service `delay` (pid file, log .run/logs/delay.log,
 # SCHED_FIFO priority 1 so that the machine's run queue does not add to the
 # delay); its counters, CPU time included, are in .run/delay/stats.json
@@ -112,11 +117,20 @@ nft_ports() { tr ':' '-' <<<"$1"; }
 
 delay_bin() { printf '%s/ll-delay\n' "$(build_dir)"; }
 
+# What the queue itself adds to a pass, which each packet's wait is
+# shortened by (--trim-us): the verdict's path back into the kernel (a
+# netlink message, the queue's lookup, the re-injection) is not in the
+# kernel's receive stamp the wait counts from. Measured on the reference
+# VM: without it, a connect's least round trip at 0.2, 0.5 and 1 ms
+# exceeded the base + RTT by 10-12 µs, i.e. 5-6 µs a pass.
+DELAY_TRIM_US=${LOCKLAB_DELAY_TRIM_US:-5}
+
 # delay_args N: ll-delay's command line for N instances, one per line.
 delay_args() {
     local i
     printf '%s\n' --queue "$DELAY_QUEUE" --delay-us $(($(delay_us "$TOPO_RTT") / 2)) \
-        --jitter-us "$(delay_us "$TOPO_JITTER")" --rt-prio 1 --stats "$DELAY_DIR/stats.json"
+        --jitter-us "$(delay_us "$TOPO_JITTER")" --trim-us "$DELAY_TRIM_US" --rt-prio 1 \
+        --stats "$DELAY_DIR/stats.json"
     for ((i = 0; i < $1; i++)); do printf '%s\n' --netns "$(net_app_ns "$i")"; done
 }
 
@@ -258,4 +272,29 @@ delay_down() {
     delay_rules_active && delay_rules_down
     if svc_running delay; then svc_stop delay 10; fi
     return 0
+}
+
+# cmd_rtt MS [--jitter MS] [--loss PCT]: `bench/stack rtt`. Jitter and loss
+# not given stay as they were.
+# shellcheck disable=SC2034 # delay_topology reads `given` by its name
+cmd_rtt() {
+    local -A given=()
+    (($# >= 1)) || die "usage: bench/stack rtt MS [--jitter MS] [--loss PCT]"
+    given[--rtt]=$1
+    shift
+    while (($#)); do
+        case $1 in
+            --jitter | --loss) (($# >= 2)) || die "rtt: $1 wants a value"; given[$1]=$2; shift 2 ;;
+            *) die "rtt: unknown option '$1'" ;;
+        esac
+    done
+    stack_lock
+    topology_load
+    if ((TOPO_NETNS == 0)) || ! net_active; then
+        die "rtt: the instances are not in network namespaces (bench/stack up --netns first)"
+    fi
+    delay_topology given
+    topology_save
+    delay_up "$TOPO_INSTANCES"
+    delay_wanted || say "no delay between hosts (loopback's own round trip)"
 }

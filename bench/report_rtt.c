@@ -14,6 +14,10 @@
  *   RUN/points/rtt-MS/delay-before.json, delay-after.json
  *                      ll-delay's counters around the point (bench/delay.c),
  *                      when the point had a delay
+ *   RUN/points/rtt-MS/ping.txt
+ *                      "min max avg samples", ms: Redis PINGs from an
+ *                      instance's namespace at the point's start (redis-cli
+ *                      --latency), the round trip as an application sees it
  *
  * It writes RUN/rtt.json, rtt.md and rtt.html, and prints the tables:
  *   - per strategy, at each round trip: sold/s, its rank among the point's
@@ -28,8 +32,11 @@
  *     1 / (k × R) (N / (k × R) with N instances for a hold per instance)
  *     beside what it sold, and how far apart; and the same model with the
  *     time a sale takes on loopback added to each cycle, 1 / (k × R + 1 /
- *     sold/s at 0 ms), which is what the model leaves out. The measured
- *     hold and held share explain the rest: sold/s = held share / hold;
+ *     sold/s at 0 ms), which is what the model leaves out; and that again
+ *     with R the round trip an application saw grow since 0 ms (the PINGs:
+ *     the wire's delay, and a wake-up of an idle process at each end,
+ *     which a loaded VM makes long). The measured hold and held share
+ *     explain the rest: sold/s = held share / hold;
  *   - the ranking at each round trip;
  *   - ll-delay's own cost at each: packets, packets/s, CPU µs a packet
  *     and its share of one CPU over the point.
@@ -44,6 +51,11 @@
 #define RTT_MAX 16                      /* points of one comparison */
 
 /* ---------------------------------------------------------------- reading */
+
+static json_t *num_or_null(double v)
+{
+    return isfinite(v) && v >= 0 ? json_real(v) : json_null();
+}
 
 /* RUN/holds.tsv into {strategy: k}. */
 static json_t *read_holds(const char *dir)
@@ -99,7 +111,28 @@ static json_t *read_delay(const char *dir, const char *rel)
     return out;
 }
 
-/* RUN/points.tsv's points, each {rtt_ms, run, results, delay}. */
+/* The mean of the point's PINGs in ms (ping.txt beside its run), or -1. */
+static double read_ping(const char *dir, const char *rel)
+{
+    char *pd = path_join(dir, rel), *pp, *slash = strrchr(pd, '/');
+    double lo, hi, avg = -1;
+    long n;
+    FILE *f;
+
+    if (slash != NULL)
+        *slash = '\0';
+    pp = path_join(pd, "ping.txt");
+    if ((f = fopen(pp, "r")) != NULL) {
+        if (fscanf(f, "%lf %lf %lf %ld", &lo, &hi, &avg, &n) != 4 || n <= 0)
+            avg = -1;
+        fclose(f);
+    }
+    free(pp);
+    free(pd);
+    return avg;
+}
+
+/* RUN/points.tsv's points, each {rtt_ms, run, results, delay, app_rtt_ms}. */
 static json_t *read_points(const char *dir)
 {
     char *p = path_join(dir, "points.tsv"), line[1024];
@@ -118,9 +151,10 @@ static json_t *read_points(const char *dir)
             die("%s: more than %d points", p, RTT_MAX);
         rp = path_join(dir, rel);
         rj = path_join(rp, "results.json");
-        json_array_append_new(points, json_pack("{s:f,s:s,s:o,s:o}", "rtt_ms", ms, "run", rel,
+        json_array_append_new(points, json_pack("{s:f,s:s,s:o,s:o,s:o}", "rtt_ms", ms, "run", rel,
                                                 "results", load_json(rj),
-                                                "delay", read_delay(dir, rel)));
+                                                "delay", read_delay(dir, rel),
+                                                "app_rtt_ms", num_or_null(read_ping(dir, rel))));
         free(rj);
         free(rp);
     }
@@ -160,11 +194,6 @@ static int rank_of(const json_t *pt, const json_t *run)
     return rank;
 }
 
-static json_t *num_or_null(double v)
-{
-    return isfinite(v) && v >= 0 ? json_real(v) : json_null();
-}
-
 /* The round trips between two sales of the hot item the model counts: k,
  * or k / N for a hold per instance among N. NAN when there is no model. */
 static double k_eff(int k, long long instances)
@@ -178,9 +207,10 @@ static double k_eff(int k, long long instances)
 
 /* One strategy at one point. */
 static json_t *point_of(const json_t *pt, const json_t *run, int k, long long instances,
-                        double rate0)
+                        double rate0, double app0)
 {
-    double ms = jnum(pt, "rtt_ms"), rate, hold, model = NAN, model_lb = NAN, ke;
+    double ms = jnum(pt, "rtt_ms"), rate, hold, model = NAN, model_lb = NAN, model_app = NAN, ke;
+    double app = json_is_number(json_object_get(pt, "app_rtt_ms")) ? jnum(pt, "app_rtt_ms") : -1;
     json_t *o;
 
     if (run == NULL)
@@ -192,6 +222,8 @@ static json_t *point_of(const json_t *pt, const json_t *run, int k, long long in
         model = 1e3 / (ke * ms);
         if (rate0 > 0)
             model_lb = 1.0 / (ke * ms / 1e3 + 1.0 / rate0);
+        if (rate0 > 0 && app0 >= 0 && app > app0)
+            model_app = 1.0 / (ke * (app - app0) / 1e3 + 1.0 / rate0);
     }
     o = json_pack("{s:f,s:f,s:i,s:f,s:o,s:o,s:O?,s:O?,s:O?}", "rtt_ms", ms, "sold_per_s", rate,
                   "rank", rank_of(pt, run), "p99_ms", jnum(json_object_get(run, "latency_ms"), "p99"),
@@ -204,6 +236,9 @@ static json_t *point_of(const json_t *pt, const json_t *run, int k, long long in
     json_object_set_new(o, "model_ratio", num_or_null(rate / model));
     json_object_set_new(o, "model_loopback_per_s", num_or_null(model_lb));
     json_object_set_new(o, "model_loopback_ratio", num_or_null(rate / model_lb));
+    json_object_set_new(o, "app_rtt_added_ms", num_or_null(app0 >= 0 && app >= 0 ? app - app0 : NAN));
+    json_object_set_new(o, "model_app_per_s", num_or_null(model_app));
+    json_object_set_new(o, "model_app_ratio", num_or_null(rate / model_app));
     return o;
 }
 
@@ -218,7 +253,7 @@ static json_t *build_series(const json_t *points, const json_t *holds, long long
         json_array_foreach(json_object_get(json_object_get(pt, "results"), "runs"), j, run) {
             char label[64];
             const json_t *r0;
-            double rate0 = -1;
+            double rate0 = -1, app0 = -1;
             int hold;
             json_t *s;
 
@@ -229,11 +264,13 @@ static json_t *build_series(const json_t *points, const json_t *holds, long long
             hold = (int)jint(holds, jstr(run, "strategy", label));
             if (jnum(first, "rtt_ms") == 0 && (r0 = run_of(first, label)) != NULL)
                 rate0 = jnum(r0, "sold_per_s");
+            if (jnum(first, "rtt_ms") == 0 && json_is_number(json_object_get(first, "app_rtt_ms")))
+                app0 = jnum(first, "app_rtt_ms");
             s = json_pack("{s:s,s:s,s:i,s:[]}", "strategy", label, "family",
                           jstr(run, "family", "-"), "hold_rtts", hold, "points");
             json_array_foreach(points, k, pt)
                 json_array_append_new(json_object_get(s, "points"),
-                    point_of(pt, run_of(pt, label), hold, instances, rate0));
+                    point_of(pt, run_of(pt, label), hold, instances, rate0, app0));
             json_array_append_new(series, s);
         }
     json_decref(seen);
@@ -328,8 +365,10 @@ static const char model_note[] =
     "(locks/lock.h hold_rtts; /N: per instance, N instances). model: 1 / (k × R), the most "
     "the item sells when the network is all that counts; sold/model: how far apart. "
     "+loop: the model with the time a sale takes at 0 ms added to each cycle, "
-    "1 / (k × R + 1 / sold/s at 0 ms). hold and share as above: the measured hold against k "
-    "and the lock's idle share explain what remains.";
+    "1 / (k × R + 1 / sold/s at 0 ms). app +ms: how much longer a Redis PING from an "
+    "instance took than at 0 ms (the wire's R and a wake-up at each end); +app: +loop with "
+    "that in place of R. hold and share as above: the measured hold against k and the lock's "
+    "idle share explain what remains.";
 
 static const char delay_note[] =
     "ll-delay's own cost over each point (its warm-ups, the HTTP tier and every run): the "
@@ -437,18 +476,19 @@ static void print_holds(FILE *f, const json_t *rtt, enum fmt fmt)
 static void print_model(FILE *f, const json_t *rtt, enum fmt fmt)
 {
     static const char *const names[] = { "strategy", "R", "k", "sold/s", "model", "sold/model",
-                                         "+loop", "sold/+loop", "hold R", "share" };
-    static const int widths[] = { 20, 7, 5, 8, 8, 10, 8, 10, 7, 6 };
+                                         "+loop", "sold/+loop", "app +ms", "+app", "sold/+app",
+                                         "hold R", "share" };
+    static const int widths[] = { 20, 7, 5, 8, 8, 10, 8, 10, 8, 8, 9, 7, 6 };
     const json_t *s, *pt;
-    char v[10][40];
-    const char *cv[10];
+    char v[13][40];
+    const char *cv[13];
     size_t i, j;
     int c;
 
-    for (c = 0; c < 10; c++)
+    for (c = 0; c < 13; c++)
         cv[c] = v[c];
     section(f, fmt, "the model beside the measured ceiling", model_note);
-    head(f, fmt, names, widths, 10);
+    head(f, fmt, names, widths, 13);
     json_array_foreach(json_object_get(rtt, "strategies"), i, s) {
         int k = (int)jint(s, "hold_rtts");
         if (k == 0)
@@ -467,9 +507,12 @@ static void print_model(FILE *f, const json_t *rtt, enum fmt fmt)
             fmt_num(v[5], sizeof v[5], json_object_get(pt, "model_ratio"), "%.2f");
             fmt_num(v[6], sizeof v[6], json_object_get(pt, "model_loopback_per_s"), "%.0f");
             fmt_num(v[7], sizeof v[7], json_object_get(pt, "model_loopback_ratio"), "%.2f");
-            fmt_num(v[8], sizeof v[8], json_object_get(pt, "hold_rtts"), "%.2f");
-            fmt_num(v[9], sizeof v[9], json_object_get(pt, "held_share"), "%.2f");
-            cells(f, fmt, cv, widths, 10);
+            fmt_num(v[8], sizeof v[8], json_object_get(pt, "app_rtt_added_ms"), "%.2f");
+            fmt_num(v[9], sizeof v[9], json_object_get(pt, "model_app_per_s"), "%.0f");
+            fmt_num(v[10], sizeof v[10], json_object_get(pt, "model_app_ratio"), "%.2f");
+            fmt_num(v[11], sizeof v[11], json_object_get(pt, "hold_rtts"), "%.2f");
+            fmt_num(v[12], sizeof v[12], json_object_get(pt, "held_share"), "%.2f");
+            cells(f, fmt, cv, widths, 13);
         }
     }
     table_end(f, fmt);

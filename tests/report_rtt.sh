@@ -5,8 +5,9 @@
 # lock's hold in round trips), sets the model 1 / (k × R) beside each
 # measured rate — N / (k × R) for a hold per instance, none for a strategy
 # without one or at 0 ms — and the model with the loopback's own time per
-# sale added, and takes ll-delay's cost over a point from its two
-# snapshots. And `ll-report locks` says which strategies are exact, which
+# sale added, and again with the growth of the round trip an application
+# saw (its PINGs) in place of R, and takes ll-delay's cost over a point
+# from its two snapshots. And `ll-report locks` says which strategies are exact, which
 # is what --rtt runs by default.
 set -u
 BUILD=${LOCKLAB_BUILD_DIR:-$(dirname "$0")/../build}
@@ -42,6 +43,8 @@ point points/rtt-0/a "$(run mysql-update 6000 10 null null)" "$(run mysql-for-up
 point points/rtt-0.5/b "$(run mysql-update 3000 20 null null)" "$(run mysql-for-update 1000 30 null null)" \
     "$(run redis-lua 400 60 1500 0.75)" "$(run none 5000 9 null null)"
 printf '0\tpoints/rtt-0/a\n0.5\tpoints/rtt-0.5/b\n' > "$T/run/points.tsv"
+printf '0 5 0.60 100\n' > "$T/run/points/rtt-0/ping.txt"
+printf '0 9 1.60 90\n' > "$T/run/points/rtt-0.5/ping.txt"
 cat > "$T/run/points/rtt-0.5/delay-before.json" <<'JSON'
 {"pid":7,"delay_us":250,"packets":1000,"cpu_s":0.5,"elapsed_s":2,"late_us_mean":3,"late_us_p99":40,"held_max":9}
 JSON
@@ -65,6 +68,8 @@ check "$(at mysql-for-update 0.5 '"\(.model_per_s) \(.model_ratio)"')" "2000 0.5
 check "$(at mysql-update 0.5 .model_per_s)" "6000" "rtt: a hold per instance: N / (k × R), N = 3"
 check "$(at redis-lua 0.5 '"\(.model_loopback_per_s | round) \(.model_loopback_ratio)"')" "400 1" \
       "rtt: the model plus 1 / sold/s at 0 ms: 1 / (4 × 0.5 ms + 1 / 2000), and sold / that"
+check "$(at redis-lua 0.5 '"\(.app_rtt_added_ms) \(.model_app_per_s * 10 | round)"')" "1 2222" \
+      "rtt: +app, the PINGs' growth (1.6 − 0.6 ms) in place of R: 1 / (4 × 1 ms + 1 / 2000)"
 check "$(at none 0.5 .model_per_s) $(at redis-lua 0 .model_per_s)" "null null" \
       "rtt: no model without a hold, nor at 0 ms"
 check "$(jq -r '.ranking[1].order | join(",")' "$j")" "none,mysql-update,mysql-for-update,redis-lua" \

@@ -10,9 +10,13 @@
 # MS/2 each way: bench/lib/stack_delay.sh), then runs a whole bench/compare
 # with this one's options (less --rtt and --out; with --rtt's defaults made
 # explicit, and the exact strategies of GET /locks unless --strategies says
-# otherwise) into RUN/points/rtt-MS/<timestamp>/. ll-delay's counters are
+# otherwise) into RUN/points/rtt-MS/<timestamp>/; the first point's runs
+# warm up (--warmup, 1 s), the later ones' find everything warm already
+# unless --warmup was given. ll-delay's counters are
 # kept before and after each point (points/rtt-MS/delay-before.json,
-# delay-after.json: its CPU time, packets, lateness), and RUN/holds.tsv is
+# delay-after.json: its CPU time, packets, lateness), 2 s of Redis PINGs
+# from instance 0's namespace at its start (points/rtt-MS/ping.txt: the
+# round trip as an application sees it), and RUN/holds.tsv is
 # the strategies' own count of the round trips they hold the hot item
 # (ll-strategies --holds, locks/lock.h hold_rtts). `ll-report rtt RUN`
 # reads it all into RUN/rtt.json, rtt.md, rtt.html and the tables on the
@@ -21,7 +25,7 @@
 # The round trip the stack had is put back at the end (or the namespaces
 # left, which takes it to 0). Uses ROOT BUILD REPORT OUT ARGS RTT_LIST
 # SCENARIO DURATION REQUESTS WARMUP LIMITS_SECONDS STRATEGIES TARGET
-# STACK_STARTED RESTORE and topology_value, stack_answers, die and
+# STACK_STARTED RESTORE and given, topology_value, stack_answers, die and
 # page_shot from bench/compare.
 
 RTT_RUN=$OUT/$(date -u +%Y%m%d-%H%M%S)-rtt
@@ -36,7 +40,7 @@ while [ $# -ge 2 ]; do
     case $1 in --rtt|--out) ;; *) rtt_args+=("$1" "$2") ;; esac
     shift 2
 done
-rtt_args+=(--scenario "$SCENARIO" --warmup "$WARMUP" --limits-seconds "$LIMITS_SECONDS")
+rtt_args+=(--scenario "$SCENARIO" --limits-seconds "$LIMITS_SECONDS")
 [ -n "$DURATION" ] && [ -z "$REQUESTS" ] && rtt_args+=(--duration "$DURATION")
 if [ -z "$STRATEGIES" ]; then
     curl -sf -m 10 "$TARGET/locks" > "$RTT_RUN/locks.json" || die "GET $TARGET/locks failed"
@@ -60,6 +64,18 @@ rtt_restore() {
         > /dev/null || echo "compare: could not put the round trip back to $was_rtt ms" >&2
 }
 
+# The round trip an application sees: Redis PINGs from instance 0's
+# namespace (its name and the bridge's address as bench/lib/stack_net.sh
+# makes them), which beside the wire's delay pay a wake-up of an idle
+# process at each end; ll-report rtt models with it too.
+net_x=$(( ${LOCKLAB_STACK_OFFSET:-0} / 100 % 200 + 20 ))
+ping_ns=ll$net_x-app$(( 8000 + ${LOCKLAB_STACK_OFFSET:-0} ))
+ping_at=${LOCKLAB_REDIS%%,*}
+app_ping() {    # OUT: "min max avg samples" (ms) of 2 s of PINGs
+    timeout 2 ip netns exec "$ping_ns" redis-cli -h "10.77.$net_x.1" -p "${ping_at##*:}" \
+        --latency --raw > "$1" 2>/dev/null || true
+}
+
 "$BUILD/ll-strategies" --holds > "$RTT_RUN/holds.tsv" || die "ll-strategies --holds failed"
 {
     echo "values=$RTT_LIST"
@@ -78,8 +94,14 @@ for v in "${RTT_AT[@]}"; do
     "$ROOT/bench/stack" rtt "$v" --jitter 0 --loss 0 > /dev/null ||
         { rtt_restore; die "bench/stack rtt $v failed"; }
     echo "compare: round trip point $k of ${#RTT_AT[@]}: $v ms between hosts"
+    app_ping "$point/ping.txt"
     if [ "$(topology_value RTT)" != 0 ] && [ -r "$stats" ]; then cp "$stats" "$point/delay-before.json"; fi
-    "$ROOT/bench/compare" "${rtt_args[@]}" --out "$point" ||
+    # The warm-up (ZooKeeper's JIT, the instances' threads and connections)
+    # is the first point's: the later ones find it all warm, unless --warmup
+    # asks for one at every point.
+    warm=$WARMUP
+    [ "$k" -gt 1 ] && ! given --warmup && warm=0
+    "$ROOT/bench/compare" "${rtt_args[@]}" --warmup "$warm" --out "$point" ||
         { rtt_restore; die "the point $v ms failed"; }
     if [ -e "$point/delay-before.json" ]; then cp "$stats" "$point/delay-after.json"; fi
     dirs=("$point"/2*/)

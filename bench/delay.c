@@ -47,7 +47,10 @@
  * one of its flow (same addresses, ports and protocol, one direction),
  * whose last due time a small table keeps by a hash of the flow (two flows
  * sharing a slot only order each other more than needed); then each packet
- * gets a verdict of its own.
+ * gets a verdict of its own. While it holds packets the process sleeps on
+ * the timer alone: a packet that comes meanwhile is due later than the one
+ * the timer is set for, so it is read in time at that wake-up, and a
+ * wake-up per arrival is saved.
  *
  * Timer lateness. A timer's wake-up is late by the machine's wake-up
  * latency, which on this VM is 20 to 100+ µs (its idle vCPUs halt, and the
@@ -71,16 +74,18 @@
  *
  * Its own cost. --stats FILE gets, every second and at exit, one JSON
  * object of counters since start (written to FILE.tmp, then renamed):
- * packets, bytes, drops, held now and at most, wake-ups, the lateness
- * (mean, p50, p99, max µs), how long packets waited to be read (mean µs),
- * and the CPU time this process used (getrusage) with the wall time:
- * CPU seconds per packet and packets per second follow, and bench/compare
- * keeps a copy before and after each run to diff.
+ * packets, bytes, verdicts, held now and at most, wake-ups (all, and the
+ * timer's), the seconds spent awake waiting, the lead, the lateness (mean,
+ * p50, p99, max µs), how long packets waited to be read (mean µs), and the
+ * CPU time this process used (getrusage) with the wall time: CPU seconds
+ * per packet and packets per second follow. The CPU time includes the
+ * kernel's work on each packet let go, done in the verdict's system call.
+ * bench/compare --rtt keeps a copy before and after each point to diff.
  *
  * SIGTERM or SIGINT: every held packet is let go at once, the stats are
  * written, and the process exits 0. The rules that feed the queue carry
  * --queue-bypass, so when no process listens the packets pass undelayed
- * instead of being dropped (bench/stack checks that this one runs).
+ * instead of being dropped (`bench/stack status` shows whether it runs).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>

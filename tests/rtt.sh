@@ -20,22 +20,28 @@
 # What is measured, and why the margin holds on a 2-vCPU machine. ll-probe
 # takes the kernel's own round trip of each connect (SYN out to SYN-ACK in,
 # TCP_INFO), stamped as the packets pass, so how fast this machine wakes a
-# process does not enter it. Each target's median of 30 connects is
-# compared with the median of 30 to a path with no delay on it, probed in
-# turn with the targets, connect by connect, so both see the same moments
-# of the machine: ll-probe's own server on NET_HOST (--serve) from a
-# namespace, Redis's client port at 127.0.0.1 on lo. ll-delay holds a
+# process does not enter it. Each target's least round trip of 30
+# connects is compared with the least of 30 to a path with no delay on it,
+# probed in turn with the targets, connect by connect, so both see the same
+# moments of the machine: ll-probe's own server on NET_HOST (--serve) from
+# a namespace, Redis's client port at 127.0.0.1 on lo. ll-delay holds a
 # packet until D after the kernel received it (that stamp too), less the
 # queue's own few µs (--trim-us); it wakes before the due time by what its
 # wake-ups have been taking and waits the rest awake, at SCHED_FIFO, so a
 # busy run queue does not lengthen the wait either. What is left on a quiet
 # machine is a few µs a round trip (the margin at 0.2 ms is 20 µs). A
 # loaded machine adds scheduling delay to the kernel's own packet work
-# (softirqs deferred to ksoftirqd, a thread like any other), which only
-# ever adds: a round with a median outside ±10 % is measured again, up to
-# three times, each target keeping the least it added, and a delay really
-# more than 10 % off fails all three. Nothing depends on how fast the
-# purchases run.
+# (softirqs deferred to ksoftirqd, a thread like any other, before the
+# packet reaches the queue) and to ll-delay's first wake-up after an idle
+# spell, and that only ever adds: with other stacks' loads on the two vCPUs
+# (run queue 8–13) the medians at 0.2 ms came out 15–50 µs high, round
+# after round, while the least of each 30 was within a few µs of D. So the
+# least is what is judged: every packet waits the same D (no jitter here),
+# so a delay that is short shows in it, and one that is long for every
+# packet does too; the medians are logged beside it. A round outside ±10 %
+# is measured again, up to three times, each target keeping the least it
+# added, and a delay really more than 10 % off fails all three. Nothing
+# depends on how fast the purchases run.
 #
 # Needs root (namespaces, iptables). Under ctest the `netns` fixture has
 # moved the stack into namespaces (tests/CMakeLists.txt); run alone, the
@@ -44,21 +50,25 @@ set -u
 T_NAME=rtt
 # shellcheck source=SCRIPTDIR/lib.sh
 . "$(dirname "$0")/lib.sh"
-t_setup
-t_need mariadb -- "the exact strategies' products (the mariadb client)" || t_done
+t_need curl jq mariadb -- "the test's requests, its JSON and the exact strategies' products" || t_done
 if [ "$(id -u)" != 0 ]; then
     t_skip "network namespaces and iptables need root"
     t_done
 fi
 STACK=$T_ROOT/bench/stack
-topo() { sed -n "s/^$1=//p" "$T_ROOT/.run/topology" | tail -1; }
+topo() { sed -n "s/^$1=//p" "$T_ROOT/.run/topology" 2>/dev/null | tail -1; }
+# Under ctest the netns fixture has just run `bench/stack up --netns`,
+# which checked every server: a second `up` (t_setup's) would check them
+# all again, 40 s of this test's 2 minutes on the 2-vCPU machine. A dead
+# backend fails the probes below by name all the same.
 restore=(rtt 0)
-if [ "$(topo NETNS)" != 1 ]; then
+if [ "$(topo NETNS)" != 1 ] || [ ! -r "$T_ROOT/.run/stack.env" ]; then
     "$STACK" up --netns >/dev/null || { echo "stack up --netns failed"; exit 1; }
     restore=(up --no-netns)
 fi
 trap '"$STACK" "${restore[@]}" >/dev/null' EXIT
 t_env
+t_curl -f "$LOCKLAB_URL/locks" >/dev/null || { echo "the stack does not answer at $LOCKLAB_URL"; exit 1; }
 OFFSET=${LOCKLAB_STACK_OFFSET:-0}
 NET_HOST=10.77.$((OFFSET / 100 % 200 + 20)).1
 NS0=ll$((OFFSET / 100 % 200 + 20))-app$((8000 + OFFSET))
@@ -76,33 +86,35 @@ if [ "$(topo ZK)" -gt 1 ]; then                      # an ensemble's election po
 fi
 for ((k = 0; k < $(topo ETCD); k++)); do MEMBERS+=("127.0.0.1:$((12679 + OFFSET + k))"); done
 
-# probe NS TARGET...: the median round trip to each target in µs, one a
-# line (ll-probe inside the namespace NS, or "" for the machine's).
+# probe NS TARGET...: "least median" round trip to each target in µs, one
+# a line (ll-probe inside the namespace NS, or "" for the machine's).
 probe() {
     local ns=$1 json
     local -a in=()
     shift
     [ -n "$ns" ] && in=(ip netns exec "$ns")
     json=$("${in[@]}" "$T_BUILD/ll-probe" --count 30 --interval-ms 2 --json "$@") || true
-    jq -r '.targets[].rtt_p50_us' <<< "$json" 2>/dev/null
+    jq -r '.targets[] | "\(.rtt_min_us) \(.rtt_p50_us)"' <<< "$json" 2>/dev/null
 }
 
 # check_rtt WHAT US BASE NS TARGET...: a round probes, from the namespace
 # NS, BASE (a path with no delay on it) and every TARGET in turn: a
-# TARGET's median less BASE's is what the delay added. Over up to three
+# TARGET's least less BASE's is what the delay added. Over up to three
 # rounds each TARGET keeps the least it was seen to add, and the rounds
 # stop once every one is within ±10 % of US (see above: the noise of a
 # loaded machine only adds).
 check_rtt() {
-    local what=$1 us=$2 base_at=$3 ns=$4 round i ok
-    local -a got d base
+    local what=$1 us=$2 base_at=$3 ns=$4 round i ok add
+    local -a got least med d base mid
     shift 4
     for round in 1 2 3; do
         mapfile -t got < <(probe "$ns" "$base_at" "$@")
+        least=("${got[@]%% *}") med=("${got[@]##* }")
         ok=1
         for ((i = 0; i < $#; i++)); do
-            if [ -z "${d[i]:-}" ] || [ $(( ${got[i + 1]:-0} - ${got[0]:-0} )) -lt "${d[i]}" ]; then
-                d[i]=$(( ${got[i + 1]:-0} - ${got[0]:-0} )) base[i]=${got[0]:-0}
+            add=$(( ${least[i + 1]:-0} - ${least[0]:-0} ))
+            if [ -z "${d[i]:-}" ] || [ "$add" -lt "${d[i]}" ]; then
+                d[i]=$add base[i]=${least[0]:-0} mid[i]=$(( ${med[i + 1]:-0} - ${med[0]:-0} ))
             fi
             [ $((10 * d[i])) -ge $((9 * us)) ] && [ $((10 * d[i])) -le $((11 * us)) ] || ok=0
         done
@@ -111,7 +123,7 @@ check_rtt() {
     done
     for ((i = 0; i < $#; i++)); do
         t_ok "$((10 * d[i])) -ge $((9 * us)) -a $((10 * d[i])) -le $((11 * us))" \
-             "$what: ${*:i+1:1} adds ${d[i]} us over ${base[i]} us ($us asked)"
+             "$what: ${*:i+1:1} adds ${d[i]} us over ${base[i]} us at least, ${mid[i]} us by medians ($us asked)"
     done
 }
 
@@ -133,18 +145,20 @@ REDIS_LO=127.0.0.1:$((16379 + OFFSET))
 
 echo "== the base: no delay"
 t0=$SECONDS
-"$STACK" rtt 0 >/dev/null || { echo "bench/stack rtt 0 failed"; exit 1; }
-seen=$(probe "$NS0" "$REF" "${BACKENDS[@]}" | xargs)
+if [ "$(topo RTT)" != 0 ] || [ "$(topo LOSS)" != 0 ]; then         # 5 s: only when needed
+    "$STACK" rtt 0 --jitter 0 --loss 0 >/dev/null || { echo "bench/stack rtt 0 failed"; exit 1; }
+fi
+seen=$(probe "$NS0" "$REF" "${BACKENDS[@]}" | cut -d' ' -f1 | xargs)
 t_log "round trips with no delay (us): $seen (the reference first, then the backends)"
 t_ok "$(wc -w <<< "$seen") -eq $((1 + ${#BACKENDS[@]}))" "the reference and every backend answer from instance 0's namespace"
-seen=$(probe "" "$REDIS_LO" "${MEMBERS[@]}" | xargs)
+seen=$(probe "" "$REDIS_LO" "${MEMBERS[@]}" | cut -d' ' -f1 | xargs)
 t_log "and on lo: $seen (Redis's client port, then the ensembles' links)"
 t_ok "$(wc -w <<< "$seen") -eq $((1 + ${#MEMBERS[@]}))" "every ensemble link answers"
 
 for ms in 0.2 1 0.5; do
     echo "== $ms ms"
     us=$(awk -v m="$ms" 'BEGIN {printf "%d", m * 1000}')
-    "$STACK" rtt "$ms" >/dev/null || { t_ok "1 = 0" "bench/stack rtt $ms"; continue; }
+    "$STACK" rtt "$ms" --jitter 0 --loss 0 >/dev/null || { t_ok "1 = 0" "bench/stack rtt $ms"; continue; }
     check_rtt "$ms ms, idle" "$us" "$REF" "$NS0" "${BACKENDS[@]}"
 done
 # The ensembles' links at 0.5 ms (still set).

@@ -205,12 +205,22 @@ static double k_eff(int k, long long instances)
     return NAN;
 }
 
-/* One strategy at one point. */
+/* What a strategy's run at 0 ms measured, which the models beside each
+ * later point build on: its sold/s, the PINGs' round trip (ms), its lock's
+ * mean hold (µs); -1 each when there is none. */
+struct at0 {
+    double rate, app, hold;
+};
+
+/* One strategy at one point. The hold's growth since 0 ms over the k − 1
+ * round trips the hold contains (all but the hand-off) is what one round
+ * trip cost there, wake-ups included: +hold is +loop with that for R. */
 static json_t *point_of(const json_t *pt, const json_t *run, int k, long long instances,
-                        double rate0, double app0)
+                        const struct at0 *b)
 {
     double ms = jnum(pt, "rtt_ms"), rate, hold, model = NAN, model_lb = NAN, model_app = NAN, ke;
     double app = json_is_number(json_object_get(pt, "app_rtt_ms")) ? jnum(pt, "app_rtt_ms") : -1;
+    double rate0 = b->rate, app0 = b->app, trip = NAN, model_hold = NAN;
     json_t *o;
 
     if (run == NULL)
@@ -224,6 +234,10 @@ static json_t *point_of(const json_t *pt, const json_t *run, int k, long long in
             model_lb = 1.0 / (ke * ms / 1e3 + 1.0 / rate0);
         if (rate0 > 0 && app0 >= 0 && app > app0)
             model_app = 1.0 / (ke * (app - app0) / 1e3 + 1.0 / rate0);
+        if (k > 1 && rate0 > 0 && b->hold >= 0 && hold > b->hold) {
+            trip = (hold - b->hold) / 1e3 / (k - 1);
+            model_hold = 1.0 / (ke * trip / 1e3 + 1.0 / rate0);
+        }
     }
     o = json_pack("{s:f,s:f,s:i,s:f,s:o,s:o,s:O?,s:O?,s:O?}", "rtt_ms", ms, "sold_per_s", rate,
                   "rank", rank_of(pt, run), "p99_ms", jnum(json_object_get(run, "latency_ms"), "p99"),
@@ -239,6 +253,9 @@ static json_t *point_of(const json_t *pt, const json_t *run, int k, long long in
     json_object_set_new(o, "app_rtt_added_ms", num_or_null(app0 >= 0 && app >= 0 ? app - app0 : NAN));
     json_object_set_new(o, "model_app_per_s", num_or_null(model_app));
     json_object_set_new(o, "model_app_ratio", num_or_null(rate / model_app));
+    json_object_set_new(o, "rtt_in_hold_ms", num_or_null(trip));
+    json_object_set_new(o, "model_hold_per_s", num_or_null(model_hold));
+    json_object_set_new(o, "model_hold_ratio", num_or_null(rate / model_hold));
     return o;
 }
 
@@ -253,7 +270,7 @@ static json_t *build_series(const json_t *points, const json_t *holds, long long
         json_array_foreach(json_object_get(json_object_get(pt, "results"), "runs"), j, run) {
             char label[64];
             const json_t *r0;
-            double rate0 = -1, app0 = -1;
+            struct at0 b = { -1, -1, -1 };
             int hold;
             json_t *s;
 
@@ -262,15 +279,18 @@ static json_t *build_series(const json_t *points, const json_t *holds, long long
                 continue;
             json_object_set_new(seen, label, json_true());
             hold = (int)jint(holds, jstr(run, "strategy", label));
-            if (jnum(first, "rtt_ms") == 0 && (r0 = run_of(first, label)) != NULL)
-                rate0 = jnum(r0, "sold_per_s");
+            if (jnum(first, "rtt_ms") == 0 && (r0 = run_of(first, label)) != NULL) {
+                b.rate = jnum(r0, "sold_per_s");
+                if (json_is_number(json_object_get(r0, "lock_hold_us")))
+                    b.hold = jnum(r0, "lock_hold_us");
+            }
             if (jnum(first, "rtt_ms") == 0 && json_is_number(json_object_get(first, "app_rtt_ms")))
-                app0 = jnum(first, "app_rtt_ms");
+                b.app = jnum(first, "app_rtt_ms");
             s = json_pack("{s:s,s:s,s:i,s:[]}", "strategy", label, "family",
                           jstr(run, "family", "-"), "hold_rtts", hold, "points");
             json_array_foreach(points, k, pt)
                 json_array_append_new(json_object_get(s, "points"),
-                    point_of(pt, run_of(pt, label), hold, instances, rate0, app0));
+                    point_of(pt, run_of(pt, label), hold, instances, &b));
             json_array_append_new(series, s);
         }
     json_decref(seen);
@@ -368,7 +388,9 @@ static const char model_note[] =
     "1 / (k × R + 1 / sold/s at 0 ms). app +ms: how much longer a Redis PING from an "
     "instance took than at 0 ms (the wire's R and a wake-up at each end); +app: +loop with "
     "that in place of R. hold and share as above: the measured hold against k and the lock's "
-    "idle share explain what remains.";
+    "idle share explain what remains. trip ms: what one round trip inside the hold cost, "
+    "(hold − hold at 0 ms) / (k − 1), the wire's R and the wake-ups; +hold: +loop with that "
+    "in place of R.";
 
 static const char delay_note[] =
     "ll-delay's own cost over each point (its warm-ups, the HTTP tier and every run): the "
@@ -477,18 +499,19 @@ static void print_model(FILE *f, const json_t *rtt, enum fmt fmt)
 {
     static const char *const names[] = { "strategy", "R", "k", "sold/s", "model", "sold/model",
                                          "+loop", "sold/+loop", "app +ms", "+app", "sold/+app",
-                                         "hold R", "share" };
-    static const int widths[] = { 20, 7, 5, 8, 8, 10, 8, 10, 8, 8, 9, 7, 6 };
+                                         "hold R", "share", "trip ms", "+hold", "sold/+hold" };
+    static const int widths[] = { 20, 7, 5, 8, 8, 10, 8, 10, 8, 8, 9, 7, 6, 7, 6, 10 };
+    enum { NCOL = sizeof widths / sizeof widths[0] };
     const json_t *s, *pt;
-    char v[13][40];
-    const char *cv[13];
+    char v[NCOL][40];
+    const char *cv[NCOL];
     size_t i, j;
     int c;
 
-    for (c = 0; c < 13; c++)
+    for (c = 0; c < NCOL; c++)
         cv[c] = v[c];
     section(f, fmt, "the model beside the measured ceiling", model_note);
-    head(f, fmt, names, widths, 13);
+    head(f, fmt, names, widths, NCOL);
     json_array_foreach(json_object_get(rtt, "strategies"), i, s) {
         int k = (int)jint(s, "hold_rtts");
         if (k == 0)
@@ -512,7 +535,10 @@ static void print_model(FILE *f, const json_t *rtt, enum fmt fmt)
             fmt_num(v[10], sizeof v[10], json_object_get(pt, "model_app_ratio"), "%.2f");
             fmt_num(v[11], sizeof v[11], json_object_get(pt, "hold_rtts"), "%.2f");
             fmt_num(v[12], sizeof v[12], json_object_get(pt, "held_share"), "%.2f");
-            cells(f, fmt, cv, widths, 13);
+            fmt_num(v[13], sizeof v[13], json_object_get(pt, "rtt_in_hold_ms"), "%.2f");
+            fmt_num(v[14], sizeof v[14], json_object_get(pt, "model_hold_per_s"), "%.0f");
+            fmt_num(v[15], sizeof v[15], json_object_get(pt, "model_hold_ratio"), "%.2f");
+            cells(f, fmt, cv, widths, NCOL);
         }
     }
     table_end(f, fmt);

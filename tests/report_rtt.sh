@@ -6,7 +6,8 @@
 # measured rate — N / (k × R) for a hold per instance, none for a strategy
 # without one or at 0 ms — and the model with the loopback's own time per
 # sale added, and again with the growth of the round trip an application
-# saw (its PINGs) in place of R, and takes ll-delay's cost over a point
+# saw (its PINGs) in place of R, and again with what a round trip inside
+# the lock's timed hold cost (its growth since 0 ms over k − 1), and takes ll-delay's cost over a point
 # from its two snapshots. And `ll-report locks` says which strategies are exact, which
 # is what --rtt runs by default.
 set -u
@@ -70,6 +71,10 @@ check "$(at redis-lua 0.5 '"\(.model_loopback_per_s | round) \(.model_loopback_r
       "rtt: the model plus 1 / sold/s at 0 ms: 1 / (4 × 0.5 ms + 1 / 2000), and sold / that"
 check "$(at redis-lua 0.5 '"\(.app_rtt_added_ms) \(.model_app_per_s * 10 | round)"')" "1 2222" \
       "rtt: +app, the PINGs' growth (1.6 − 0.6 ms) in place of R: 1 / (4 × 1 ms + 1 / 2000)"
+check "$(at redis-lua 0.5 '"\(.rtt_in_hold_ms * 1e4 | round) \(.model_hold_per_s | round) \(.model_hold_ratio * 100 | round)"')" \
+      "3667 508 79" \
+      "rtt: +hold, a round trip in the hold (1500 − 400 us) / 3 in place of R: 1 / (4 × 0.367 ms + 1 / 2000)"
+check "$(at mysql-for-update 0.5 .model_hold_per_s)" "null" "rtt: no +hold without a timed hold"
 check "$(at none 0.5 .model_per_s) $(at redis-lua 0 .model_per_s)" "null null" \
       "rtt: no model without a hold, nor at 0 ms"
 check "$(jq -r '.ranking[1].order | join(",")' "$j")" "none,mysql-update,mysql-for-update,redis-lua" \

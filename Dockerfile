@@ -3,7 +3,8 @@
 #
 # Two stages. The build stage is Debian bookworm with the -dev packages and
 # CMake, the same packages bench/stack installs for a native build, and
-# builds only the `locklab` target (Release). The runtime stage is
+# builds only the `locklab` target (Release); libnetfilter-queue-dev is
+# there because configuring the project finds it for bench/'s ll-delay. The runtime stage is
 # bookworm-slim with just the shared libraries that binary loads, so the
 # image carries no compiler and no headers. Debian in both stages means the
 # container links against the very library versions the native stack and
@@ -20,6 +21,7 @@ RUN apt-get update \
         cmake make gcc libc6-dev pkg-config \
         libmicrohttpd-dev libhiredis-dev libmariadb-dev \
         libzookeeper-mt-dev libjansson-dev libcurl4-openssl-dev libevent-dev \
+        libnetfilter-queue-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

@@ -4,8 +4,10 @@
  * RUN/raw/; everything that parses JSON or does arithmetic is here, with
  * the arithmetic itself in harness.c:
  *
- *   ll-report locks LOCKS.json          GET /locks → "name<TAB>family<TAB>stock"
- *                                       lines (stock: mysql or redis)
+ *   ll-report locks LOCKS.json          GET /locks → "name<TAB>family<TAB>fence
+ *                                       <TAB>distributed<TAB>stock<TAB>exact"
+ *                                       lines (stock: mysql or redis; the
+ *                                       booleans 0 or 1)
  *   ll-report line STOCK LOAD.json STOCK.json [--redis] [NAME STATS.json…]
  *                                       one progress line for a finished run
  *                                       (--redis: the stock is Redis's, and
@@ -78,9 +80,9 @@ static int cmd_locks(const char *path)
     size_t i;
 
     json_array_foreach(json_object_get(j, "strategies"), i, s)
-        printf("%s\t%s\t%s\t%d\t%s\n", jstr(s, "name", "?"), jstr(s, "family", "-"),
+        printf("%s\t%s\t%s\t%d\t%s\t%d\n", jstr(s, "name", "?"), jstr(s, "family", "-"),
                jstr(s, "fence", "-"), json_is_true(json_object_get(s, "distributed")),
-               jstr(s, "stock", "mysql"));
+               jstr(s, "stock", "mysql"), json_is_true(json_object_get(s, "exact")));
     json_decref(j);
     return 0;
 }
@@ -393,7 +395,8 @@ static const char usage[] =
 "       ll-report sync-plan SYNC.json     (the synchronizers' runs, from GET /sync)\n"
 "       ll-report sync RUNDIR             (their results, invariants checked)\n"
 "       ll-report sample NAME < STATS     (NAME's purchases and sales, /stats a line)\n"
-"       ll-report sweep RUNDIR            (compare --sweep's points: sweep.json, .md, .html)\n";
+"       ll-report sweep RUNDIR            (compare --sweep's points: sweep.json, .md, .html)\n"
+"       ll-report rtt RUNDIR              (compare --rtt's points: rtt.json, .md, .html)\n";
 
 int main(int argc, char **argv)
 {
@@ -428,6 +431,8 @@ int main(int argc, char **argv)
         return cmd_sample(argv[2]);
     if (!strcmp(cmd, "sweep") && argc == 3)
         return cmd_sweep(argv[2]);
+    if (!strcmp(cmd, "rtt") && argc == 3)
+        return cmd_rtt(argv[2]);
     if (!strcmp(cmd, "jtl") && (argc == 3 || argc == 7)) {
         long long stock = -1, fin = 0;
         if (argc == 7) {

@@ -43,6 +43,35 @@ char *path_join(const char *dir, const char *name)
     return p;
 }
 
+static void write_one(const char *dir, const char *name, const char *ext,
+                      void (*fn)(FILE *, const json_t *), const json_t *doc)
+{
+    size_t n = strlen(name) + strlen(ext) + 1;
+    char *file = malloc(n), *p;
+    FILE *f;
+
+    if (file == NULL)
+        abort();                              /* out of memory */
+    snprintf(file, n, "%s%s", name, ext);
+    p = path_join(dir, file);
+    if (fn == NULL) {
+        if (json_dump_file(doc, p, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0)
+            die("%s: cannot write", p);
+    } else if ((f = fopen(p, "w")) == NULL || (fn(f, doc), fclose(f)) != 0) {
+        die("%s: cannot write", p);
+    }
+    free(p);
+    free(file);
+}
+
+void write_docs(const char *dir, const char *name, const json_t *doc,
+                void (*md)(FILE *, const json_t *), void (*html)(FILE *, const json_t *))
+{
+    write_one(dir, name, ".json", NULL, doc);
+    write_one(dir, name, ".md", md, doc);
+    write_one(dir, name, ".html", html, doc);
+}
+
 /* key=value lines into a JSON object of strings (numbers stay strings:
  * bench/compare writes both, and the reports print them as given). */
 json_t *load_env(const char *path)

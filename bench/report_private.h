@@ -19,6 +19,8 @@
  *   report_time.c   a run over time and by percentile: its seconds, its
  *                   latency distribution, their checks and charts
  *   report_sweep.c  a sweep's points (compare --sweep) into one figure
+ *   report_rtt.c    the points of compare --rtt, the ranking at each round
+ *                   trip and the model of a lock's ceiling beside them
  *
  * The arithmetic itself is harness.c's (harness.h).
  */
@@ -50,6 +52,11 @@ json_t *load_part(const char *dir, const char *fmt, const char *idx, int optiona
 /* dir/STEM-0.json, dir/STEM-1.json … up to the first missing, loaded into
  * an array (the instances' answers of a run: "01.stats" …). */
 json_t *load_numbered(const char *dir, const char *stem);
+
+/* A document's three files in dir: NAME.json (doc itself), NAME.md and
+ * NAME.html (written by md and html); dies when one cannot be written. */
+void write_docs(const char *dir, const char *name, const json_t *doc,
+                void (*md)(FILE *, const json_t *), void (*html)(FILE *, const json_t *));
 
 /* key=value lines into a JSON object of strings; {} without the file. */
 json_t *load_env(const char *path);
@@ -172,6 +179,9 @@ int  check_time(const json_t *res, const char *path);
 void print_time(FILE *f, const json_t *runs, enum fmt fmt);
 void html_time(FILE *f, const json_t *runs);
 int  cmd_sample(const char *name);
+
+/* report_rtt.c: ll-report rtt RUN (compare --rtt's points). */
+int  cmd_rtt(const char *dir);
 
 /* report_sweep.c: ll-report sweep RUN (compare --sweep's points). */
 int  cmd_sweep(const char *dir);

@@ -465,27 +465,11 @@ static void write_sweep_html(FILE *f, const json_t *sw)
     fprintf(f, ".</p>\n</body></html>\n");
 }
 
-static void write_to(const char *dir, const char *name, void (*fn)(FILE *, const json_t *),
-                     const json_t *sw)
-{
-    char *p = path_join(dir, name);
-    FILE *f = fopen(p, "w");
-
-    if (f == NULL || (fn(f, sw), fclose(f)) != 0)
-        die("%s: cannot write", p);
-    free(p);
-}
-
 int cmd_sweep(const char *dir)
 {
     json_t *sw = build_sweep(dir);
-    char *p = path_join(dir, "sweep.json");
 
-    if (json_dump_file(sw, p, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0)
-        die("%s: cannot write", p);
-    free(p);
-    write_to(dir, "sweep.md", write_sweep_md, sw);
-    write_to(dir, "sweep.html", write_sweep_html, sw);
+    write_docs(dir, "sweep", sw, write_sweep_md, write_sweep_html);
     print_sweep(stdout, sw, FMT_TEXT);
     json_decref(sw);
     return 0;

@@ -178,6 +178,8 @@ struct lock_ops {
                              * one lock per product ("lock:<code>"), or the
                              * name of the one lock every product's sale
                              * takes (LOCK_KEY_ALL); GET /locks says which */
+    int         hold_rtts;  /* round trips between hosts one sale keeps
+                             * the hot item from the next (LOCK_HOLD_*) */
 
     /* The strategy's parameters for methods its family shares between
      * several strategies, which read them from ctx->ops (SQLite builds a
@@ -210,6 +212,19 @@ struct lock_ops {
     const char *fence;
     const char *nofence;
 };
+
+/* hold_rtts: the round trips between hosts (an instance and a backend,
+ * two members of an ensemble) that lie between one sale of the hot item and
+ * the next: a row lock's span from the statement that takes it to the one
+ * that frees it, or a lock's hold from its grant to its release as the
+ * lock service sees them, with the hand-off to the next holder. At a round
+ * trip of R the item then sells at most 1 / (hold_rtts × R) times a second,
+ * the model bench/compare --rtt sets beside what it measures
+ * (docs/datacenter.md); counted for a standalone lock service (an
+ * ensemble's quorum writes add theirs). LOCK_HOLD_PER_INSTANCE(k): k round
+ * trips, but sales wait for each other only within one instance (its row
+ * queue), so N instances sell at most N / (k × R). 0: no model. */
+#define LOCK_HOLD_PER_INSTANCE(k) (-(k))
 
 /* The one lock of every product, for a coarse-grained strategy. */
 #define LOCK_KEY_ALL "lock:all"

@@ -97,5 +97,6 @@ const struct lock_ops lock_mysql_for_update = {
     .summary = "SELECT ... FOR UPDATE in a transaction, then UPDATE and COMMIT in one round trip (seed 000 §1.6.1); one transaction per row per instance at a time",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling = LOCK_CEIL_FOR_UPDATE,
+    .hold_rtts = 1, /* the SELECT's answer out, UPDATE + COMMIT in */
     MYSQL_QUEUE_METHODS(&for_update_queue),
 };

@@ -166,5 +166,6 @@ const struct lock_ops lock_mysql_optimistic = {
     .summary = "version column: UPDATE ... WHERE version = ?, retried with jittered backoff (seed 000 §1.6.2); one attempt per row per instance at a time",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling = LOCK_CEIL_OPTIMISTIC,
+    .hold_rtts = 1, /* the read out, the conditional UPDATE in */
     MYSQL_QUEUE_METHODS(&optimistic_queue),
 };

@@ -26,5 +26,6 @@ const struct lock_ops lock_mysql_update = {
     .summary = "one conditional UPDATE ... WHERE count >= 1: the row lock is the lock (seed 001); one statement per row per instance at a time",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling = LOCK_CEIL_UPDATE_PEAK,
+    .hold_rtts = LOCK_HOLD_PER_INSTANCE(1), /* its row queue: one UPDATE in flight */
     MYSQL_QUEUE_METHODS(&update_queue),
 };

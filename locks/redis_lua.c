@@ -49,6 +49,7 @@ const struct lock_ops lock_redis_lua = {
     .flaw     = "no renewal: a holder slower than the lease is overtaken and two sales overlap; not reentrant",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
+    .hold_rtts = 4, /* grant out, SELECT, UPDATE, release in, next SET */
     .acquire  = lua_acquire,
     .release  = redis_token_release,
     .reset    = redis_del_key,

@@ -206,6 +206,7 @@ const struct lock_ops lock_redisson = {
     .flaw     = "one Redis server: a failover to a replica that missed the lock admits a second holder; not fair",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
+    .hold_rtts = 4, /* grant out, SELECT, UPDATE, unlock in, message, try */
     .acquire  = redisson_acquire,
     .release  = redisson_release,
     .check    = redis_watch_check,

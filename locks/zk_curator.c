@@ -51,5 +51,6 @@ const struct lock_ops lock_curator = {
     .flaw     = "held only as long as the session: a holder paused past the session timeout loses it unknowingly",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_FAIR | LOCK_EXACT | LOCK_FENCED,
     .ceiling  = LOCK_CEIL_SERIAL_ZK,
+    .hold_rtts = 5, /* event out, list, exists, SELECT, UPDATE, delete in */
     ZK_QUEUE_METHODS(&curator_queue),
 };

@@ -38,5 +38,6 @@ const struct lock_ops lock_zk_sequential = {
     .flaw     = "not Curator-compatible; exists() on a vanished predecessor leaks a watch until the session ends",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_FAIR | LOCK_EXACT | LOCK_FENCED,
     .ceiling  = LOCK_CEIL_SERIAL_ZK,
+    .hold_rtts = 5, /* event out, list, exists, SELECT, UPDATE, delete in */
     ZK_QUEUE_METHODS(&seq_queue),
 };

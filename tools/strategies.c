@@ -10,6 +10,10 @@
  *                                    the same for the synchronizers' table
  *                                    (sync/, struct sync_ops), between the
  *                                    marks SYNC_BEGIN_MARK and SYNC_END_MARK
+ *     ll-strategies --holds          "<name> <hold_rtts>" a line, every
+ *                                    strategy: the round trips it holds the
+ *                                    hot item for (locks/lock.h), which
+ *                                    bench/compare --rtt models
  *
  * The strategies describe themselves once, in their struct lock_ops
  * (one file each under locks/): name, family, summary, flaw and property bits. GET /locks
@@ -366,11 +370,25 @@ static int check(const char *path, char *want)
     return 1;
 }
 
+/* --holds: the model of bench/compare --rtt, a strategy a line. */
+static int print_holds(void)
+{
+    const struct lock_ops *const *all;
+    int n, i;
+
+    all = lock_all(&n);
+    for (i = 0; i < n; i++)
+        printf("%s %d\n", all[i]->name, all[i]->hold_rtts);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     char *want;
     int rc = 0;
 
+    if (argc == 2 && strcmp(argv[1], "--holds") == 0)
+        return print_holds();
     if (argc > 1 && strcmp(argv[1], "--sync") == 0) {
         begin_mark = SYNC_BEGIN_MARK;
         end_mark = SYNC_END_MARK;
@@ -392,7 +410,8 @@ int main(int argc, char **argv)
         doc_write(&d, argv[2], want);
         free(d.text);
     } else {
-        fprintf(stderr, "usage: ll-strategies [--sync | --brief] [--check FILE | --write FILE]\n");
+        fprintf(stderr, "usage: ll-strategies [--sync | --brief] [--check FILE | --write FILE]\n"
+                        "       ll-strategies --holds\n");
         rc = 2;
     }
     free(want);

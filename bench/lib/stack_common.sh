@@ -290,6 +290,7 @@ STACK_NEEDS=(
     cmd:prometheus:prometheus cmd:promtool:prometheus
     cmd:prometheus-mysqld-exporter:prometheus-mysqld-exporter
     cmd:prometheus-redis-exporter:prometheus-redis-exporter
+    pkg:libnetfilter-queue-dev:libnetfilter-queue-dev cmd:iptables:iptables
 )
 
 pkg_installed() {

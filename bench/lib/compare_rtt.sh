@@ -1,0 +1,117 @@
+# shellcheck shell=bash
+# bench/lib/compare_rtt.sh — bench/compare --rtt MS,MS,…, sourced by
+# bench/compare once the stack answers: the same comparison at each round
+# trip between hosts, and which lock wins at which.
+#
+# The instances go into network namespaces (bench/stack up --netns, root;
+# back at the end if they were not there), and each point sets the round
+# trip with `bench/stack rtt MS --jitter 0 --loss 0` (ll-delay holds every
+# packet between an instance and a backend, and between ensemble members,
+# MS/2 each way: bench/lib/stack_delay.sh), then runs a whole bench/compare
+# with this one's options (less --rtt and --out; with --rtt's defaults made
+# explicit, and the exact strategies of GET /locks unless --strategies says
+# otherwise) into RUN/points/rtt-MS/<timestamp>/; the first point's runs
+# warm up (--warmup, 1 s), the later ones' find everything warm already
+# unless --warmup was given. ll-delay's counters are
+# kept before and after each point (points/rtt-MS/delay-before.json,
+# delay-after.json: its CPU time, packets, lateness), 2 s of Redis PINGs
+# from instance 0's namespace at its start (points/rtt-MS/ping.txt: the
+# round trip as an application sees it), and RUN/holds.tsv is
+# the strategies' own count of the round trips they hold the hot item
+# (ll-strategies --holds, locks/lock.h hold_rtts). `ll-report rtt RUN`
+# reads it all into RUN/rtt.json, rtt.md, rtt.html and the tables on the
+# terminal; rtt.png is the page as headless chromium shows it.
+#
+# The round trip the stack had is put back at the end (or the namespaces
+# left, which takes it to 0). Uses ROOT BUILD REPORT OUT ARGS RTT_LIST
+# SCENARIO DURATION REQUESTS WARMUP LIMITS_SECONDS STRATEGIES TARGET
+# STACK_STARTED RESTORE and given, topology_value, stack_answers, die and
+# page_shot from bench/compare.
+
+RTT_RUN=$OUT/$(date -u +%Y%m%d-%H%M%S)-rtt
+IFS=, read -r -a RTT_AT <<< "$RTT_LIST"
+mkdir -p "$RTT_RUN/points"
+
+# The options of every point: this run's, less --rtt and --out, then the
+# defaults --rtt chose, spelt out (the last of an option given twice wins).
+rtt_args=()
+set -- "${ARGS[@]}"
+while [ $# -ge 2 ]; do
+    case $1 in --rtt|--out) ;; *) rtt_args+=("$1" "$2") ;; esac
+    shift 2
+done
+rtt_args+=(--scenario "$SCENARIO" --limits-seconds "$LIMITS_SECONDS")
+[ -n "$DURATION" ] && [ -z "$REQUESTS" ] && rtt_args+=(--duration "$DURATION")
+if [ -z "$STRATEGIES" ]; then
+    curl -sf -m 10 "$TARGET/locks" > "$RTT_RUN/locks.json" || die "GET $TARGET/locks failed"
+    exact=$("$REPORT" locks "$RTT_RUN/locks.json" | awk -F'\t' '$6 == 1 {print $1}' | paste -sd, -)
+    [ -n "$exact" ] || die "GET /locks names no exact strategy"
+    rtt_args+=(--strategies "$exact")
+fi
+
+# The namespaces, and what to put back.
+was_rtt=$(topology_value RTT) was_jitter=$(topology_value JITTER) was_loss=$(topology_value LOSS)
+if [ "$(topology_value NETNS)" != 1 ]; then
+    echo "compare: moving the instances into network namespaces (bench/stack up --netns)" >&2
+    [ "$STACK_STARTED" = 1 ] || RESTORE+=(--no-netns)
+    "$ROOT/bench/stack" up --netns > /dev/null || die "bench/stack up --netns failed"
+    stack_answers || die "the stack does not answer in network namespaces"
+    was_rtt=""
+fi
+rtt_restore() {
+    [ -n "$was_rtt" ] || return 0
+    "$ROOT/bench/stack" rtt "$was_rtt" --jitter "${was_jitter:-0}" --loss "${was_loss:-0}" \
+        > /dev/null || echo "compare: could not put the round trip back to $was_rtt ms" >&2
+}
+
+# The round trip an application sees: Redis PINGs from instance 0's
+# namespace (its name and the bridge's address as bench/lib/stack_net.sh
+# makes them), which beside the wire's delay pay a wake-up of an idle
+# process at each end; ll-report rtt models with it too.
+net_x=$(( ${LOCKLAB_STACK_OFFSET:-0} / 100 % 200 + 20 ))
+ping_ns=ll$net_x-app$(( 8000 + ${LOCKLAB_STACK_OFFSET:-0} ))
+ping_at=${LOCKLAB_REDIS%%,*}
+app_ping() {    # OUT: "min max avg samples" (ms) of 2 s of PINGs
+    timeout 2 ip netns exec "$ping_ns" redis-cli -h "10.77.$net_x.1" -p "${ping_at##*:}" \
+        --latency --raw > "$1" 2>/dev/null || true
+}
+
+"$BUILD/ll-strategies" --holds > "$RTT_RUN/holds.tsv" || die "ll-strategies --holds failed"
+{
+    echo "values=$RTT_LIST"
+    echo "started=$(date -u +%FT%TZ)"
+    echo "args=${rtt_args[*]}"
+    echo "zk_servers=$(tr ',' '\n' <<< "$LOCKLAB_ZK" | grep -c .)"
+    echo "etcd_servers=$(tr ',' '\n' <<< "${LOCKLAB_ETCD:-}" | grep -c .)"
+} > "$RTT_RUN/rtt.env"
+: > "$RTT_RUN/points.tsv"
+stats=$ROOT/.run/delay/stats.json
+k=0
+for v in "${RTT_AT[@]}"; do
+    k=$((k + 1))
+    point=$RTT_RUN/points/rtt-$v
+    mkdir -p "$point"
+    "$ROOT/bench/stack" rtt "$v" --jitter 0 --loss 0 > /dev/null ||
+        { rtt_restore; die "bench/stack rtt $v failed"; }
+    echo "compare: round trip point $k of ${#RTT_AT[@]}: $v ms between hosts"
+    app_ping "$point/ping.txt"
+    if [ "$(topology_value RTT)" != 0 ] && [ -r "$stats" ]; then cp "$stats" "$point/delay-before.json"; fi
+    # The warm-up (ZooKeeper's JIT, the instances' threads and connections)
+    # is the first point's: the later ones find it all warm, unless --warmup
+    # asks for one at every point.
+    warm=$WARMUP
+    [ "$k" -gt 1 ] && ! given --warmup && warm=0
+    "$ROOT/bench/compare" "${rtt_args[@]}" --warmup "$warm" --out "$point" ||
+        { rtt_restore; die "the point $v ms failed"; }
+    if [ -e "$point/delay-before.json" ]; then cp "$stats" "$point/delay-after.json"; fi
+    dirs=("$point"/2*/)
+    [ -d "${dirs[0]}" ] || { rtt_restore; die "the point $v ms left no run"; }
+    printf '%s\tpoints/rtt-%s/%s\n' "$v" "$v" "$(basename "${dirs[0]}")" >> "$RTT_RUN/points.tsv"
+done
+rtt_restore
+
+echo
+"$REPORT" rtt "$RTT_RUN"
+page_shot "$RTT_RUN/rtt.html" "$RTT_RUN/rtt.png" 2400 || true
+echo
+echo "compare: the round trips in $RTT_RUN/ (rtt.json, rtt.md, rtt.html; each point's run in points/)"

@@ -283,6 +283,7 @@ void write_html(FILE *f, const json_t *res)
     fprintf(f, "<p class=note>%s</p>\n", serial_note);
     print_concurrent(f, runs, FMT_HTML);
     print_topology(f, res, FMT_HTML);
+    print_mixed(f, runs, FMT_HTML);
     print_front(f, res, FMT_HTML);
     print_reconcile(f, runs, FMT_HTML);
     print_storms(f, res, FMT_HTML);

@@ -97,6 +97,18 @@ check "$(awk '$1 == "mysql-update" {print $7, $8}' <<< "$table")" "-1..1 2" \
     "build: the table shows lost as a range and the unknown count"
 check "$(grep -c 'mysql-update | .* | -1\.\.1 | 2 |' "$B/report.md")" 1 "build: report.md too"
 check "$(jq -c '.runs[0].other_answers' "$B/results.json")" 0 "build: an unknown answer is not an 'other' one"
+check "$(grep -c 'another strategy' <<< "$table")" 0 "build: a run alone says nothing of mixed strategies"
+
+# build: a run whose purchases met another strategy's lock on their key
+# (two instances' "foreign", added up) is said to have been mixed.
+printf '{"strategies":{"mysql-update":{"requests":6,"sold":4,"foreign":2}}}\n' > "$B/raw/01.stats-0.json"
+printf '{"strategies":{"mysql-update":{"requests":6,"sold":4,"foreign":1}}}\n' > "$B/raw/01.stats-1.json"
+table=$("$R" build "$B")
+check "$(jq -c '.runs[0].server.foreign' "$B/results.json")" 3 "build: foreign added up over the instances"
+check "$(grep -c "^mysql-update: 3 purchases found the lock's key held by another strategy's kind of lock. Strategies were mixed" <<< "$table")" 1 \
+    "build: the table's notes say the run met another strategy's lock"
+check "$(grep -c 'mysql-update: 3 purchases found' "$B/report.md") $(grep -c 'mysql-update: 3 purchases found' "$B/report.html")" \
+    "1 1" "build: report.md and report.html too"
 
 printf 'report_cli: %d passed, %d failed\n' "$passed" "$failed"
 [ "$failed" -eq 0 ]

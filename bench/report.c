@@ -249,6 +249,7 @@ static int cmd_build(const char *dir)
     print_cost(stdout, json_object_get(res, "runs"), FMT_TEXT);
     print_topology(stdout, res, FMT_TEXT);
     print_ceilings(stdout, res, FMT_TEXT);
+    print_mixed(stdout, json_object_get(res, "runs"), FMT_TEXT);
     json_decref(res);
     free(raw);
     return 0;

@@ -94,7 +94,7 @@ static json_t *server_side(const char *name, json_t *instances)
     static const char *const counters[] = {
         "requests", "sold", "sold_out", "lock_timeouts", "unavailable", "errors", "unknown",
         "fenced", "lock_lost", "release_errors", "retries", "backend_ops", "wakeups", "holds", "held_us",
-        "deadlocks",
+        "deadlocks", "foreign",
     };
     struct lat_summary lat[16], merged;
     json_t *out = json_object(), *inst;

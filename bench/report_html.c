@@ -282,6 +282,7 @@ void write_html(FILE *f, const json_t *res)
     print_bounds(f, res, FMT_HTML);                      /* report_ceiling.c */
     print_concurrent(f, runs, FMT_HTML);
     print_topology(f, res, FMT_HTML);
+    print_mixed(f, runs, FMT_HTML);
     print_front(f, res, FMT_HTML);
     print_reconcile(f, runs, FMT_HTML);
     print_storms(f, res, FMT_HTML);

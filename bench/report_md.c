@@ -70,6 +70,7 @@ void write_md(FILE *f, const json_t *res)
     print_bounds(f, res, FMT_MD);                        /* report_ceiling.c */
     print_concurrent(f, runs, FMT_MD);
     print_topology(f, res, FMT_MD);
+    print_mixed(f, runs, FMT_MD);
     print_faults(f, runs, FMT_MD);
     print_front(f, res, FMT_MD);
     print_reconcile(f, runs, FMT_MD);

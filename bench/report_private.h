@@ -116,6 +116,9 @@ void row_fill(struct row *r, const json_t *run);
 void print_table(FILE *f, const json_t *results);
 void print_concurrent(FILE *f, const json_t *runs, enum fmt fmt);
 void print_topology(FILE *f, const json_t *res, enum fmt fmt);
+/* The runs whose purchases met another strategy's lock on their key (the
+ * instances' "foreign"): strategies were mixed on one product. */
+void print_mixed(FILE *f, const json_t *runs, enum fmt fmt);
 void print_faults(FILE *f, const json_t *runs, enum fmt fmt);
 
 /* How a run is named in every table: its strategy, with " +fence" when it

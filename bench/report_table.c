@@ -268,6 +268,32 @@ void print_topology(FILE *f, const json_t *res, enum fmt fmt)
             fmt == FMT_HTML ? "</p>\n" : fmt == FMT_TEXT ? "\n" : "\n\n");
 }
 
+/* A run whose purchases found their lock's key held by another strategy's
+ * kind of lock (GET /stats "foreign") did not run alone: another strategy
+ * sold the same product meanwhile, a service of its own or the previous
+ * run's purchases still in flight. Its counts are not its own alone. */
+void print_mixed(FILE *f, const json_t *runs, enum fmt fmt)
+{
+    const json_t *run;
+    size_t i;
+    int n = 0;
+
+    json_array_foreach(runs, i, run) {
+        long long met = jint(json_object_get(run, "server"), "foreign");
+        if (met <= 0)
+            continue;
+        fprintf(f, "%s%s: %lld purchase%s found the lock's key held by another strategy's kind "
+                "of lock", n++ ? "; " : fmt == FMT_HTML ? "<p class=note>" : "",
+                jstr(run, "strategy", "?"), met, met == 1 ? "" : "s");
+    }
+    if (n)
+        fprintf(f, "%s", fmt == FMT_HTML
+                ? ". Strategies were mixed on one product: another service, or a previous "
+                  "run's purchases still in flight, sold it meanwhile.</p>\n"
+                : ". Strategies were mixed on one product: another service, or a previous "
+                  "run's purchases still in flight, sold it meanwhile.\n\n");
+}
+
 const char wrk_note[] =
     "Duration runs (wrk): purchases still in flight when the time is up go on in their "
     "instances until answered; compare waits for them, and sold, oversold and lost "

@@ -427,7 +427,8 @@ int redis_reply_error(struct lock_ctx *ctx, int server, redisReply *r, const cha
     const char *name = redis_name(ctx, server);
     int rc;
 
-    if (redis_is_error(r, "WRONGTYPE"))
+    redis_set_of(ctx)->wrongtype = redis_is_error(r, "WRONGTYPE");
+    if (redis_set_of(ctx)->wrongtype)
         rc = lock_error(ctx, LL_ERROR, name, "%s on %s holds another strategy's key type (%s); "
                         "POST /stock/reset clears it", key, name, r->str);
     else if (redis_is_error(r, "LOADING") || redis_is_error(r, "BUSY") ||

@@ -60,6 +60,8 @@ struct redis_set {
     char               name[CONFIG_MAX_SERVERS][80];   /* "redis 127.0.0.1:6379" */
     int                pinned;      /* redis_pin(): every command on link[]    */
     struct redis_hold *hold;        /* freed with the set                      */
+    int                wrongtype;   /* the last error reply redis_reply_error()
+                                     * recorded was WRONGTYPE                  */
 };
 
 /* A Lua script run by SHA1; sha is filled once per process (SCRIPT LOAD). */
@@ -164,7 +166,9 @@ int redis_drop(struct lock_ctx *ctx, int server, const char *what);
 /* An error reply from server i on `key` as a status on ctx (LL_ERROR, or
  * LL_UNAVAILABLE for LOADING/BUSY/MASTERDOWN, and READONLY, which drops
  * the connection: a demoted master); frees the reply. A WRONGTYPE names the
- * likely cause: another strategy's key, not reset. */
+ * likely cause, another strategy's key, and is remembered in the set
+ * (wrongtype) until the next error reply: a lock's try that meets one
+ * treats the key as held (locks/redis_common.c, redis_foreign()). */
 int redis_reply_error(struct lock_ctx *ctx, int server, redisReply *r, const char *key);
 
 /* Is r an error reply starting with prefix ("NOSCRIPT")? */

@@ -84,6 +84,9 @@ struct lock_ctx {
     unsigned    wakeups;            /* watch / pub-sub wake-ups (stats)       */
     unsigned    deadlocks;          /* MariaDB's deadlock errors (1213) met
                                      * by this request (clients/db.c; stats)     */
+    unsigned    foreign;            /* tries that found the lock's key held by
+                                     * another strategy's kind of lock (a Redis
+                                     * key of another type; stats)            */
     int64_t     held_us;            /* the lock held, acquired to released;
                                      * -1 when it never was (stats)           */
     const struct lock_ops *ops;     /* the strategy it runs                   */

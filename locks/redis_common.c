@@ -5,9 +5,22 @@
  *
  * A single-key lock is taken by one command (SETNX, SET NX EX|PX, or a
  * script that also takes a fencing token in the same step), tried again
- * at each of lock_poll()'s turns while someone else holds the key. At the
- * deadline redis_timeout() asks the key's TYPE, so that another
- * strategy's leftover of another type is named rather than waited for.
+ * at each of lock_poll()'s turns while someone else holds the key.
+ *
+ * Another strategy's lock on the same key is held, never an error. The
+ * Redis strategies share the key lock:P in two layouts: a string (SET NX:
+ * redis-setnx … redis-lua, redis-renew, redlock, redis-lock-stock) and a
+ * hash (redis-reentrant, and Redisson's: redisson, redisson-wait, -fair,
+ * hybrid's and fallback's first layer, RedissonMultiLock). A string lock's
+ * SETNX or SET NX answers "taken" whatever the key's type, so it waits for
+ * a hash as for any holder; a hash lock's script meets a string with
+ * WRONGTYPE, which redis_foreign() turns into "held" in the loops every
+ * strategy waits in (redis_spin() here, redisson_wait()): the try counts
+ * as a failed one and the wait goes on, ctx->foreign counting the
+ * meeting. At the deadline redis_timeout() asks the key's TYPE and, when
+ * another kind of lock holds it, names that kind in the 503 lock_timeout
+ * answer (a string lock learns of a foreign holder only there: asking at
+ * every failed try would cost a round trip per wait).
  */
 #include "redis_private.h"
 #include "../core/util.h"
@@ -52,6 +65,30 @@ int redis_ttl_reply(struct lock_ctx *ctx, redisReply *r, const char *key, long l
     return LL_OK;
 }
 
+int redis_foreign(struct lock_ctx *ctx)
+{
+    struct redis_set *rs = redis_set_of(ctx);
+
+    if (ctx->err != LL_ERROR || !rs->wrongtype)
+        return 0;
+    rs->wrongtype = 0;
+    ctx->foreign++;
+    ctx->err = 0;
+    ctx->backend = NULL;
+    ctx->errstr[0] = '\0';
+    return 1;
+}
+
+/* Whose lock a key of this type is, in our naming (the answer's words). */
+static const char *layout_of(const char *type)
+{
+    if (strcmp(type, "hash") == 0)
+        return "Redisson's layout, or redis-reentrant's";
+    if (strcmp(type, "string") == 0)
+        return "a SET NX lock: redis-setnx … redis-lua, redlock";
+    return "not a lock of ours";
+}
+
 int redis_timeout(struct lock_ctx *ctx, int server, const char *key, const char *type)
 {
     char why[sizeof ctx->errstr];
@@ -61,11 +98,12 @@ int redis_timeout(struct lock_ctx *ctx, int server, const char *key, const char 
     r = redis_cmd(ctx, server, "TYPE %s", key);
     if (r && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "none") != 0 &&
         strcmp(r->str, type) != 0) {
-        lock_error(ctx, LL_ERROR, redis_name(ctx, server),
-                   "%s is a %s, not a %s: left by another strategy; POST /stock/reset "
-                   "clears it", key, r->str, type);
+        if (ctx->foreign == 0)      /* a string lock sees it here only */
+            ctx->foreign++;
+        lock_error(ctx, LL_TIMEOUT, NULL, "%s not obtained within %d ms: held by another "
+                   "strategy's lock (a %s: %s)", key, ctx->wait_ms, r->str, layout_of(r->str));
         freeReplyObject(r);
-        return LL_ERROR;
+        return LL_TIMEOUT;
     }
     if (r)
         freeReplyObject(r);
@@ -158,23 +196,27 @@ static int set_try(struct lock_ctx *ctx, const char *key, const char *value,
     return got;
 }
 
-int redis_spin(struct lock_ctx *ctx, const char *key, redis_try_fn try_once, const void *arg,
-               int64_t lease_ms)
+int redis_spin(struct lock_ctx *ctx, const char *key, const char *type, redis_try_fn try_once,
+               const void *arg, int64_t lease_ms)
 {
     int64_t sent;
     int got;
 
     for (;;) {
         sent = now_us();
-        if ((got = try_once(ctx, key, arg)) < 0)
-            return ctx->err;
+        redis_set_of(ctx)->wrongtype = 0;
+        if ((got = try_once(ctx, key, arg)) < 0) {
+            if (!redis_foreign(ctx))
+                return ctx->err;
+            got = 0;            /* another strategy's lock: held */
+        }
         if (got) {
             if (lease_ms > 0)   /* the lease runs from the try that took it */
                 lock_lease(ctx, sent, lease_ms);
             return LL_OK;
         }
         if (lock_poll(ctx, key) != LL_OK)
-            return redis_timeout(ctx, 0, key, "string");
+            return redis_timeout(ctx, 0, key, type);
     }
 }
 
@@ -194,7 +236,7 @@ int redis_set_spin(struct lock_ctx *ctx, const char *key, const char *value,
 {
     const struct set_args a = { value, unit, ttl };
 
-    return redis_spin(ctx, key, set_try_args, &a,
+    return redis_spin(ctx, key, "string", set_try_args, &a,
                       !unit ? 0 : unit[0] == 'E' ? ttl * 1000LL : ttl);
 }
 

@@ -24,62 +24,56 @@
 
 #include <stdlib.h>
 
-static int getset_try(struct lock_ctx *ctx, const char *key, int *got)
+/* One try: 1 taken (its lease recorded on ctx), 0 held by someone else, -1
+ * a failure on ctx. */
+static int getset_try(struct lock_ctx *ctx, const char *key, const void *arg)
 {
     struct redis_hold *h = redis_hold_of(ctx);
     int64_t now = redis_wall_ms(), exp = now + ctx->cfg->lease_ms + 1, sent = now_us();
     long long cur;
     redisReply *r;
-    int taken;
+    int taken, got = 0;
 
-    *got = 0;
+    (void)arg;
     if ((r = redis_cmd(ctx, 0, "SETNX %s %lld", key, (long long)exp)) == NULL)
-        return ctx->err;
+        return -1;
     if (r->type != REDIS_REPLY_INTEGER)
-        return redis_reply_error(ctx, 0, r, key);
+        return redis_reply_error(ctx, 0, r, key), -1;
     taken = r->integer == 0;
     freeReplyObject(r);
     if (!taken) {
         h->expires_wall_ms = exp;
         lock_lease(ctx, sent, ctx->cfg->lease_ms);
-        *got = 1;
-        return LL_OK;
+        return 1;
     }
     if ((r = redis_cmd(ctx, 0, "GET %s", key)) == NULL)
-        return ctx->err;
+        return -1;
     if (r->type == REDIS_REPLY_ERROR)
-        return redis_reply_error(ctx, 0, r, key);
+        return redis_reply_error(ctx, 0, r, key), -1;
     if (r->type != REDIS_REPLY_STRING) {         /* released meanwhile */
         freeReplyObject(r);
-        return LL_OK;
+        return 0;
     }
     cur = strtoll(r->str, NULL, 10);
     freeReplyObject(r);
     if (cur >= now)
-        return LL_OK;                            /* held and not expired */
+        return 0;                                /* held and not expired */
     if ((r = redis_cmd(ctx, 0, "GETSET %s %lld", key, (long long)exp)) == NULL)
-        return ctx->err;
+        return -1;
     if (r->type == REDIS_REPLY_ERROR)
-        return redis_reply_error(ctx, 0, r, key);
+        return redis_reply_error(ctx, 0, r, key), -1;
     if (r->type == REDIS_REPLY_STRING && strtoll(r->str, NULL, 10) == cur) {
         h->expires_wall_ms = exp;
         lock_lease(ctx, sent, ctx->cfg->lease_ms);
-        *got = 1;
+        got = 1;
     }
     freeReplyObject(r);
-    return LL_OK;
+    return got;
 }
 
 static int getset_acquire(struct lock_ctx *ctx, const char *key)
 {
-    int got, rc;
-
-    for (;;) {
-        if ((rc = getset_try(ctx, key, &got)) != LL_OK || got)
-            return rc;
-        if (lock_poll(ctx, key) != LL_OK)
-            return redis_timeout(ctx, 0, key, "string");
-    }
+    return redis_spin(ctx, key, "string", getset_try, NULL, 0);
 }
 
 static int getset_release(struct lock_ctx *ctx, const char *key)

@@ -62,9 +62,18 @@ struct redis_hold *redis_hold_of(struct lock_ctx *ctx);
  * (*ttl = -2), an integer = the holder's remaining lease in ms. */
 int redis_ttl_reply(struct lock_ctx *ctx, redisReply *r, const char *key, long long *ttl);
 
-/* The deadline passed while `key` stayed taken: LL_TIMEOUT, unless the
- * key has another type than `type` ("string", "hash") — then LL_ERROR
- * saying which strategy's leftovers block it. */
+/* After a try of a lock failed (ctx->err): did it fail because the key
+ * holds another strategy's kind of lock (the client saw WRONGTYPE: a hash
+ * lock's script on a string, or the reverse)? Then the lock is held by
+ * someone else, not broken: the meeting is counted (ctx->foreign), the
+ * failure cleared, and 1 returned, so the caller waits as for any holder.
+ * 0: a real failure, left on ctx. The loops call it (redis_spin(),
+ * redisson_wait()), clearing the set's wrongtype before each try. */
+int redis_foreign(struct lock_ctx *ctx);
+
+/* The deadline passed while `key` stayed taken: LL_TIMEOUT. When the key
+ * has another type than `type` ("string", "hash") the answer names it:
+ * another strategy's lock holds it (counted in ctx->foreign, once). */
 int redis_timeout(struct lock_ctx *ctx, int server, const char *key, const char *type);
 
 /* DEL the given keys on server i (reset hooks). */
@@ -90,11 +99,13 @@ int redis_set_spin(struct lock_ctx *ctx, const char *key, const char *value,
 typedef int (*redis_try_fn)(struct lock_ctx *ctx, const char *key, const void *arg);
 
 /* The spin of every single-key lock: try_once(arg), again at each of
- * lock_poll()'s turns while someone else holds the key; a lease_ms > 0 is
+ * lock_poll()'s turns while someone else holds the key — or another
+ * strategy's kind of lock does (redis_foreign()); a lease_ms > 0 is
  * recorded on ctx (lock_lease) from the try that took it. At the deadline
- * redis_timeout()'s answer. redis_set_spin() is this with SET or SETNX. */
-int redis_spin(struct lock_ctx *ctx, const char *key, redis_try_fn try_once, const void *arg,
-               int64_t lease_ms);
+ * redis_timeout()'s answer for a key of `type` ("string", "hash").
+ * redis_set_spin() is this with SET or SETNX. */
+int redis_spin(struct lock_ctx *ctx, const char *key, const char *type, redis_try_fn try_once,
+               const void *arg, int64_t lease_ms);
 
 /* The token lock of redis-uuid and redis-lua: redis_set_spin() with a new
  * token as the value. On LL_OK the token is in the slot's hold. */
@@ -179,7 +190,9 @@ typedef int (*redisson_try_fn)(struct lock_ctx *ctx, void *arg, long long *ttl);
  * the caller tried already, or the process is subscribed and the try in
  * the loop comes as early); if that failed, subscribe to `channel`, then
  * try again, waiting between tries for a message (woken as `wake` says)
- * or the ttl the last try gave, never past the deadline. LL_TIMEOUT at the
+ * or the ttl the last try gave, never past the deadline. A try that met
+ * another strategy's kind of lock (redis_foreign()) failed like any other,
+ * and the next comes after a jittered --retry-ms. LL_TIMEOUT at the
  * deadline (lock_timeout()'s answer on ctx). */
 int redisson_wait(struct lock_ctx *ctx, const char *channel, enum redis_wake wake,
                   redisson_try_fn try_once, void *arg, int try_first);

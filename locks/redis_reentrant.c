@@ -39,36 +39,43 @@ static struct redis_script reentrant_unlock = {
     ""
 };
 
+struct reentrant_args {
+    const char *owner, *lease;
+};
+
+/* One try: 1 taken, 0 held by someone else, -1 a failure on ctx. */
+static int reentrant_try(struct lock_ctx *ctx, const char *key, const void *arg)
+{
+    const struct reentrant_args *a = arg;
+    const char *argv[3] = { key, a->owner, a->lease };
+    redisReply *r;
+    int got;
+
+    if ((r = redis_eval(ctx, 0, &reentrant_lock, 1, 3, argv)) == NULL)
+        return -1;
+    if (r->type != REDIS_REPLY_INTEGER)
+        return redis_reply_error(ctx, 0, r, key), -1;
+    got = r->integer == 1;
+    freeReplyObject(r);
+    return got;
+}
+
 static int reentrant_acquire(struct lock_ctx *ctx, const char *key)
 {
     char owner[80], lease[16], counter[LOCK_KEY_MAX + 8];
-    const char *argv[3] = { key, owner, lease };
-    redisReply *r;
-    int64_t sent;
-    int got, rc;
+    const struct reentrant_args a = { owner, lease };
+    int rc;
 
     lock_owner(ctx, owner, sizeof owner);
     snprintf(lease, sizeof lease, "%d", (ctx->cfg->lease_ms + 999) / 1000);
-    for (;;) {
-        sent = now_us();
-        if ((r = redis_eval(ctx, 0, &reentrant_lock, 1, 3, argv)) == NULL)
-            return ctx->err;
-        if (r->type != REDIS_REPLY_INTEGER)
-            return redis_reply_error(ctx, 0, r, key);
-        got = r->integer == 1;
-        freeReplyObject(r);
-        if (got) {      /* EXPIRE rounds up: the lease is at least lease_ms */
-            lock_lease(ctx, sent, ctx->cfg->lease_ms);
-            snprintf(counter, sizeof counter, "%s" REDIS_FENCE_SUFFIX, key);
-            if (ctx->fence &&
-                (rc = redis_watch_token(ctx, key, owner, counter, REDIS_FENCE)) != LL_OK)
-                return rc;
-            redis_watch(ctx, key, owner, WATCH_SECONDS);
-            return LL_OK;
-        }
-        if (lock_poll(ctx, key) != LL_OK)
-            return redis_timeout(ctx, 0, key, "hash");
-    }
+    /* EXPIRE rounds up: the lease is at least lease_ms */
+    if ((rc = redis_spin(ctx, key, "hash", reentrant_try, &a, ctx->cfg->lease_ms)) != LL_OK)
+        return rc;
+    snprintf(counter, sizeof counter, "%s" REDIS_FENCE_SUFFIX, key);
+    if (ctx->fence && (rc = redis_watch_token(ctx, key, owner, counter, REDIS_FENCE)) != LL_OK)
+        return rc;
+    redis_watch(ctx, key, owner, WATCH_SECONDS);
+    return LL_OK;
 }
 
 static int reentrant_release(struct lock_ctx *ctx, const char *key)

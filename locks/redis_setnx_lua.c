@@ -69,7 +69,7 @@ static int setnx_lua_acquire(struct lock_ctx *ctx, const char *key)
     redis_new_token(ctx, token, sizeof token);
     t.token = token;
     snprintf(t.seconds, sizeof t.seconds, "%d", seconds);
-    if ((rc = redis_spin(ctx, key, setnx_lua_try, &t, seconds * 1000LL)) == LL_OK)
+    if ((rc = redis_spin(ctx, key, "string", setnx_lua_try, &t, seconds * 1000LL)) == LL_OK)
         memcpy(redis_hold_of(ctx)->token, token, sizeof token);
     return rc;
 }

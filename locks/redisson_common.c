@@ -18,7 +18,10 @@
  * try again, and between tries sleep until a message or until the time the try returned
  * (the lock's PTTL, a permit's nearest expiry) — never past the request's
  * deadline. Subscribing before the second try means no release can slip by
- * between a failed try and the wait. The subscription is the process's
+ * between a failed try and the wait. A try that meets another strategy's
+ * kind of lock on the key (a string where Redisson keeps a hash) finds it
+ * held: the loop polls it at --retry-ms, since such a holder never
+ * publishes on our channel. The subscription is the process's
  * (locks/redis_pubsub.c), and each message wakes as many waiters of this
  * process as the object's pub/sub class would: one per read unlock, all
  * of them for a write unlock, as many as a semaphore's message announces
@@ -36,6 +39,23 @@ void redisson_field(const struct lock_ctx *ctx, unsigned long long tid, char *bu
     snprintf(buf, (size_t)len, "%s:%llu", ctx->cfg->instance_id, tid);
 }
 
+/* One try of the loop. A key holding another strategy's kind of lock
+ * (redis_foreign()) is held like any other, but its holder publishes
+ * nothing on our channel: the next try comes after a jittered --retry-ms
+ * (the polling locks' interval), or earlier by a message. */
+static int try_held(struct lock_ctx *ctx, redisson_try_fn try_once, void *arg, long long *ttl)
+{
+    int64_t base = ctx->cfg->retry_ms;
+    int rc;
+
+    redis_set_of(ctx)->wrongtype = 0;
+    if ((rc = try_once(ctx, arg, ttl)) != LL_OK && redis_foreign(ctx)) {
+        *ttl = rand_range(base / 2, base + base / 2);
+        rc = LL_OK;
+    }
+    return rc;
+}
+
 int redisson_wait(struct lock_ctx *ctx, const char *channel, enum redis_wake wake,
                   redisson_try_fn try_once, void *arg, int try_first)
 {
@@ -44,12 +64,12 @@ int redisson_wait(struct lock_ctx *ctx, const char *channel, enum redis_wake wak
     int64_t left;
     int rc;
 
-    if (try_first && ((rc = try_once(ctx, arg, &ttl)) != LL_OK || ttl == -2))
+    if (try_first && ((rc = try_held(ctx, try_once, arg, &ttl)) != LL_OK || ttl == -2))
         return rc;
     if ((rc = redis_sub_join_as(ctx, channel, wake, &sub)) != LL_OK)
         return rc;
     for (;;) {
-        if ((rc = try_once(ctx, arg, &ttl)) != LL_OK || ttl == -2)
+        if ((rc = try_held(ctx, try_once, arg, &ttl)) != LL_OK || ttl == -2)
             break;
         if ((left = lock_time_left(ctx)) <= 0) {
             rc = lock_timeout(ctx);

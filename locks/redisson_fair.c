@@ -208,8 +208,12 @@ static int fair_acquire(struct lock_ctx *ctx, const char *key)
     if (wait < 1)
         wait = 1;
     a.wait = wait;
-    if ((rc = fair_try(ctx, key, &n, wait, &ttl)) != LL_OK)
-        return rc;
+    redis_set_of(ctx)->wrongtype = 0;
+    if ((rc = fair_try(ctx, key, &n, wait, &ttl)) != LL_OK) {
+        if (!redis_foreign(ctx))    /* else another strategy's lock: not queued yet */
+            return rc;
+        ttl = -1;
+    }
     if (ttl != -2) {            /* queued: wait on our own channel */
         snprintf(mine, sizeof mine, "%s:%s", n.channel, n.field);
         rc = redisson_wait(ctx, mine, REDIS_WAKE_ONE, fair_try_again, &a, 0);

@@ -185,7 +185,7 @@ static int redlock_acquire(struct lock_ctx *ctx, const char *key)
         if ((rc = redlock_round(ctx, key, &got)) != LL_OK || got)
             return rc;
         if (lock_poll(ctx, key) != LL_OK)
-            return LL_TIMEOUT;
+            return redis_timeout(ctx, 0, key, "string");
     }
 }
 

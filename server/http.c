@@ -268,7 +268,7 @@ static struct lock_ctx *borrow(int wait_ms)
         ctx->token_src = NULL;
         ctx->qty = 1;
         ctx->order = NULL;
-        ctx->retries = ctx->backend_ops = ctx->wakeups = ctx->deadlocks = 0;
+        ctx->retries = ctx->backend_ops = ctx->wakeups = ctx->deadlocks = ctx->foreign = 0;
         ctx->held_us = -1;
         ctx->err = 0;
         ctx->backend = NULL;

@@ -24,6 +24,8 @@ struct lock_stats {
     _Atomic uint64_t status[LL_STATUS_MAX];
     _Atomic uint64_t retries, backend_ops, wakeups, release_errors;
     _Atomic uint64_t deadlocks;         /* MariaDB's 1213s met (mysql-share-mode …) */
+    _Atomic uint64_t foreign;           /* purchases that found their lock's key held
+                                         * by another strategy's kind of lock     */
     _Atomic uint64_t holds, held_us;    /* purchases that got the lock, and how long */
     _Atomic uint64_t bucket[HIST_BUCKETS];
     _Atomic uint64_t sum_us, max_us;
@@ -124,6 +126,8 @@ void stats_record(int lock, int status, int64_t latency_us,
         atomic_fetch_add_explicit(&s->backend_ops, ctx->backend_ops, memory_order_relaxed);
         atomic_fetch_add_explicit(&s->wakeups, ctx->wakeups, memory_order_relaxed);
         atomic_fetch_add_explicit(&s->deadlocks, ctx->deadlocks, memory_order_relaxed);
+        if (ctx->foreign)
+            atomic_fetch_add_explicit(&s->foreign, 1, memory_order_relaxed);
         if (ctx->held_us >= 0) {
             atomic_fetch_add_explicit(&s->holds, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&s->held_us, (uint64_t)ctx->held_us,
@@ -156,6 +160,7 @@ void stats_reset(void)
         atomic_store(&s->backend_ops, 0);
         atomic_store(&s->wakeups, 0);
         atomic_store(&s->deadlocks, 0);
+        atomic_store(&s->foreign, 0);
         atomic_store(&s->release_errors, 0);
         atomic_store(&s->holds, 0);
         atomic_store(&s->held_us, 0);
@@ -180,7 +185,7 @@ static json_t *one_json(struct lock_stats *s)
     h.max_us = atomic_load(&s->max_us);
     n = h.count;
     acquisitions = atomic_load(&s->status[LL_OK]) + atomic_load(&s->status[LL_SOLD_OUT]);
-    o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,"
+    o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,"
                      "s:f,s:{s:f,s:f,s:f,s:f,s:f,s:f}}",
         "requests", (json_int_t)n,
         "sold", (json_int_t)atomic_load(&s->status[LL_OK]),
@@ -196,6 +201,7 @@ static json_t *one_json(struct lock_stats *s)
         "retries", (json_int_t)atomic_load(&s->retries),
         "backend_ops", (json_int_t)atomic_load(&s->backend_ops),
         "wakeups", (json_int_t)atomic_load(&s->wakeups),
+        "foreign", (json_int_t)atomic_load(&s->foreign),
         "holds", (json_int_t)holds,
         "held_us", (json_int_t)held,
         "backend_ops_per_sale", acquisitions ? (double)atomic_load(&s->backend_ops) / (double)acquisitions : 0.0,
@@ -346,6 +352,10 @@ void stats_metrics(struct metrics *m)
     per_strategy(m, "locklab_deadlocks_total",
                  "MariaDB deadlocks (error 1213) the purchases met and retried "
                  "(mysql-share-mode).", offsetof(struct lock_stats, deadlocks));
+    per_strategy(m, "locklab_foreign_locks_total",
+                 "Purchases that found their lock's key held by another strategy's kind of "
+                 "lock (two strategies mixed on one product).",
+                 offsetof(struct lock_stats, foreign));
     per_strategy(m, "locklab_release_errors_total",
                  "Sales whose lock could not be released (answered sold, with a warning).",
                  offsetof(struct lock_stats, release_errors));

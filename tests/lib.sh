@@ -10,6 +10,11 @@
 #                               L_unknown L_other L_transport L_rps L_final
 #                               L_oversold L_lost (definitions below), URL
 #                               defaults to nginx
+#   t_load_urls LABEL R C URL…  the same over several URLs at once: purchase
+#                               j goes to URL j mod their number (ll-load),
+#                               so two strategies can sell one product
+#   t_stats_sum LOCK COUNTER    /stats's counter of strategy LOCK, added up
+#                               over every instance
 #   t_exact NAME                sold == S, final == 0, oversold == lost == 0,
 #                               every request answered sold or sold_out
 #                               (so none unknown)
@@ -135,8 +140,14 @@ t_stock() {
 }
 
 t_load() {
-    local query=$1 r=$2 c=$3 base=${4:-$LOCKLAB_URL} out key val
-    out=$("$T_BUILD/ll-load" -c "$c" -n "$r" "$base/check/lock?$query") || true
+    local query=$1 r=$2 c=$3 base=${4:-$LOCKLAB_URL}
+    t_load_urls "$query" "$r" "$c" "$base/check/lock?$query"
+}
+
+t_load_urls() {
+    local label=$1 r=$2 c=$3 out key val
+    shift 3
+    out=$("$T_BUILD/ll-load" -c "$c" -n "$r" "$@") || true
     L_requests=0 L_sold=0 L_sold_out=0 L_lock_timeout=0 L_unavailable=0 L_errors=0
     L_transport=0 L_rps=0 L_other=0 L_unknown=0
     while IFS='=' read -r key val; do
@@ -158,9 +169,19 @@ t_load() {
     if [ "$L_final" = unknown ]; then L_lost=unknown; L_oversold=unknown; return; fi
     L_oversold=$((L_sold > T_STOCK ? L_sold - T_STOCK : 0))
     L_lost=$((L_sold - (T_STOCK - L_final)))
-    t_log "$query: sold=$L_sold sold_out=$L_sold_out timeouts=$L_lock_timeout" \
+    t_log "$label: sold=$L_sold sold_out=$L_sold_out timeouts=$L_lock_timeout" \
           "unavailable=$L_unavailable errors=$L_errors unknown=$L_unknown transport=$L_transport" \
           "final=$L_final oversold=$L_oversold lost=$L_lost rps=$L_rps"
+}
+
+# Counter $2 of strategy $1 in /stats, added up over every instance.
+t_stats_sum() {
+    local url n sum=0
+    for url in "${T_INSTANCES[@]}"; do
+        n=$(t_curl "$url/stats" | jq -r --arg s "$1" --arg k "$2" '.strategies[$s][$k] // 0')
+        sum=$((sum + n))
+    done
+    echo "$sum"
 }
 
 # H_holds and H_held_us: the purchases of strategy $1 that held its lock,

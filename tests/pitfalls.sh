@@ -24,16 +24,6 @@ t_setup
 S=200 R=1000 C=64
 APP0=${T_INSTANCES[0]} APP1=${T_INSTANCES[1]}
 
-# Add up a counter of strategy $1 over every instance's /stats.
-stats_sum() {
-    local url n sum=0
-    for url in "${T_INSTANCES[@]}"; do
-        n=$(t_curl "$url/stats" | jq -r --arg s "$1" --arg k "$2" '.strategies[$s][$k] // 0')
-        sum=$((sum + n))
-    done
-    echo "$sum"
-}
-
 echo "== exact counts through nginx, three instances"
 for lock in mysql-update-noindex mysql-share-mode; do
     t_reset $S
@@ -42,8 +32,8 @@ for lock in mysql-update-noindex mysql-share-mode; do
 done
 
 echo "== mysql-share-mode: shared locks deadlock when they both want to write"
-deadlocks=$(stats_sum mysql-share-mode deadlocks)
-retries=$(stats_sum mysql-share-mode retries)
+deadlocks=$(t_stats_sum mysql-share-mode deadlocks)
+retries=$(t_stats_sum mysql-share-mode retries)
 t_ok "$deadlocks -gt 0" "mysql-share-mode: $deadlocks deadlocks (1213) in $R purchases, counted in /stats"
 t_ok "$retries -ge $deadlocks" "mysql-share-mode: every deadlocked purchase was retried ($retries retries)"
 # The exact count above is the other half of the answer: the survivor of

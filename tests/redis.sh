@@ -140,14 +140,22 @@ for lock in redis-lua redis-setnx-lua redisson redisson-fair redlock; do
     restart
 done
 
-echo "== a key of another type is a clear error, not a crash"
+echo "== a key of another type is another strategy's lock: held, never a 500"
 if t_need redis-cli -- "a key of another type (redis-cli)"; then
     t_reset 10
     redis-cli -h "${REDIS[0]%:*}" -p "${REDIS[0]#*:}" HSET lock:1001 someone 1 >/dev/null
-    req "$LOCKLAB_URL/check/lock?lock=redis-getset&wait_ms=300"
-    t_ok "$CODE = 500 -a $(says 'another strategy') = true" "redis-getset on a hash: 500 naming the cause"
-    req "$LOCKLAB_URL/check/lock?lock=redis-lua&wait_ms=300"
-    t_ok "$CODE = 500 -a $(says 'is a hash') = true" "redis-lua on a hash: 500 naming the cause"
+    for lock in redis-getset redis-lua; do
+        req "$LOCKLAB_URL/check/lock?lock=$lock&wait_ms=300"
+        t_ok "$CODE = 503 -a $(result) = lock_timeout -a $(says 'a hash') = true" \
+             "$lock on a hash: 503 lock_timeout naming the holder's kind"
+    done
+    t_reset 10
+    redis-cli -h "${REDIS[0]%:*}" -p "${REDIS[0]#*:}" SET lock:1001 someone >/dev/null
+    for lock in redisson redis-reentrant redisson-fair; do
+        req "$LOCKLAB_URL/check/lock?lock=$lock&wait_ms=300"
+        t_ok "$CODE = 503 -a $(result) = lock_timeout -a $(says 'a string') = true" \
+             "$lock on a string: 503 lock_timeout naming the holder's kind"
+    done
     t_reset 10
     req "$LOCKLAB_URL/check/lock?lock=redisson"
     t_ok "$CODE = 200" "after a reset the key is usable again"

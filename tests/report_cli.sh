@@ -160,5 +160,18 @@ ceiling 960 960
 check "$(jq -c '.runs[0] | [.steady_source, .steady_sold_per_s]' "$B/results.json")" '["whole run",8]' \
     "build: without a warm-up the steady rate is the whole run's, and the report says so"
 
+check "$(grep -c 'another strategy' <<< "$table")" 0 "build: a run alone says nothing of mixed strategies"
+
+# build: a run whose purchases met another strategy's lock on their key
+# (two instances' "foreign", added up) is said to have been mixed.
+printf '{"strategies":{"mysql-update":{"requests":6,"sold":4,"foreign":2}}}\n' > "$B/raw/01.stats-0.json"
+printf '{"strategies":{"mysql-update":{"requests":6,"sold":4,"foreign":1}}}\n' > "$B/raw/01.stats-1.json"
+table=$("$R" build "$B")
+check "$(jq -c '.runs[0].server.foreign' "$B/results.json")" 3 "build: foreign added up over the instances"
+check "$(grep -c "^mysql-update: 3 purchases found the lock's key held by another strategy's kind of lock. Strategies were mixed" <<< "$table")" 1 \
+    "build: the table's notes say the run met another strategy's lock"
+check "$(grep -c 'mysql-update: 3 purchases found' "$B/report.md") $(grep -c 'mysql-update: 3 purchases found' "$B/report.html")" \
+    "1 1" "build: report.md and report.html too"
+
 printf 'report_cli: %d passed, %d failed\n' "$passed" "$failed"
 [ "$failed" -eq 0 ]

@@ -256,6 +256,7 @@ static void errors(struct one *o)
     }
     CHECK(redis_reply_error(ctx, 0, r, "test:redis-client:string") == LL_ERROR);
     CHECK(ctx->err == LL_ERROR && strstr(ctx->errstr, "another strategy") != NULL);
+    CHECK(ctx->redis && ctx->redis->wrongtype);  /* a lock's try takes it as held */
     CHECK(ctx->backend && strncmp(ctx->backend, "redis ", 6) == 0);
 }
 

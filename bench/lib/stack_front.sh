@@ -33,9 +33,9 @@ NGINX_PORT=$((8080 + STACK_OFFSET))
 # connection costs an instance a few KiB and no thread (one event loop),
 # so APP_CONNS is what the 20000 descriptors of a process allow, less its
 # backends' and the loop's own: 15000 half-open clients still leave nginx
-# its 2048 kept and room for new ones.
+# its 1024 kept and room for new ones.
 APP_CONNS=18432
-UPSTREAM_KEEPALIVE=2048
+UPSTREAM_KEEPALIVE=1024
 UPSTREAM_MAX_CONNS=$((APP_CONNS - UPSTREAM_KEEPALIVE))
 
 app_port() { printf '%d\n' $((APP_BASE_PORT + APP_PORT_STEP * $1)); }

@@ -184,13 +184,15 @@ int redisson_release(struct lock_ctx *ctx, const char *key);
 /* ---------------------------------------------------------------- redis_pubsub.c */
 
 /* Pub/sub, one subscription per channel per process (Redisson's LockPubSub):
- * a message wakes one waiter of this process. */
+ * a message wakes one waiter of this process, the one that has waited
+ * longest (a channel's waiters stand in line). */
 struct redis_sub;
+struct redis_waiter;
 
 /* Register as a waiter on `channel`, subscribed before this returns
- * (LL_OK), or LL_UNAVAILABLE / LL_TIMEOUT. *sub may be NULL on LL_OK when
+ * (LL_OK), or LL_UNAVAILABLE / LL_TIMEOUT. *w may be NULL on LL_OK when
  * the process has too many channels: waits then just sleep. */
-int  redis_sub_join(struct lock_ctx *ctx, const char *channel, struct redis_sub **sub);
+int  redis_sub_join(struct lock_ctx *ctx, const char *channel, struct redis_waiter **w);
 /* How many of a process's waiters on a channel one message wakes: the
  * rule of the Redisson pub/sub class behind the channel (the synchronizers
  * of sync/). REDIS_WAKE_ONE is redis_sub_join()'s, the lock's. A channel
@@ -202,10 +204,10 @@ enum redis_wake {
     REDIS_WAKE_VALUE    /* SemaphorePubSub: as many as the permits announced */
 };
 int  redis_sub_join_as(struct lock_ctx *ctx, const char *channel, enum redis_wake wake,
-                       struct redis_sub **sub);
-/* Sleep until a message (counted in ctx->wakeups) or ms have passed. */
-int  redis_sub_wait(struct lock_ctx *ctx, struct redis_sub *sub, int64_t ms);
-void redis_sub_leave(struct redis_sub *sub);
+                       struct redis_waiter **w);
+/* Sleep until a message for w (counted in ctx->wakeups) or ms have passed. */
+int  redis_sub_wait(struct lock_ctx *ctx, struct redis_waiter *w, int64_t ms);
+void redis_sub_leave(struct redis_waiter *w);
 /* Is this process subscribed to `channel` now (joining costs no round trip)? */
 int  redis_sub_ready(const char *channel);
 /* A holder here is about to release the lock that publishes on `channel`,

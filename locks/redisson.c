@@ -148,7 +148,7 @@ int redisson_acquire(struct lock_ctx *ctx, const char *key)
     char field[80], channel[160];
     long long ttl;
     int64_t left;
-    struct redis_sub *sub;
+    struct redis_waiter *sub;
     int rc;
 
     lock_owner(ctx, field, sizeof field);

@@ -183,7 +183,7 @@ static int fair_acquire(struct lock_ctx *ctx, const char *key)
     char mine[sizeof n.channel + sizeof n.field + 2];
     long long ttl, wait = lock_time_left(ctx);
     int64_t left;
-    struct redis_sub *sub;
+    struct redis_waiter *sub;
     int rc;
 
     names_of(ctx, key, &n);

@@ -36,7 +36,7 @@ void redisson_field(const struct lock_ctx *ctx, unsigned long long tid, char *bu
 int redisson_wait(struct lock_ctx *ctx, const char *channel, enum redis_wake wake,
                   redisson_try_fn try_once, void *arg)
 {
-    struct redis_sub *sub;
+    struct redis_waiter *sub;
     long long ttl;
     int64_t left;
     int rc;

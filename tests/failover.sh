@@ -23,17 +23,13 @@ set -u
 T_NAME=failover
 # shellcheck source=SCRIPTDIR/lib.sh
 . "$(dirname "$0")/lib.sh"
-t_setup
 t_need redis-cli redis-sentinel nft mariadb -- "Redis failover (redis-cli, redis-sentinel, nftables, mariadb)" ||
     t_done
 if [ "$(id -u)" != 0 ]; then
     t_skip "bench/fault failover --lag cuts one connection with nftables: root only"
     t_done
 fi
-"$T_ROOT/bench/stack" up --redis-replica --ledger >/dev/null ||
-    { echo "bench/stack up --redis-replica --ledger failed"; exit 1; }
-trap '"$T_ROOT/bench/stack" up --no-redis-replica --no-ledger >/dev/null' EXIT
-t_env
+t_setup --redis-replica --ledger
 APP0=${T_INSTANCES[0]} APP1=${T_INSTANCES[1]}
 S=200 R=1000 C=64
 t_ok "-n '${LOCKLAB_REDIS_SENTINEL:-}'" "the stack names its Sentinel (LOCKLAB_REDIS_SENTINEL=${LOCKLAB_REDIS_SENTINEL:-})"

@@ -14,18 +14,16 @@
 #   ensemble, B's node leads, A's check cannot confirm its node and refuses.
 #
 # The stack moves to namespaces (--netns, root only) with the ledger on for
-# this test, and back at the end; every backend restarts once each way.
+# this test (every backend restarts); the next test's t_setup moves it
+# back, which is why it runs last (tests/CMakeLists.txt).
 set -u
 T_NAME=partition
 . "$(dirname "$0")/lib.sh"
-t_setup
 if [ "$(id -u)" != 0 ]; then
     t_skip "network namespaces need root"
     t_done
 fi
-"$T_ROOT/bench/stack" up --netns --ledger >/dev/null || { echo "stack up --netns failed"; exit 1; }
-trap '"$T_ROOT/bench/stack" up --no-netns --no-ledger >/dev/null' EXIT
-t_env
+t_setup --netns --ledger
 APP0=${T_INSTANCES[0]} APP1=${T_INSTANCES[1]}
 PORT0=${APP0##*:}
 

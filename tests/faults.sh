@@ -30,11 +30,8 @@
 set -u
 T_NAME=faults
 . "$(dirname "$0")/lib.sh"
-t_setup
+t_setup --ledger
 t_need mariadb -- "the test's extra products (mariadb client)" || t_done
-"$T_ROOT/bench/stack" up --ledger >/dev/null || { echo "stack up --ledger failed"; exit 1; }
-trap '"$T_ROOT/bench/stack" up --no-ledger >/dev/null' EXIT
-t_env
 APP0=${T_INSTANCES[0]} APP1=${T_INSTANCES[1]}
 PORT0=${APP0##*:}
 
@@ -75,7 +72,10 @@ round() {
         PRODUCTS+=("$p:$s:$fence")
         p=$((p + 1))
     done
-    sleep 0.5
+    # Every A in instance 0 (then a moment for the lock: a round trip or
+    # two), before the pause.
+    t_until 30 in_flight "$APP0" "${#PRODUCTS[@]}" || t_log "not every A reached app:$PORT0"
+    sleep 0.3
     "$T_ROOT/bench/fault" pause "app:$PORT0" --for "$pause" >/dev/null &
     sleep 0.3
     for e in "${PRODUCTS[@]}"; do
@@ -88,12 +88,15 @@ round() {
 }
 
 result_of() { t_jq "$(cat "$1")" .result; }
+# shellcheck disable=SC2317 # run through t_until
+in_flight() { [ "$(t_curl "$1/stats" | jq -r .in_flight)" -ge "$2" ]; }
 
 echo "== a paused holder past its lease, with the fence: nothing lost"
 FENCED=""
+declare -A SERVICE     # strategy -> the lock service whose tokens fence it
 while IFS=$'\t' read -r name fenced fence; do
     [ "$fenced" = true ] || continue
-    if [ "$fence" = - ]; then FENCED+=" $name"; else FENCED+=" $name:fence"; fi
+    if [ "$fence" = - ]; then FENCED+=" $name"; else FENCED+=" $name:fence"; SERVICE[$name]=$fence; fi
 done < <(t_curl "$LOCKLAB_URL/locks" | jq -r '.strategies[] | [.name, .fenced, .fence // "-"] | @tsv')
 t_ok "$(wc -w <<< "$FENCED") -ge 10" "GET /locks names the strategies that claim to stay exact (${FENCED# })"
 declare -A REFUSED
@@ -130,8 +133,22 @@ for part in "${ALL_FENCED[*]:0:half}" "${ALL_FENCED[*]:half}"; do
     judge_fenced
 done
 # Where A's lease ran out in the pause and B sold meanwhile, A's late write
-# met a newer token: every lock service's fence must have refused one.
+# met a newer token: every lock service's fence must have refused one. An A
+# that got its lock only after the pause began (its request slow to reach
+# instance 0 on a loaded machine) is no stale holder: it sells after B, and
+# the stock and the ledger above say so. A service none of whose A's was
+# stale has its strategies staged again, twice at most: the refusal must
+# still be shown, the stage is what is retried.
 for svc in redis redisson zookeeper mysql etcd; do
+    for again in 1 2; do
+        [ -z "${REFUSED[$svc]:-}" ] || break
+        list=""
+        for s in "${!SERVICE[@]}"; do [ "${SERVICE[$s]}" = "$svc" ] && list+=" $s:fence"; done
+        [ -n "$list" ] || break
+        t_log "no $svc token refused a late write yet: staging${list} again ($again)"
+        round "${list# }" 7000
+        judge_fenced
+    done
     t_ok "'${REFUSED[$svc]:-0}' = 1" "a late write was refused by a $svc token"
 done
 

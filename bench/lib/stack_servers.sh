@@ -95,7 +95,7 @@ mysql_init() {
         log_tail "$log"
         die "mariadb-install-db failed"
     fi
-    rm -rf "$data"
+    rm -rf "$data" "$RUN/mysql/setup.sum"
     mv "$tmp" "$data"
 }
 
@@ -147,7 +147,7 @@ mysql_start() {
     fi
     port_free_or_die "$MYSQL_PORT" mariadb
     mysql_init
-    rm -f "$sock" "$(pid_file mysql)" "$RUN/mysql/setup.sum"
+    rm -f "$sock" "$(pid_file mysql)"
     ((EUID == 0)) && as_user=(--user=root)
     MYSQL_STARTED=$(spawn "$log" "${BACKEND_PRIO[@]}" mariadbd --no-defaults "${as_user[@]}" \
         --datadir="$RUN/mysql/data" \

@@ -19,7 +19,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
         cmake make gcc libc6-dev pkg-config \
         libmicrohttpd-dev libhiredis-dev libmariadb-dev \
-        libzookeeper-mt-dev libjansson-dev libcurl4-openssl-dev \
+        libzookeeper-mt-dev libjansson-dev libcurl4-openssl-dev libevent-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -30,6 +30,7 @@ FROM debian:bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
         libmicrohttpd12 libhiredis0.14 libmariadb3 libzookeeper-mt2 libjansson4 libcurl4 \
+        libevent-core-2.1-7 \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --no-create-home --shell /usr/sbin/nologin locklab
 COPY --from=build /build/locklab /usr/local/bin/locklab

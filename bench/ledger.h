@@ -2,7 +2,7 @@
  * final stock say about a run, whatever the strategies claimed.
  *
  * With --ledger, every sale an instance makes writes one row of db_ledger
- * in the same transaction as its stock write (sql/schema.sql, app/stock.c):
+ * in the same transaction as its stock write (sql/schema.sql, store/stock.c):
  * which product, which instance and slot, which strategy, the fencing
  * token if it had one, the count it read and the count it wrote, and its
  * critical section on CLOCK_MONOTONIC (the instances share one machine, so

@@ -81,11 +81,11 @@
 #define _GNU_SOURCE
 #endif
 #include "harness.h"
-#include "../app/db_pipe.h"
-#include "../locks/redis_stock.h"
 #include "limits_sync.h"
-#include "../app/util.h"
+#include "../clients/db_pipe.h"
+#include "../core/util.h"
 #include "../locks/etcd_private.h"
+#include "../locks/redis_stock.h"
 
 #include <errno.h>
 #include <hiredis/hiredis.h>
@@ -394,14 +394,14 @@ static int sale_plain(struct db *d, char *err)         /* SELECT + UPDATE */
 }
 
 /* As mysql-for-update does it (locks/mysql_for_update.c): the UPDATE and
- * the COMMIT go together, in one round trip (app/db_pipe.h). */
+ * the COMMIT go together, in one round trip (clients/db_pipe.h). */
 static int sale_for_update(struct db *d, char *err)
 {
     long long params[2];
     struct db_pipe_answer a[2];
     int rc;
 
-    /* As the server does (app/db.c): autocommit off once, so the SELECT
+    /* As the server does (clients/db.c): autocommit off once, so the SELECT
      * opens the transaction and BEGIN costs no round trip. */
     if (!d->manual && mysql_autocommit(d->conn, 0) != 0) {
         set_err(err, "mysql: autocommit off: %s", mysql_error(d->conn));

@@ -4,7 +4,7 @@
  * ZooKeeper, in this process, with no HTTP in between.
  *
  * It runs the server's own code: the operation's request goes through
- * app/request.c's request_sync() as GET /sync/<primitive>/<bench> with
+ * server/request.c's request_sync() as GET /sync/<primitive>/<bench> with
  * name=limits-<primitive> and the table's backend, and then sync_run() on a
  * worker context of its own, so the ceiling and the load differ in nothing
  * but HTTP, nginx and the other callers. Keys are the tables' `ceiling`s
@@ -16,10 +16,10 @@
  */
 #include "limits_sync.h"
 #include "harness.h"
-#include "../app/config.h"
-#include "../app/request.h"
-#include "../app/util.h"
+#include "../core/config.h"
+#include "../core/util.h"
 #include "../locks/lock.h"
+#include "../server/request.h"
 #include "../sync/sync.h"
 
 #include <stdio.h>

@@ -37,7 +37,7 @@
  * abandoned, never renewed again), up to a TTL of nobody selling.
  */
 #include "etcd_private.h"
-#include "../app/util.h"
+#include "../core/util.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -24,7 +24,8 @@
  * threaded server needs.
  */
 #include "etcd_private.h"
-#include "../app/util.h"
+#include "../core/util.h"
+#include "../core/wait.h"
 
 #include <curl/curl.h>
 #include <pthread.h>

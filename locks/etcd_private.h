@@ -25,7 +25,7 @@
 #define LOCKLAB_ETCD_PRIVATE_H
 
 #include "lock.h"
-#include "../app/config.h"
+#include "../core/config.h"
 
 #include <jansson.h>
 #include <stdint.h>

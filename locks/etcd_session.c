@@ -26,7 +26,7 @@
  * lease gone marks the session lost: the check then answers LL_LOST.
  */
 #include "etcd_private.h"
-#include "../app/util.h"
+#include "../core/util.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -23,7 +23,7 @@
  * still working, two holders sell at once for as long as that lasts. A
  * fencing token does not save it either: each layer issues its own
  * service's tokens (redisson, zookeeper, mysql), and tokens of two
- * services do not compare (app/stock.c lets such a write through).
+ * services do not compare (store/stock.c lets such a write through).
  *
  * What it measures (GET /stats "fallback", hybrid.h): acquisitions per
  * layer, the "switched" ones that went past a layer that was down, and the
@@ -31,8 +31,8 @@
  * on another layer — two holders at once, for certain. Overlaps across
  * instances only the ledger shows (--ledger, ll-check).
  */
-#include "hybrid_private.h"
 #include "hybrid.h"
+#include "hybrid_private.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -1,7 +1,7 @@
 /* hybrid_layer.c — running a strategy as a layer of a composite lock
  * (hybrid.c, fallback.c): see hybrid_private.h. */
 #include "hybrid_private.h"
-#include "../app/util.h"
+#include "../core/util.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * (Redis, else ZooKeeper, else the MySQL lock table).
  *
  * A composite runs other strategies' hooks as its layers, unchanged: it
- * points ctx->ops at the layer for the call, as stock_sell() points it at
+ * points ctx->ops at the layer for the call, as sale_run() points it at
  * the strategy it runs, so the layer's family finds its own table (its
  * conf, its holds) and nothing in the layer knows it is one. Each layer
  * keeps its own state in its family's slot of ctx; the composite keeps only

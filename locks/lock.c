@@ -1,47 +1,12 @@
-/* lock.c — what every strategy shares: error recording, deadlines, the
- * jittered spin interval and the holder's name. */
+/* lock.c — the jittered retry interval of the spinning strategies. */
 #include "lock.h"
-#include "../app/config.h"
-#include "../app/util.h"
-
-#include <stdarg.h>
-#include <stdio.h>
+#include "../core/config.h"
+#include "../core/util.h"
+#include "../core/wait.h"
 
 /* The spin interval doubles this many times: --retry-ms 2 grows to 64 ms,
  * so sixty waiters polling one lock do not starve its holder of CPU. */
 #define LOCK_BACKOFF_DOUBLINGS 5
-
-const char *ll_status_name(int status)
-{
-    static const char *const names[LL_STATUS_MAX] = {
-        [LL_OK] = "sold", [LL_SOLD_OUT] = "sold_out", [LL_TIMEOUT] = "lock_timeout",
-        [LL_UNAVAILABLE] = "unavailable", [LL_ERROR] = "error", [LL_BADREQ] = "bad_request",
-        [LL_UNKNOWN] = "unknown", [LL_FENCED] = "fenced", [LL_LOST] = "lock_lost",
-    };
-    return status >= 0 && status < LL_STATUS_MAX ? names[status] : "error";
-}
-
-int lock_error(struct lock_ctx *ctx, int status, const char *backend, const char *fmt, ...)
-{
-    va_list ap;
-
-    ctx->err = status;
-    ctx->backend = backend;
-    va_start(ap, fmt);
-    vsnprintf(ctx->errstr, sizeof ctx->errstr, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
-int lock_timeout(struct lock_ctx *ctx)
-{
-    return lock_error(ctx, LL_TIMEOUT, NULL, "lock not obtained within %d ms", ctx->wait_ms);
-}
-
-int64_t lock_time_left(const struct lock_ctx *ctx)
-{
-    return ctx->deadline_ms - now_ms();
-}
 
 int lock_backoff(struct lock_ctx *ctx)
 {
@@ -57,17 +22,3 @@ int lock_backoff(struct lock_ctx *ctx)
     return LL_OK;
 }
 
-void lock_owner(const struct lock_ctx *ctx, char *buf, int len)
-{
-    snprintf(buf, (size_t)len, "%s:%d", ctx->cfg->instance_id, ctx->slot);
-}
-
-int64_t lock_drift_us(int64_t lease_ms)
-{
-    return lease_ms * 10 + 2000;        /* 1 % of the lease, and 2 ms */
-}
-
-void lock_lease(struct lock_ctx *ctx, int64_t sent_us, int64_t lease_ms)
-{
-    ctx->lease_until_us = sent_us + lease_ms * 1000 - lock_drift_us(lease_ms);
-}

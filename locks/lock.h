@@ -5,15 +5,15 @@
  * locks/locks.def, the list that both locks/registry.c and the build read;
  * the table itself says everything else, down to the ceiling bench/compare
  * measures it against. The HTTP layer never knows which strategy it runs:
- * it finds the table with lock_find(name) and hands it to stock_sell()
- * (app/stock.c), which runs the seeds' checkAndLock() around it:
+ * it finds the table with lock_find(name) and hands it to sale_run()
+ * (server/sale.c), which runs the seeds' checkAndLock() around it:
  *
  *     acquire(key) × reentry; SELECT count; UPDATE count = read − 1;
  *     release(key) × reentry        (release runs on every path)
  *
  * Strategies that change the sale itself rather than guard it
  * (mysql-update, mysql-optimistic, mysql-for-update) set the `sell` hook
- * instead of acquire/release; stock_sell() calls it in their place.
+ * instead of acquire/release; sale_run() calls it in their place.
  * Callers go through the inline wrappers below (lock_acquire(),
  * lock_check(), lock_reset() …), never through the table, so an optional
  * hook left NULL is handled in one place. Strategies of one family that
@@ -21,40 +21,16 @@
  * parameters in the table's `conf` (the ZooKeeper queues, the MySQL row
  * queue's users).
  *
- * Every call gets a struct lock_ctx: one per worker slot (the "thread" of
- * the seeds' Java), owning that slot's backend connections, one typed slot
- * of state per family, and carrying the request's deadline, fault switches
- * and the error detail of the last failure (hiredis style: ctx->err +
- * ctx->errstr, set with lock_error()).
- *
- * Return codes are few and shared by every layer (SQLite/nginx style): busy
- * is not an error. app/http.c maps them to HTTP in one place.
+ * Every call gets a struct lock_ctx (core/ctx.h): the worker slot, its
+ * connections and the request's deadline, fault switches and last error.
  */
 #ifndef LOCKLAB_LOCK_H
 #define LOCKLAB_LOCK_H
 
+#include "../core/ctx.h"
+
 #include <stddef.h>
 #include <stdint.h>
-
-/* ---------------------------------------------------------------- codes */
-
-enum ll_status {
-    LL_OK = 0,          /* done: lock held / unit sold                       */
-    LL_SOLD_OUT,        /* the sale ran, there was nothing left to sell      */
-    LL_TIMEOUT,         /* lock not obtained before the deadline (busy)      */
-    LL_UNAVAILABLE,     /* a backend is down or unreachable: ctx->backend    */
-    LL_ERROR,           /* anything else; ctx->errstr says what              */
-    LL_BADREQ,          /* the request itself is wrong (unknown product …)   */
-    LL_UNKNOWN,         /* the statement that sells was sent and its answer
-                         * lost: the unit may or may not be sold             */
-    LL_FENCED,          /* the write carried a fencing token older than one
-                         * the row has seen: a stale holder, nothing sold    */
-    LL_LOST,            /* the lock was lost, or its lease may have run out,
-                         * before the write: nothing written                 */
-    LL_STATUS_MAX
-};
-
-const char *ll_status_name(int status);
 
 /* Properties shown by GET /locks and the README table. */
 #define LOCK_DISTRIBUTED  (1u << 0) /* excludes across instances          */
@@ -86,93 +62,6 @@ const char *ll_status_name(int status);
 #define LOCK_CEIL_REDIS_WATCH  "redis_watch"       /* WATCH … MULTI/EXEC, concurrent       */
 #define LOCK_CEIL_SERIAL_REDIS_STOCK "serial_redis_stock" /* SET NX PX, GET, MULTI/EXEC, Lua del */
 
-/* ---------------------------------------------------------------- context */
-
-struct config;
-struct db;
-struct product;
-struct lock_room;
-struct mysql_slot;      /* locks/mysql_queue.c */
-struct redis_set;       /* locks/redis_private.h */
-struct zk_slot;         /* locks/zk_client.c */
-struct etcd_slot;       /* locks/etcd_private.h */
-struct hybrid_slot;     /* locks/hybrid_private.h */
-struct order;           /* app/order.h: POST /order's purchase */
-
-#define LOCK_MAX_DEPTH 8    /* deepest re-entry a request may ask for */
-
-struct lock_ctx {
-    int                  slot;      /* worker slot number: the seeds' thread  */
-    const struct config *cfg;
-    struct db           *db;        /* this slot's MariaDB connection         */
-
-    /* Each family's state of this slot, one typed slot per family: made by
-     * the family's shared code at its first use, freed by its ctx_free
-     * hook, and looked into by nobody else. */
-    struct mysql_slot   *mysql;     /* its place in the row queues            */
-    struct redis_set    *redis;     /* Redis connections, the token it set    */
-    struct zk_slot      *zk;        /* the ZooKeeper locks it holds           */
-    struct etcd_slot    *etcd;      /* its etcd session and the lock it holds */
-    struct hybrid_slot  *hybrid;    /* which layer a composite lock took      */
-
-    /* The request being served. */
-    int64_t     deadline_ms;        /* monotonic; acquire gives up after it   */
-    int         wait_ms;            /* the wait that deadline came from       */
-    int         hold_ms;            /* fault: stretch the critical section    */
-    int         late_ms;            /* fault: a pause after the checks, just
-                                     * before the write (app/stock.c)         */
-    int         crash;              /* fault: _exit() while holding the lock  */
-    int         lose_answer;        /* fault: the sale's answer from MariaDB
-                                     * never arrives (app/db.c)               */
-    int         qty;                /* units this purchase takes: 1, or what
-                                     * POST /order's qty asks (all or none)   */
-    struct order *order;            /* POST /order's order, or NULL           */
-    unsigned    retries;            /* spins / optimistic retries this request*/
-    unsigned    backend_ops;        /* ZooKeeper/Redis round trips (stats)    */
-    unsigned    wakeups;            /* watch / pub-sub wake-ups (stats)       */
-    unsigned    deadlocks;          /* MariaDB's deadlock errors (1213) met
-                                     * by this request (app/db.c; stats)     */
-    int64_t     held_us;            /* the lock held, acquired to released;
-                                     * -1 when it never was (stats)           */
-    const struct lock_ops *ops;     /* the strategy it runs                   */
-    struct lock_room *room;         /* the waiting room it is in (lock_poll)  */
-
-    /* What the holder knows of the lock it holds, for the write (stock.c):
-     * the last moment its lease is sure to run (the acquire or the last
-     * renewal confirmed, plus the lease, less lock_drift_us()), its fencing
-     * token when the request asked for one, and when it got the lock. */
-    int         fence;              /* ?fence=1: write only with a token      */
-    int64_t     lease_until_us;     /* monotonic; 0: no lease that can end    */
-    long long   token;              /* the fencing token of this hold         */
-    const char *token_src;          /* the service that issued it, or NULL    */
-    int64_t     held_since_us;      /* monotonic: the lock held from (ledger) */
-
-    /* The last failure, hiredis style. */
-    int         err;                /* an ll_status, 0 when none              */
-    const char *backend;            /* "mysql", "redis 127.0.0.1:16379", …    */
-    char        errstr[160];
-};
-
-/* Record a failure on ctx and return `status`, so callers can write
- * `return lock_error(ctx, LL_UNAVAILABLE, "redis", "…%s", c->errstr);` */
-int lock_error(struct lock_ctx *ctx, int status, const char *backend,
-               const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-/* The deadline passed before the lock was obtained: records "lock not
- * obtained within <wait> ms" on ctx and returns LL_TIMEOUT. */
-int lock_timeout(struct lock_ctx *ctx);
-
-/* Lease honesty. A lease of lease_ms granted by a request sent at sent_us
- * (monotonic) is sure to run until sent_us + lease − drift, the drift
- * allowing for the two clocks' rates (Redlock's rule: 1 % of the lease and
- * 2 ms). lock_lease() records that end on ctx for the write to check; a
- * renewal records it again, a failed one does not. */
-int64_t lock_drift_us(int64_t lease_ms);
-void    lock_lease(struct lock_ctx *ctx, int64_t sent_us, int64_t lease_ms);
-
-/* Milliseconds left before the request's deadline (<= 0: none left). */
-int64_t lock_time_left(const struct lock_ctx *ctx);
-
 /* Sleep a jittered retry interval, never past the deadline: --retry-ms
  * ±50%, doubling with each retry of the request up to 32 times that
  * (exponential backoff, so polling waiters leave the holder room to work).
@@ -183,7 +72,7 @@ int lock_backoff(struct lock_ctx *ctx);
  * wait for this request's next try of `key`. Only one waiter per strategy
  * and key per process tries, every --retry-ms ±50 % or at once after a
  * release here. Counts a retry; LL_TIMEOUT when the deadline passed.
- * stock_sell() calls lock_poll_done() after every acquire (leave the
+ * sale_run() calls lock_poll_done() after every acquire (leave the
  * room) and lock_poll_released() after the last release of a key. */
 #define LOCK_KEY_MAX     64
 #define LOCK_POLL_STREAK 8   /* local wake-ups in a row, at most */
@@ -204,10 +93,6 @@ void lock_poll_done(struct lock_ctx *ctx);
 void lock_poll_released(const struct lock_ctx *ctx, const char *key);
 /* How many requests wait in the room of ops and key (for tests). */
 int  lock_poll_waiting(const struct lock_ops *ops, const char *key);
-
-/* A string naming this holder across the whole system: "<instance uuid>:<slot>".
- * Written into buf (at least 64 bytes). */
-void lock_owner(const struct lock_ctx *ctx, char *buf, int len);
 
 /* ---------------------------------------------------------------- the table */
 
@@ -276,7 +161,7 @@ static inline const char *lock_key_for(const struct lock_ops *ops, const char *p
 /* Callers run a strategy through these, never through its table, so each
  * optional hook's absence is handled here only (as Redis's connection.h
  * wraps a connection type's methods). They run ctx->ops, the strategy the
- * caller chose for ctx: stock_sell() sets it, as does POST /stock/reset
+ * caller chose for ctx: sale_run() sets it, as does POST /stock/reset
  * for each strategy it clears. */
 static inline int lock_acquire(struct lock_ctx *ctx, const char *key)
 {

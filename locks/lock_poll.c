@@ -35,14 +35,13 @@
  * a waiter back to lock_backoff()'s private timer.
  */
 #include "lock.h"
-#include "../app/config.h"
-#include "../app/util.h"
+#include "../core/config.h"
+#include "../core/util.h"
+#include "../core/wait.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <time.h>
 
 #define ROOMS            64
 
@@ -53,8 +52,8 @@ struct lock_room {
     struct lock_ctx *poller;    /* the one that tries, or NULL              */
     int              poked;     /* released here since the poller last tried */
     int              streak;    /* releases announced in a row              */
-    pthread_cond_t   poll_cv;   /* the poller sleeps here                   */
-    pthread_cond_t   queue_cv;  /* the others wait for their turn here      */
+    struct wait_cond poll_cv;   /* the poller sleeps here                   */
+    struct wait_cond queue_cv;  /* the others wait for their turn here      */
 };
 
 static struct lock_room rooms[ROOMS];
@@ -64,16 +63,12 @@ static atomic_int waiting;      /* users of every room: 0 spares a release the m
 
 static void rooms_init(void)
 {
-    pthread_condattr_t attr;
     int i;
 
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     for (i = 0; i < ROOMS; i++) {
-        pthread_cond_init(&rooms[i].poll_cv, &attr);
-        pthread_cond_init(&rooms[i].queue_cv, &attr);
+        wait_cond_init(&rooms[i].poll_cv);
+        wait_cond_init(&rooms[i].queue_cv);
     }
-    pthread_condattr_destroy(&attr);
 }
 
 static unsigned key_hash(const char *key)
@@ -107,17 +102,10 @@ static struct lock_room *room_find(const struct lock_ops *ops, const char *key, 
     return free_room;
 }
 
-static struct timespec at_us(int64_t us)
-{
-    struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
-    return ts;
-}
-
 int lock_poll(struct lock_ctx *ctx, const char *key)
 {
     int64_t deadline_us = ctx->deadline_ms * 1000, base_us, wake_us;
     struct lock_room *r;
-    struct timespec ts;
     int rc = LL_OK;
 
     pthread_once(&rooms_once, rooms_init);
@@ -131,9 +119,8 @@ int lock_poll(struct lock_ctx *ctx, const char *key)
         atomic_fetch_add(&waiting, 1);
         ctx->room = r;
     }
-    ts = at_us(deadline_us);
     while (r->poller != NULL && r->poller != ctx)       /* wait for my turn */
-        if (pthread_cond_timedwait(&r->queue_cv, &rooms_mu, &ts) == ETIMEDOUT)
+        if (!wait_cond_wait(&r->queue_cv, &rooms_mu, deadline_us))
             break;
     if (r->poller != NULL && r->poller != ctx) {
         rc = lock_timeout(ctx);
@@ -141,9 +128,9 @@ int lock_poll(struct lock_ctx *ctx, const char *key)
         r->poller = ctx;
         base_us = (int64_t)ctx->cfg->retry_ms * 1000;
         wake_us = now_us() + rand_range(base_us / 2, base_us + base_us / 2);
-        ts = at_us(wake_us < deadline_us ? wake_us : deadline_us);
         while (!r->poked)
-            if (pthread_cond_timedwait(&r->poll_cv, &rooms_mu, &ts) == ETIMEDOUT)
+            if (!wait_cond_wait(&r->poll_cv, &rooms_mu,
+                                wake_us < deadline_us ? wake_us : deadline_us))
                 break;
         if (r->poked)
             ctx->wakeups++;
@@ -166,7 +153,7 @@ void lock_poll_done(struct lock_ctx *ctx)
     pthread_mutex_lock(&rooms_mu);
     if (r->poller == ctx) {
         r->poller = NULL;
-        pthread_cond_signal(&r->queue_cv);      /* the next becomes the poller */
+        wait_cond_signal(&r->queue_cv);      /* the next becomes the poller */
     }
     r->users--;
     atomic_fetch_sub(&waiting, 1);
@@ -188,7 +175,7 @@ void lock_poll_released(const struct lock_ctx *ctx, const char *key)
     pthread_mutex_lock(&rooms_mu);
     if ((r = room_find(ctx->ops, key, 0)) != NULL && lock_poll_announce(&r->streak)) {
         r->poked = 1;
-        pthread_cond_signal(&r->poll_cv);
+        wait_cond_signal(&r->poll_cv);
     }
     pthread_mutex_unlock(&rooms_mu);
 }

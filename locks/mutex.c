@@ -1,61 +1,48 @@
 /* mutex.c — one process-wide lock: the seeds' `synchronized` and
  * ReentrantLock (seed 000 §1.4).
  *
- * A recursive pthread mutex, taken with a deadline. Within one instance
+ * A mutex of the wait layer (core/wait.h), taken with a deadline and
+ * re-entered by the slot that holds it. Within one instance
  * every sale is serialised and the count is exact; with three instances
  * behind nginx each has its own mutex, so sales on different instances
  * race exactly like `none` — the seeds' reason to need a distributed lock.
  * One mutex for every product, as `synchronized` on the service method.
  */
 #include "lock.h"
-#include "../app/config.h"
+#include "../core/config.h"
+#include "../core/wait.h"
 
-#include <errno.h>
-#include <pthread.h>
-#include <time.h>
+#include <stdatomic.h>
 
-static pthread_mutex_t mutex;
-static pthread_once_t mutex_once = PTHREAD_ONCE_INIT;
-
-static void mutex_init_once(void)
-{
-    pthread_mutexattr_t attr;
-
-    pthread_mutexattr_init(&attr);
-    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-    pthread_mutex_init(&mutex, &attr);
-    pthread_mutexattr_destroy(&attr);
-}
+/* The mutex, and who holds it how deep: re-entry is by the same slot,
+ * as a Java thread re-enters its own ReentrantLock. */
+static struct wait_mutex mutex = WAIT_MUTEX_INIT;
+static _Atomic(const struct lock_ctx *) owner;
+static int depth;
 
 static int mutex_acquire(struct lock_ctx *ctx, const char *key)
 {
-    int64_t left = lock_time_left(ctx);
-    struct timespec ts;
-    int rc;
-
     (void)key;
-    pthread_once(&mutex_once, mutex_init_once);
-    clock_gettime(CLOCK_REALTIME, &ts);
-    if (left < 0)
-        left = 0;
-    ts.tv_sec += left / 1000;
-    ts.tv_nsec += (left % 1000) * 1000000;
-    if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
+    if (atomic_load(&owner) == ctx) {
+        depth++;
+        return LL_OK;
     }
-    rc = pthread_mutex_timedlock(&mutex, &ts);
-    if (rc == ETIMEDOUT)
+    if (!wait_mutex_lock(&mutex, ctx->deadline_ms * 1000))
         return lock_timeout(ctx);
-    if (rc != 0)
-        return lock_error(ctx, LL_ERROR, NULL, "pthread_mutex_timedlock: error %d", rc);
+    atomic_store(&owner, ctx);
+    depth = 1;
     return LL_OK;
 }
 
 static int mutex_release(struct lock_ctx *ctx, const char *key)
 {
-    (void)ctx, (void)key;
-    pthread_mutex_unlock(&mutex);
+    (void)key;
+    if (atomic_load(&owner) != ctx)
+        return lock_error(ctx, LL_ERROR, NULL, "mutex released by a slot that does not hold it");
+    if (--depth == 0) {
+        atomic_store(&owner, NULL);
+        wait_mutex_unlock(&mutex);
+    }
     return LL_OK;
 }
 

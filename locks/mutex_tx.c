@@ -29,10 +29,11 @@
  * overlap, and a unit lost all the same.
  */
 #include "lock.h"
-#include "../app/config.h"
-#include "../app/db.h"
-#include "../app/stock.h"
-#include "../app/util.h"
+#include "../clients/db.h"
+#include "../core/config.h"
+#include "../core/util.h"
+#include "../core/wait.h"
+#include "../store/stock.h"
 
 extern const struct lock_ops lock_mutex;        /* mutex.c: its mutex and wait */
 

@@ -11,10 +11,10 @@
  * --lock-wait-ms; a timeout or deadlock answers lock_timeout). Every error
  * path rolls back. db_begin() opens the transaction the way Spring's
  * @Transactional does, by turning autocommit off (once per connection: see
- * app/db.c), so the transaction costs no round trip of its own.
+ * clients/db.c), so the transaction costs no round trip of its own.
  *
  * The UPDATE and the COMMIT leave together, in one round trip
- * (db_exec_commit(), app/db_pipe.h): MariaDB runs the COMMIT the moment the
+ * (db_exec_commit(), clients/db_pipe.h): MariaDB runs the COMMIT the moment the
  * UPDATE is done, so a sale costs two round trips and holds the row for
  * one, where the seeds' Java holds it for two. Measured through nginx with
  * 64 connections on the 2-core VM: 4.4-4.8k -> 4.9-5.3k sales/s. If MariaDB
@@ -44,10 +44,10 @@
  * MariaDB's context switches a sale 3.5 -> 2.4.
  */
 #include "mysql_private.h"
-#include "../app/config.h"
-#include "../app/util.h"
-#include "../app/db.h"
-#include "../app/stock.h"
+#include "../clients/db.h"
+#include "../core/config.h"
+#include "../core/util.h"
+#include "../store/stock.h"
 
 static const char sql_select[] = "SELECT count FROM db_stock WHERE id = ? FOR UPDATE";
 

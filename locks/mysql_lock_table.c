@@ -31,9 +31,9 @@
  * to the database it is protecting, which is why the seeds measured 20/s.
  */
 #include "lock.h"
-#include "../app/config.h"
-#include "../app/db.h"
-#include "../app/util.h"
+#include "../clients/db.h"
+#include "../core/config.h"
+#include "../core/util.h"
 
 #include <stdio.h>
 

@@ -18,7 +18,7 @@
  *
  * Each write carries the next read: the UPDATE and a SELECT of count and
  * version leave in one write and come back in one round trip
- * (db_exec_query(), app/db_pipe.h). A lost race then has the row as it is
+ * (db_exec_query(), clients/db_pipe.h). A lost race then has the row as it is
  * now in hand, and the next attempt costs one round trip instead of two.
  * A race here is lost only to another instance that sold (the queue lets
  * one attempt per instance at the row), so the first OPT_EAGER losses of
@@ -29,11 +29,12 @@
  * races a sale.
  */
 #include "lock.h"
-#include "../app/config.h"
-#include "../app/db.h"
-#include "../app/stock.h"
-#include "../app/util.h"
 #include "mysql_private.h"
+#include "../clients/db.h"
+#include "../core/config.h"
+#include "../core/util.h"
+#include "../core/wait.h"
+#include "../store/stock.h"
 
 #define OPT_BASE_US      200
 #define OPT_CAP_US       20000

@@ -36,15 +36,14 @@
  * shows batching as operations per sale below 1.
  */
 #include "mysql_private.h"
-#include "../app/config.h"
-#include "../app/db.h"
-#include "../app/stock.h"
-#include "../app/util.h"
+#include "../clients/db.h"
+#include "../core/config.h"
+#include "../core/util.h"
+#include "../core/wait.h"
+#include "../store/stock.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 
 #define QUEUES 64                   /* striped by row id */
 
@@ -53,8 +52,8 @@ enum { PENDING = -1 };
 /* A worker slot's part in the queues (ctx->mysql), made at its first
  * purchase and kept until the worker shuts down (mysql_queue_ctx_free()). */
 struct mysql_slot {
-    pthread_cond_t   wake;          /* its purchase waits here in line;
-                                     * CLOCK_MONOTONIC. It lives as long as
+    struct wait_cond wake;          /* its purchase waits here in line.
+                                     * It lives as long as
                                      * the slot, so a waker may signal it
                                      * after the queue's mutex is free, even
                                      * when the purchase it woke has gone */
@@ -100,15 +99,11 @@ static void queues_init(void)
 
 static struct mysql_slot *slot_of(struct lock_ctx *ctx)
 {
-    pthread_condattr_t attr;
     struct mysql_slot *s = ctx->mysql;
 
     if (s == NULL) {
         s = ctx->mysql = xcalloc(1, sizeof *s);
-        pthread_condattr_init(&attr);
-        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-        pthread_cond_init(&s->wake, &attr);
-        pthread_condattr_destroy(&attr);
+        wait_cond_init(&s->wake);
     }
     return s;
 }
@@ -117,7 +112,7 @@ void mysql_queue_ctx_free(struct lock_ctx *ctx)
 {
     if (ctx->mysql == NULL)
         return;
-    pthread_cond_destroy(&ctx->mysql->wake);
+    pthread_mutex_destroy(&ctx->mysql->wake.mu);
     free(ctx->mysql);
     ctx->mysql = NULL;
 }
@@ -256,7 +251,7 @@ static void run_batch(struct purchase **batch, int n, int *status)
 static void lead(struct queue *q, struct purchase *me, int max)
 {
     struct purchase *batch[MYSQL_QUEUE_MAX];
-    pthread_cond_t *wake[MYSQL_QUEUE_MAX + 1];
+    struct wait_cond *wake[MYSQL_QUEUE_MAX + 1];
     int status[MYSQL_QUEUE_MAX];
     int i, n, nwake = 0;
 
@@ -280,7 +275,7 @@ static void lead(struct queue *q, struct purchase *me, int max)
     }
     pthread_mutex_unlock(&q->lock);
     for (i = 0; i < nwake; i++)
-        pthread_cond_signal(wake[i]);
+        wait_cond_signal(wake[i]);
 }
 
 struct purchase *mysql_queue_claim(struct lock_ctx *ctx)
@@ -325,7 +320,7 @@ void mysql_queue_pass(struct lock_ctx *ctx, struct purchase *next, int began)
     }
     pthread_mutex_unlock(&q->lock);
     if (began)
-        pthread_cond_signal(&next->slot->wake);
+        wait_cond_signal(&next->slot->wake);
 }
 
 int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long *remaining)
@@ -336,7 +331,6 @@ int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long
     if (ctx->cfg->ledger)           /* a ledger row a sale: one sale a statement */
         max = 1;
     struct queue *q = queue_of(prod);
-    struct timespec ts = { ctx->deadline_ms / 1000, (ctx->deadline_ms % 1000) * 1000000 };
     struct mysql_slot *slot = slot_of(ctx);
     struct purchase me = { .ctx = ctx, .slot = slot, .prod = prod, .sell = conf->sell,
                            .remaining = -1, .status = PENDING };
@@ -356,14 +350,14 @@ int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long
             *remaining = me.remaining;
             return me.status;
         } else if (me.taken) {              /* answered soon, deadline or not */
-            pthread_cond_wait(&slot->wake, &q->lock);
-        } else if (pthread_cond_timedwait(&slot->wake, &q->lock, &ts) == ETIMEDOUT &&
+            wait_cond_wait(&slot->wake, &q->lock, WAIT_FOREVER);
+        } else if (!wait_cond_wait(&slot->wake, &q->lock, ctx->deadline_ms * 1000) &&
                  me.status == PENDING && !me.taken) {
             unlink_purchase(q, &me);        /* still in line: give up */
             me.status = lock_error(ctx, LL_TIMEOUT, NULL,
                                    "not at the row within %d ms", ctx->wait_ms);
             if (!q->busy && q->head)
-                pthread_cond_signal(&q->head->slot->wake);
+                wait_cond_signal(&q->head->slot->wake);
         }
     }
     pthread_mutex_unlock(&q->lock);

@@ -15,17 +15,17 @@
  * value (nobody could write while it held its S lock), so it writes
  * correctly. The victim's purchase begins again after lock_backoff()'s
  * jittered pause, within its wait, as a service would retry it. Every 1213
- * is counted (ctx->deadlocks, app/db.c): in the answer ("deadlocks"), in
+ * is counted (ctx->deadlocks, clients/db.c): in the answer ("deadlocks"), in
  * /stats and in the comparison. The count stays exact; the price is work
  * thrown away, a rollback and a retry per lost race, which grows with the
  * number of purchases reading the row at once. SELECT … FOR UPDATE
  * (mysql-for-update) takes the X lock at the read and has no such cycle.
  */
 #include "mysql_private.h"
-#include "../app/config.h"
-#include "../app/db.h"
-#include "../app/stock.h"
-#include "../app/util.h"
+#include "../clients/db.h"
+#include "../core/config.h"
+#include "../core/util.h"
+#include "../store/stock.h"
 
 static const char sql_select[] = "SELECT count FROM db_stock WHERE id = ? LOCK IN SHARE MODE";
 

@@ -24,9 +24,9 @@
  * (remaining is not reported), unless --ledger needs it for its row.
  */
 #include "mysql_private.h"
-#include "../app/config.h"
-#include "../app/db.h"
-#include "../app/stock.h"
+#include "../clients/db.h"
+#include "../core/config.h"
+#include "../store/stock.h"
 
 static const char sql_update[] =
     "UPDATE db_stock SET count = count - ? WHERE sku = ? AND stock_code = ? AND count >= ?";

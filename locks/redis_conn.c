@@ -20,7 +20,7 @@
  * the address given, is used.
  */
 #include "redis_private.h"
-#include "../app/util.h"
+#include "../core/util.h"
 
 #include <assert.h>
 #include <errno.h>

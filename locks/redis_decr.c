@@ -36,7 +36,7 @@
  * stack's: appendfsync everysec, docs/stack.md).
  */
 #include "redis_stock_private.h"
-#include "../app/util.h"
+#include "../core/util.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -19,13 +19,13 @@
  * reconciliation shows MariaDB one unit below Redis.
  */
 #include "redis_stock_private.h"
-#include "../app/util.h"
+#include "../core/util.h"
 
 /* The lock is redis-lua's, reached through its table (as SQLite builds a
  * locking style from another's methods): acquire and release only. */
 extern const struct lock_ops lock_redis_lua;
 
-static int lock_stock_sell(struct lock_ctx *ctx, const struct product *p,
+static int lock_sale_run(struct lock_ctx *ctx, const struct product *p,
                            long long *remaining)
 {
     struct rs_sale s;
@@ -46,7 +46,7 @@ static int lock_stock_sell(struct lock_ctx *ctx, const struct product *p,
         stock_hold(ctx);        /* fault: the window between GET and SET */
         rc = rs_write(ctx, &s, 1, &committed, remaining);
     }
-    /* As stock_sell(): a failed release after a sale stays a warning. */
+    /* As sale_run(): a failed release after a sale stays a warning. */
     if (rc == LL_OK || rc == LL_SOLD_OUT)
         ctx->err = 0;
     rrc = lock_redis_lua.release(ctx, p->key);
@@ -66,7 +66,7 @@ const struct lock_ops lock_redis_lock_stock = {
     .ceiling  = LOCK_CEIL_SERIAL_REDIS_STOCK,
     .stock    = "redis",
     .nofence  = "its write is a plain SET of stock:P in Redis, which checks no token: a stale holder's SET lands",
-    .sell     = lock_stock_sell,
+    .sell     = lock_sale_run,
     .reset    = redis_del_key,
     .ctx_free = redis_ctx_free,
 };

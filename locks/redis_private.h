@@ -27,8 +27,8 @@
 #define LOCKLAB_REDIS_PRIVATE_H
 
 #include "lock.h"
-#include "../app/config.h"
-#include "../app/util.h"
+#include "../core/config.h"
+#include "../core/util.h"
 
 #include <hiredis/hiredis.h>
 #include <stdint.h>

@@ -25,7 +25,8 @@
  * redis_sub_join() returns only once Redis confirmed the subscription.
  */
 #include "redis_private.h"
-#include "../app/util.h"
+#include "../core/util.h"
+#include "../core/wait.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -17,8 +17,8 @@
  * overwrote the counts they were sold from, as it does for MariaDB's.
  */
 #include "redis_stock_private.h"
-#include "../app/db.h"
-#include "../app/util.h"
+#include "../clients/db.h"
+#include "../core/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -46,8 +46,9 @@
  * MariaDB's count trails Redis's by about that, plus a transaction.
  */
 #include "redis_stock_private.h"
-#include "../app/db.h"
-#include "../app/util.h"
+#include "../clients/db.h"
+#include "../core/util.h"
+#include "../core/wait.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -8,8 +8,8 @@
 
 #include "redis_private.h"
 #include "redis_stock.h"
-#include "../app/order.h"
-#include "../app/stock.h"
+#include "../store/order.h"
+#include "../store/stock.h"
 
 #define RS_KEY_MAX 96
 

@@ -4,7 +4,7 @@
  *
  * The same protocol, methods and keys as redisson (redisson.c), the hash
  * named LOCK_KEY_ALL ("lock:all") whatever the product: the table's
- * lock_key, which stock_sell() hands to the hooks in place of lock:<P>. It
+ * lock_key, which sale_run() hands to the hooks in place of lock:<P>. It
  * is exact, and it excludes more than it must: sales of different products,
  * which touch different rows, wait for each other, so the whole shop sells
  * at the speed of one product's critical section. bench/compare --products

@@ -44,7 +44,7 @@
  * there is no fencing token for the storage to reject a stale writer.
  */
 #include "redis_private.h"
-#include "../app/util.h"
+#include "../core/util.h"
 
 #include <string.h>
 

@@ -35,8 +35,8 @@
  * the background.
  */
 #include "zk_private.h"
-#include "../app/config.h"
-#include "../app/util.h"
+#include "../core/config.h"
+#include "../core/util.h"
 
 #include <assert.h>
 #include <errno.h>

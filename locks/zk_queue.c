@@ -33,8 +33,8 @@
  * before returning, so a waiter that gives up never blocks the queue.
  */
 #include "zk_private.h"
-#include "../app/config.h"
-#include "../app/util.h"
+#include "../core/config.h"
+#include "../core/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

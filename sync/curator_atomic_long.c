@@ -20,7 +20,8 @@
  * write is conditional on the version it read, mutex or not.
  */
 #include "sync_private.h"
-#include "../app/util.h"
+#include "../core/util.h"
+#include "../core/wait.h"
 
 #include <limits.h>
 #include <string.h>

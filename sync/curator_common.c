@@ -29,7 +29,7 @@
  * lost session) deletes our node, so a waiter that leaves blocks nobody.
  */
 #include "sync_private.h"
-#include "../app/util.h"
+#include "../core/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

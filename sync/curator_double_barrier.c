@@ -21,7 +21,7 @@
  * enter at once.
  */
 #include "sync_private.h"
-#include "../app/util.h"
+#include "../core/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -17,7 +17,7 @@
  * Holds last ?hold_ms= and end with the release: there are no leases.
  */
 #include "sync_private.h"
-#include "../app/util.h"
+#include "../core/util.h"
 
 #include <string.h>
 

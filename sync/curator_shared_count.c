@@ -12,7 +12,7 @@
 #include "sync_private.h"
 
 #include <string.h>
-#include "../app/util.h"
+#include "../core/util.h"
 
 static void encode(long long v, char out[4])
 {

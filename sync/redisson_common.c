@@ -22,7 +22,7 @@
  * permits, all of them when a latch reaches zero.
  */
 #include "sync_private.h"
-#include "../app/config.h"
+#include "../core/config.h"
 
 #include <stdio.h>
 #include <stdlib.h>

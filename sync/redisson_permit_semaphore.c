@@ -19,7 +19,7 @@
  * the client's wall clock, as Redisson does (the flaw).
  */
 #include "sync_private.h"
-#include "../app/util.h"
+#include "../core/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

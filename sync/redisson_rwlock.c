@@ -41,7 +41,7 @@
  * ("读锁却不能进入写锁").
  */
 #include "sync_private.h"
-#include "../app/util.h"
+#include "../core/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,8 +9,9 @@
  * print System.currentTimeMillis()).
  */
 #include "sync_private.h"
-#include "../app/config.h"
-#include "../app/util.h"
+#include "../core/config.h"
+#include "../core/util.h"
+#include "../core/wait.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

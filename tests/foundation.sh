@@ -134,7 +134,7 @@ t_ok "$(t_stock) -eq 50" "stock untouched by bad requests"
 
 echo "== a sale whose answer is lost is unknown, and is never made twice"
 # ?lose_answer=1 shuts the read side of the instance's MariaDB socket just
-# before the statement that sells leaves (app/db.c): it reaches MariaDB and
+# before the statement that sells leaves (clients/db.c): it reaches MariaDB and
 # runs there, and its answer never arrives. The purchase must be answered
 # 500 "unknown", not 503 "unavailable"; where the statement commits by
 # itself (autocommit) the unit is gone; and the connection made afterwards
@@ -199,7 +199,7 @@ fi
 echo "== MariaDB stopped in the middle of a run"
 # Three loads at once: mysql-update's one statement, mysql-for-update's
 # transactions begun behind the last one's COMMIT and mysql-optimistic's
-# reads behind its writes (both pipelined, app/db_pipe.c) all lose the
+# reads behind its writes (both pipelined, clients/db_pipe.c) all lose the
 # server mid-exchange.
 t_reset 100000
 loaders=()

@@ -4,7 +4,7 @@
  *
  *     METHOD \n PATH[?QUERY] \n AUTHORIZATION \n FLAGS
  *
- * and it goes through what app/http.c does with what libmicrohttpd parsed:
+ * and it goes through what server/http.c does with what libmicrohttpd parsed:
  * request_unescape() on the path, request_begin() (route, method, admin
  * token), the query split on '&' and '=' with '+' as a space, each name and
  * value unescaped and handed to request_param(), request_params_done(),
@@ -26,11 +26,11 @@
  * main() (fuzz_main.c) that replays the seed corpus in tests/fuzz/ as a
  * unit test of every build.
  */
-#include "../app/config.h"
-#include "../app/order.h"
-#include "../app/request.h"
-#include "../app/stock.h"
+#include "../core/config.h"
 #include "../locks/lock.h"
+#include "../server/orders.h"
+#include "../server/request.h"
+#include "../store/stock.h"
 #include "../sync/sync.h"
 
 #include <jansson.h>

@@ -39,7 +39,7 @@
 #
 # With initial stock S, sold = number of 200 answers and final = the stock
 # after the run: oversold = max(0, sold − S), lost = sold − (S − final).
-# An answer "unknown" (500: the sale's answer was lost, app/db.c) may or may
+# An answer "unknown" (500: the sale's answer was lost, clients/db.c) may or may
 # not have sold: each one can make the true lost one less than L_lost and
 # the true oversold one more than L_oversold; t_exact asks for none.
 # Tests run with `set -u`; a failed assertion does not stop the script, so

@@ -1,4 +1,4 @@
-/* test_db_pipe.c — app/db_pipe.c against the stack's real MariaDB, over its
+/* test_db_pipe.c — clients/db_pipe.c against the stack's real MariaDB, over its
  * Unix socket and over TCP: two statements in one round trip, a failing
  * first statement, a killed connection, and libmariadb still in step with
  * the connection afterwards; a third statement behind the two, a query
@@ -9,8 +9,8 @@
  *
  *     set -a; . .run/stack.env; set +a; build/test_db_pipe
  */
-#include "../app/db_pipe.h"
 #include "check.h"
+#include "../clients/db_pipe.h"
 
 #include <errmsg.h>
 #include <mysql.h>

@@ -32,7 +32,7 @@
  * the file's, "+" the registry's); a table is a few dozen lines, so the
  * quadratic table costs nothing.
  */
-#include "../app/util.h"
+#include "../core/util.h"
 #include "../locks/lock.h"
 #include "../sync/sync.h"
 

@@ -327,7 +327,7 @@ STACK_NEEDS=(
     pkg:libc6-dev:libc6-dev
     pkg:libmicrohttpd-dev:libmicrohttpd-dev pkg:libhiredis-dev:libhiredis-dev
     pkg:libmariadb-dev:libmariadb-dev pkg:libzookeeper-mt-dev:libzookeeper-mt-dev
-    pkg:libjansson-dev:libjansson-dev
+    pkg:libjansson-dev:libjansson-dev pkg:libevent-dev:libevent-dev
     cmd:etcd:etcd-server cmd:etcdctl:etcd-client pkg:libcurl4-openssl-dev:libcurl4-openssl-dev
     cmd:prometheus:prometheus cmd:promtool:prometheus
     cmd:prometheus-mysqld-exporter:prometheus-mysqld-exporter

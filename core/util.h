@@ -16,7 +16,6 @@ void *xcalloc(size_t n, size_t size);
 
 int64_t now_ms(void);            /* CLOCK_MONOTONIC, milliseconds */
 int64_t now_us(void);            /* CLOCK_MONOTONIC, microseconds */
-void    sleep_us(int64_t us);
 
 /* A per-thread xorshift generator: cheap jitter without a shared lock. */
 uint64_t rand64(void);

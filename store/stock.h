@@ -1,8 +1,7 @@
-/* stock.h — the sale and the stock table.
+/* stock.h — the stock table: products and their counts in db_stock.
  *
- * stock_sell() is the seeds' StockService.checkAndLock(), with the lock
- * strategy as a parameter. The row is found by product code in warehouse
- * STOCK_WAREHOUSE ("001"), as in the seeds.
+ * A product's row is found by its code in warehouse STOCK_WAREHOUSE
+ * ("001"), as in the seeds. The sale that uses these is server/sale.h.
  */
 #ifndef LOCKLAB_STOCK_H
 #define LOCKLAB_STOCK_H
@@ -10,7 +9,6 @@
 #include <stdint.h>
 
 struct lock_ctx;
-struct lock_ops;
 
 #define STOCK_WAREHOUSE "001"
 #define STOCK_CODE_MAX  32
@@ -31,12 +29,6 @@ int stock_find(struct lock_ctx *ctx, const char *code, struct product *p);
 /* The products found so far (at most max, in the order they were first
  * found), copied into out: what GET /metrics reports the stock of. */
 int stock_products(struct product *out, int max);
-
-/* One purchase of one unit. `reentry` (1..LOCK_MAX_DEPTH) is how many
- * times the lock is taken, nested, as the seeds' reentrancy demo does.
- * On LL_OK *remaining is the count written. */
-int stock_sell(struct lock_ctx *ctx, const struct lock_ops *ops,
-               const struct product *p, int reentry, long long *remaining);
 
 /* The guarded strategies' two statements, exported for the strategies that
  * replace the sale but keep its shape; stock_read() also answers GET /stock. */
@@ -59,6 +51,15 @@ int stock_write_commit(struct lock_ctx *ctx, const struct product *p, long long 
  * (a query of p's id) opening the next transaction (db_exec_commit_next()). */
 int stock_write_commit_next(struct lock_ctx *ctx, const struct product *p, long long count,
                             const char *next_sql, int *next_sent);
+
+/* The guarded sale's write of read − ctx->qty, fenced (ctx->fence) or not:
+ * alone (autocommit), or with --ledger in one transaction with its ledger
+ * row. LL_OK, LL_FENCED, STOCK_MOVED (our token is still the newest, but
+ * the count moved since `read`: read again, at most STOCK_FENCED_TRIES
+ * times), or a failure. */
+#define STOCK_FENCED_TRIES 3
+#define STOCK_MOVED (-1)
+int stock_write_guarded(struct lock_ctx *ctx, const struct product *p, long long read);
 
 /* POST /stock/reset: the count, and the version back to 0. */
 int stock_set(struct lock_ctx *ctx, const struct product *p, long long count);

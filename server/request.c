@@ -10,11 +10,11 @@
  * is the answer: one status, one sentence, the parameter it is about.
  */
 #include "request.h"
-#include "config.h"
-#include "order.h"
-#include "stock.h"
-#include "util.h"
+#include "orders.h"
+#include "../core/config.h"
+#include "../core/util.h"
 #include "../locks/lock.h"
+#include "../store/stock.h"
 #include "../sync/sync.h"
 
 #include <limits.h>

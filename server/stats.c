@@ -10,7 +10,7 @@
  */
 #include "stats.h"
 #include "metrics.h"
-#include "util.h"
+#include "../core/util.h"
 #include "../locks/lock.h"
 
 #include <stdatomic.h>

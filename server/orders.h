@@ -1,4 +1,4 @@
-/* order.h — POST /order: a purchase with an order number (seed 002).
+/* orders.h — POST /order: a purchase with an order number (seed 002).
  *
  * An order is a purchase of qty units (all or none, seed 003) of one
  * product, under any strategy, named by its order number. One order number
@@ -22,36 +22,15 @@
  * An order number belongs to the store its first attempt sold from: its
  * copies are expected to name a strategy of the same stock.
  */
-#ifndef LOCKLAB_ORDER_H
-#define LOCKLAB_ORDER_H
+#ifndef LOCKLAB_ORDERS_H
+#define LOCKLAB_ORDERS_H
 
-#include "stock.h"
+#include "../store/order.h"
 
 #include <jansson.h>
 
 struct lock_ctx;
 struct lock_ops;
-
-#define ORDER_NO_MAX 64         /* order_no and user: [A-Za-z0-9_-], 1..64 */
-
-struct order {
-    /* What the request asks. */
-    const char *no;
-    const char *user;           /* NULL when none                         */
-    int         one_per_user;
-
-    /* What the order's store says, filled by the sale. */
-    int         ran;            /* this request's sale ran (a first attempt) */
-    int         replayed;       /* the order existed: first_* is its answer */
-    int         user_limit;     /* the user has another order of the product */
-    int         first_status;   /* LL_OK, LL_SOLD_OUT or LL_UNKNOWN        */
-    long long   first_remaining;/* -1 when not known                      */
-    long long   first_qty;
-    char        first_product[STOCK_CODE_MAX + 1];
-    char        other[ORDER_NO_MAX + 1];    /* user_limit: the user's order,
-                                             * when the store knows it    */
-    char        warning[256];   /* sold, but its record could not be written */
-};
 
 /* Is s an order number or user name ([A-Za-z0-9_-], 1..ORDER_NO_MAX)? */
 int order_name_valid(const char *s);
@@ -72,4 +51,4 @@ json_t *order_stats_json(void);
 void    order_stats_reset(void);
 void    order_count(const struct order *o, int status);
 
-#endif /* LOCKLAB_ORDER_H */
+#endif /* LOCKLAB_ORDERS_H */

@@ -1,24 +1,13 @@
-/* stock.c — the sale: the seeds' checkAndLock() around any lock strategy.
+/* stock.c — the stock table: products, and the statements that read and
+ * write db_stock, the ledger and the fenced write.
  *
- *     acquire × reentry                 (strategy)
- *     SELECT count FROM db_stock …      (autocommit, as MyBatis selectById)
- *     if count > 0:
- *         UPDATE db_stock SET count = <count read − 1> …   (updateById)
- *     release × reentry                 (strategy, on every path)
+ * The guarded sale (server/sale.c) writes the absolute value it read, not
+ * count - 1: that is what MyBatis's updateById does, and what makes a
+ * missing or broken lock lose updates and oversell — the lesson of the
+ * seeds.
  *
- * The UPDATE writes the absolute value read, not count - 1: that is what
- * MyBatis's updateById does, and what makes a missing or broken lock lose
- * updates and oversell — the lesson of the seeds. Strategies with a `sell`
- * hook replace this whole function (mysql-update's single statement …).
- *
- * Just before the write, the holder makes sure of what it holds: the
- * strategy's check hook (still ours?), then the lease (ctx->lease_until_us:
- * the last moment its lease is sure to run, from the acquire or the last
- * renewal confirmed; a lock whose lease may have ended is not written
- * under, LL_LOST). A check cannot close the window between itself and the
- * write — a holder paused right there writes late all the same — so with
- * ?fence=1 the write carries the hold's fencing token and the database
- * refuses a token older than one it has seen (LL_FENCED):
+ * With ?fence=1 the write carries the hold's fencing token and the
+ * database refuses a token older than one it has seen (LL_FENCED):
  *
  *     UPDATE db_stock SET count = ?, fence = ?, fence_by = ?
  *      WHERE id = ? AND (fence_by <> ? OR fence < ?) AND count = <read>
@@ -34,20 +23,20 @@
  * no token catches (the storage never saw B's token on B's read). Hence the
  * last condition, the count B read: when it no longer holds and B's token is
  * still the newest, an older holder's write landed between B's read and
- * B's write, and B reads again and writes again under its token (at most
- * STOCK_FENCED_TRIES times), checks and all. It costs nothing when the lock
- * excludes, as it does outside faults: the count is then the one read.
- * With --ledger the write and its db_ledger row (bench/ledger.h) commit in
- * one transaction.
+ * B's write: stock_write_guarded() answers STOCK_MOVED and the sale reads
+ * again. It costs nothing when the lock excludes, as it does outside
+ * faults: the count is then the one read. With --ledger the write and its
+ * db_ledger row (bench/ledger.h) commit in one transaction.
  *
  * Product codes are cached once found: rows are created by sql/seed.sql and
  * never deleted while the server runs.
  */
 #include "stock.h"
-#include "config.h"
-#include "db.h"
-#include "util.h"
-#include "../locks/lock.h"
+#include "../clients/db.h"
+#include "../core/config.h"
+#include "../core/ctx.h"
+#include "../core/util.h"
+#include "../core/wait.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -151,9 +140,6 @@ int stock_write(struct lock_ctx *ctx, const struct product *p, long long count)
     return db_exec(ctx, sql_write, NULL, "!ll", count, p->id);
 }
 
-#define STOCK_FENCED_TRIES 3
-#define STOCK_MOVED (-1)        /* write_fenced(): the count is not the one read */
-
 /* The fenced write (see the top): LL_OK, LL_FENCED, STOCK_MOVED (our token
  * is still the newest but the count moved since `read`), or a failure. */
 static int write_fenced(struct lock_ctx *ctx, const struct product *p, long long read,
@@ -188,7 +174,7 @@ int stock_ledger(struct lock_ctx *ctx, const struct product *p, long long read,
         "count_read, count_written, cs_start_us, cs_end_us) VALUES (?,?,?,?,?,?,?,?,?,?)";
 
     return db_exec(ctx, sql, NULL, "lslsslllll", p->id, ctx->cfg->name, (long long)ctx->slot,
-                   ctx->ops ? ctx->ops->name : "?", ctx->fence ? ctx->token_src : "",
+                   ctx->strategy ? ctx->strategy : "?", ctx->fence ? ctx->token_src : "",
                    ctx->fence ? ctx->token : 0LL, read, written, (long long)cs_start_us,
                    (long long)cs_end_us);
 }
@@ -205,9 +191,7 @@ int stock_ledger_commit(struct lock_ctx *ctx, const struct product *p, long long
     return db_commit_sale(ctx);
 }
 
-/* The guarded sale's write, fenced or not: alone (autocommit), or with
- * --ledger in one transaction with its ledger row. */
-static int write_sale(struct lock_ctx *ctx, const struct product *p, long long read)
+int stock_write_guarded(struct lock_ctx *ctx, const struct product *p, long long read)
 {
     const long long count = read - ctx->qty;
     int rc;
@@ -275,89 +259,3 @@ void stock_hold(struct lock_ctx *ctx)
         sleep_us((int64_t)ctx->hold_ms * 1000);
 }
 
-/* ---------------------------------------------------------------- the sale */
-
-static int sell_guarded(struct lock_ctx *ctx, const struct product *p, const char *key,
-                        long long *remaining)
-{
-    long long count;
-    int rc, tries = 0;
-
-again:
-    rc = stock_read(ctx, p, &count);
-    if (rc != LL_OK)
-        return rc;
-    if (count < ctx->qty)           /* qty units or none (seed 003) */
-        return LL_SOLD_OUT;
-    if (tries == 0)
-        stock_hold(ctx);    /* the window between read and write, stretched */
-    if ((rc = lock_check(ctx, key)) != LL_OK)
-        return rc;
-    if (ctx->lease_until_us && now_us() >= ctx->lease_until_us)
-        return lock_error(ctx, LL_LOST, NULL, "the lease on %s may have run out %lld ms "
-                          "ago: sale not written", key,
-                          (long long)(now_us() - ctx->lease_until_us) / 1000);
-    if (ctx->late_ms > 0 && tries == 0)     /* fault: a pause no check can see */
-        sleep_us((int64_t)ctx->late_ms * 1000);
-    rc = write_sale(ctx, p, count);
-    if (rc == STOCK_MOVED) {        /* an older holder's write landed after our read */
-        ctx->retries++;
-        if (++tries < STOCK_FENCED_TRIES)
-            goto again;
-        return lock_error(ctx, LL_FENCED, NULL, "%s token %lld is the newest, but older "
-                          "holders' writes changed the count %d times between its read and "
-                          "its write: nothing written", ctx->token_src, ctx->token, tries);
-    }
-    if (rc == LL_OK)
-        *remaining = count - ctx->qty;
-    return rc;
-}
-
-int stock_sell(struct lock_ctx *ctx, const struct lock_ops *ops,
-               const struct product *p, int reentry, long long *remaining)
-{
-    int held = 0, rc = LL_OK, rrc, why_saved = 0;
-    struct { int err; const char *backend; char errstr[sizeof ctx->errstr]; } why;
-    const char *key = lock_key_for(ops, p->key);
-    int64_t got = 0;
-
-    ctx->ops = ops;
-    if (lock_sells(ops))
-        return lock_sell(ctx, p, remaining);
-    while (held < reentry && rc == LL_OK) {
-        rc = lock_acquire(ctx, key);
-        lock_poll_done(ctx);
-        if (rc == LL_OK && held++ == 0)
-            ctx->held_since_us = got = now_us();
-    }
-    if (rc == LL_OK) {
-        if (ctx->crash) {       /* fault: the holder dies holding the lock */
-            fprintf(stderr, "locklab: crash requested while holding %s (%s)\n",
-                    key, ops->name);
-            _exit(3);
-        }
-        rc = sell_guarded(ctx, p, key, remaining);
-    }
-    /* Release on every path, innermost first. A failed release after a
-     * sale does not undo the sale: it stays on ctx->err, which the HTTP
-     * layer reports as a warning on the 200 answer. After a failure, the
-     * failure is the answer, whatever the release says. */
-    if (rc == LL_OK || rc == LL_SOLD_OUT)
-        ctx->err = 0;
-    else
-        why.err = ctx->err, why.backend = ctx->backend, why_saved = 1,
-        memcpy(why.errstr, ctx->errstr, sizeof why.errstr);
-    if (held > 0) {
-        while (held > 0) {
-            rrc = lock_release(ctx, key);
-            held--;
-            if (rrc != LL_OK && rc == LL_SOLD_OUT)
-                rc = rrc;
-        }
-        ctx->held_us = now_us() - got;
-        lock_poll_released(ctx, key);   /* wake this instance's poller */
-    }
-    if (why_saved)
-        lock_error(ctx, why.err, why.backend, "%s", why.errstr);
-    return rc;
-}

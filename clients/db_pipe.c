@@ -31,11 +31,12 @@
  */
 #define _POSIX_C_SOURCE 200809L     /* clock_gettime, for ll-limits too */
 #include "db_pipe.h"
+#include "../core/util.h"
+#include "../core/wait.h"
 
 #include <assert.h>
 #include <errmsg.h>
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -88,23 +89,17 @@ static long long ms_left(const struct timespec *deadline)
     return (deadline->tv_sec - now.tv_sec) * 1000 + (deadline->tv_nsec - now.tv_nsec) / 1000000;
 }
 
-/* Wait until fd is ready for `events`; 0, or -1 with errno (ETIMEDOUT). */
-static int wait_fd(int fd, short events, const struct timespec *deadline)
+/* Wait until fd is ready for `events` (core/wait.h: a coroutine parks, a
+ * thread polls); 0, or -1 with errno ETIMEDOUT. */
+static int pipe_wait(int fd, int events, const struct timespec *deadline)
 {
-    struct pollfd pfd = { .fd = fd, .events = events };
     long long left = ms_left(deadline);
-    int rc;
 
-    if (left <= 0) {
+    if (left <= 0 || wait_fd(fd, events, now_us() + left * 1000) == 0) {
         errno = ETIMEDOUT;
         return -1;
     }
-    do
-        rc = poll(&pfd, 1, (int)left);
-    while (rc < 0 && errno == EINTR);
-    if (rc == 0)
-        errno = ETIMEDOUT;
-    return rc > 0 ? 0 : -1;
+    return 0;
 }
 
 /* Write all of buf; *sent says whether any of it left (a statement that
@@ -120,7 +115,7 @@ static int send_all(int fd, const unsigned char *buf, size_t len, const struct t
             *sent = 1;
         } else if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
             return -1;
-        } else if (w < 0 && errno != EINTR && wait_fd(fd, POLLOUT, deadline) != 0) {
+        } else if (w < 0 && errno != EINTR && pipe_wait(fd, WAIT_WRITE, deadline) != 0) {
             return -1;
         }
     }
@@ -140,7 +135,7 @@ static int recv_until(int fd, unsigned char *buf, size_t *have, size_t want,
             return -1;
         } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
             return -1;
-        } else if (errno != EINTR && wait_fd(fd, POLLIN, deadline) != 0) {
+        } else if (errno != EINTR && pipe_wait(fd, WAIT_READ, deadline) != 0) {
             return -1;
         }
     }

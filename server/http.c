@@ -25,17 +25,19 @@
  * format (metrics.h), which names the instance in locklab_instance_info.
  */
 #include "http.h"
-#include "config.h"
 #include "metrics.h"
-#include "order.h"
+#include "orders.h"
 #include "pool.h"
 #include "request.h"
+#include "sale.h"
 #include "stats.h"
-#include "stock.h"
-#include "util.h"
+#include "../core/config.h"
+#include "../core/util.h"
+#include "../core/wait.h"
 #include "../locks/hybrid.h"
 #include "../locks/lock.h"
 #include "../locks/redis_stock.h"
+#include "../store/stock.h"
 #include "../sync/sync.h"
 
 #include <arpa/inet.h>
@@ -286,7 +288,7 @@ static enum MHD_Result sale(struct MHD_Connection *conn, struct request *r)
         return no_slot(conn);
     rc = stock_find(ctx, a.product, &prod);
     if (rc == LL_OK || rc == LL_SOLD_OUT)
-        rc = stock_sell(ctx, a.ops, &prod, a.reentry, &remaining);
+        rc = sale_run(ctx, a.ops, &prod, a.reentry, &remaining);
     release_failed = rc == LL_OK && ctx->err != 0;
 
     if (rc == LL_OK || rc == LL_SOLD_OUT) {
@@ -327,7 +329,7 @@ static enum MHD_Result route_sale(struct MHD_Connection *conn, struct request *r
     return in_flight(conn, r, sale);
 }
 
-/* POST /order: a purchase with an order number (app/order.h). Only a
+/* POST /order: a purchase with an order number (server/orders.h). Only a
  * first attempt's sale is counted under its strategy; a copy that got the
  * first answer again (replayed), a user's second order and a copy that
  * waited for a first attempt still selling are counted under "orders". */
@@ -563,8 +565,7 @@ static enum MHD_Result route_health(struct MHD_Connection *conn, struct request 
  * need a few slots per instance (ten semaphore callers over three
  * instances: four at most on one). */
 static pthread_mutex_t sync_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t sync_cv;
-static pthread_once_t sync_once = PTHREAD_ONCE_INIT;
+static struct wait_cond sync_cv = WAIT_COND_INIT;
 static int sync_in_flight;
 
 static int sync_cap(void)
@@ -572,26 +573,14 @@ static int sync_cap(void)
     return cfg->threads / 2 > 0 ? cfg->threads / 2 : 1;
 }
 
-static void sync_cv_init(void)
-{
-    pthread_condattr_t attr;
-
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&sync_cv, &attr);
-    pthread_condattr_destroy(&attr);
-}
-
 /* One of the synchronizers' places, waiting no later than deadline_ms. */
 static int sync_enter(int64_t deadline_ms)
 {
-    struct timespec ts = { deadline_ms / 1000, (deadline_ms % 1000) * 1000000 };
     int ok;
 
-    pthread_once(&sync_once, sync_cv_init);
     pthread_mutex_lock(&sync_mu);
     while (sync_in_flight >= sync_cap())
-        if (pthread_cond_timedwait(&sync_cv, &sync_mu, &ts) == ETIMEDOUT)
+        if (!wait_cond_wait(&sync_cv, &sync_mu, deadline_ms * 1000))
             break;
     if ((ok = sync_in_flight < sync_cap()))
         sync_in_flight++;
@@ -604,7 +593,7 @@ static void sync_leave(void)
     pthread_mutex_lock(&sync_mu);
     sync_in_flight--;
     pthread_mutex_unlock(&sync_mu);
-    pthread_cond_signal(&sync_cv);
+    wait_cond_signal(&sync_cv);
 }
 
 static enum MHD_Result route_sync(struct MHD_Connection *conn, struct request *r)

@@ -10,30 +10,24 @@
  * so the busiest connections stay warm.
  */
 #include "pool.h"
-#include "config.h"
-#include "db.h"
-#include "util.h"
+#include "../clients/db.h"
+#include "../core/config.h"
+#include "../core/util.h"
+#include "../core/wait.h"
 #include "../locks/lock.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <pthread.h>
-#include <time.h>
 
 static struct lock_ctx *slots;
 static struct lock_ctx **free_stack;
 static int nslots, nfree, nwaiting;
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t pool_cond;
+static struct wait_cond pool_cond = WAIT_COND_INIT;
 
 void pool_init(const struct config *cfg)
 {
-    pthread_condattr_t attr;
     int i;
-
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&pool_cond, &attr);
 
     nslots = cfg->threads;
     slots = xcalloc((size_t)nslots, sizeof *slots);
@@ -45,7 +39,6 @@ void pool_init(const struct config *cfg)
         free_stack[nslots - 1 - i] = &slots[i];
     }
     nfree = nslots;
-    pthread_condattr_destroy(&attr);
 }
 
 void pool_free(void)
@@ -65,15 +58,14 @@ void pool_free(void)
 struct lock_ctx *pool_get(int64_t deadline_ms)
 {
     struct lock_ctx *ctx = NULL;
-    struct timespec ts = { deadline_ms / 1000, (deadline_ms % 1000) * 1000000 };
 
     pthread_mutex_lock(&pool_lock);
     while (nfree == 0) {
-        int rc;
+        int signalled;
         nwaiting++;
-        rc = pthread_cond_timedwait(&pool_cond, &pool_lock, &ts);
+        signalled = wait_cond_wait(&pool_cond, &pool_lock, deadline_ms * 1000);
         nwaiting--;
-        if (rc == ETIMEDOUT)
+        if (!signalled)
             break;
     }
     if (nfree > 0)
@@ -93,5 +85,5 @@ void pool_put(struct lock_ctx *ctx)
     waiting = nwaiting;
     pthread_mutex_unlock(&pool_lock);
     if (waiting)
-        pthread_cond_signal(&pool_cond);
+        wait_cond_signal(&pool_cond);
 }

@@ -19,12 +19,19 @@
  * COMMIT in one round trip (db_pipe.c); db_exec_commit_next() sends the next
  * transaction's first statement in the same round trip, and leaves its
  * answer pending on the connection for db_exec_pending().
+ *
+ * Nothing here blocks: every call that talks to the server is libmariadb's
+ * non-blocking version (MYSQL_OPT_NONBLOCK, X_start and X_cont), and whatever
+ * it waits for — the socket, its read/write timeout — it waits for through
+ * core/wait.h. On a loop that parks the slot's coroutine, in a plain
+ * thread it blocks the thread, as libmariadb's blocking calls would.
  */
 #include "db.h"
 #include "db_pipe.h"
-#include "config.h"
-#include "util.h"
-#include "../locks/lock.h"
+#include "../core/config.h"
+#include "../core/ctx.h"
+#include "../core/util.h"
+#include "../core/wait.h"
 
 #include <errmsg.h>
 #include <mysql.h>
@@ -68,6 +75,100 @@ struct db {
     struct db_stmt  stmts[DB_MAX_STMTS];
 };
 
+/* ---------------------------------------------------------------- non-blocking calls */
+
+/* Wait for what libmariadb asked for (MYSQL_WAIT_*): what came of it. */
+static int db_wait(MYSQL *m, int asked)
+{
+    int events = (asked & MYSQL_WAIT_READ ? WAIT_READ : 0) |
+                 (asked & MYSQL_WAIT_WRITE ? WAIT_WRITE : 0);
+    int64_t deadline = asked & MYSQL_WAIT_TIMEOUT ?
+        now_us() + (int64_t)mysql_get_timeout_value_ms(m) * 1000 : WAIT_FOREVER;
+    int got;
+
+    if (events == 0) {
+        wait_until(deadline);
+        return MYSQL_WAIT_TIMEOUT;
+    }
+    got = wait_fd((int)mysql_get_socket(m), events, deadline);
+    if (got == 0)
+        return MYSQL_WAIT_TIMEOUT;
+    return (got & WAIT_READ ? MYSQL_WAIT_READ : 0) | (got & WAIT_WRITE ? MYSQL_WAIT_WRITE : 0);
+}
+
+/* nb_X(): libmariadb's X, its waits through the wait layer: X_start(),
+ * then X_cont() with what came of each wait it asks for, until done. */
+#define DB_RUN(m, start, cont_call)                                      \
+    do {                                                                      \
+        int st_ = (start);                                                    \
+        while (st_)                                                           \
+            st_ = cont_call(db_wait((m), st_));                               \
+    } while (0)
+
+static MYSQL *nb_connect(MYSQL *m, const char *host, const char *user, const char *pw,
+                         const char *dbname, unsigned port, const char *sock)
+{
+    MYSQL *ret;
+#define CONT(w) mysql_real_connect_cont(&ret, m, w)
+    DB_RUN(m, mysql_real_connect_start(&ret, m, host, user, pw, dbname, port, sock, 0),
+           CONT);
+#undef CONT
+    return ret;
+}
+
+static int nb_ping(MYSQL *m)
+{
+    int ret;
+#define CONT(w) mysql_ping_cont(&ret, m, w)
+    DB_RUN(m, mysql_ping_start(&ret, m), CONT);
+#undef CONT
+    return ret;
+}
+
+static void nb_close(MYSQL *m)
+{
+#define CONT(w) mysql_close_cont(m, w)
+    DB_RUN(m, mysql_close_start(m), CONT);
+#undef CONT
+}
+
+static int nb_prepare(MYSQL *m, MYSQL_STMT *stmt, const char *sql, unsigned long len)
+{
+    int ret;
+#define CONT(w) mysql_stmt_prepare_cont(&ret, stmt, w)
+    DB_RUN(m, mysql_stmt_prepare_start(&ret, stmt, sql, len), CONT);
+#undef CONT
+    return ret;
+}
+
+static int nb_execute(MYSQL *m, MYSQL_STMT *stmt)
+{
+    int ret;
+#define CONT(w) mysql_stmt_execute_cont(&ret, stmt, w)
+    DB_RUN(m, mysql_stmt_execute_start(&ret, stmt), CONT);
+#undef CONT
+    return ret;
+}
+
+static int nb_fetch(MYSQL *m, MYSQL_STMT *stmt)
+{
+    int ret;
+#define CONT(w) mysql_stmt_fetch_cont(&ret, stmt, w)
+    DB_RUN(m, mysql_stmt_fetch_start(&ret, stmt), CONT);
+#undef CONT
+    return ret;
+}
+
+static void nb_stmt_close(MYSQL *m, MYSQL_STMT *stmt)
+{
+    my_bool ret;
+#define CONT(w) mysql_stmt_close_cont(&ret, stmt, w)
+    DB_RUN(m, mysql_stmt_close_start(&ret, stmt), CONT);
+#undef CONT
+}
+
+/* ---------------------------------------------------------------- connections */
+
 struct db *db_new(const struct config *cfg)
 {
     struct db *db = xcalloc(1, sizeof *db);
@@ -84,10 +185,10 @@ static void db_disconnect(struct db *db)
     int i;
     db->pending = NULL;         /* a closed connection answers nothing */
     for (i = 0; i < db->nstmts; i++)
-        mysql_stmt_close(db->stmts[i].stmt);
+        nb_stmt_close(db->conn, db->stmts[i].stmt);
     db->nstmts = 0;
     if (db->conn)
-        mysql_close(db->conn);
+        nb_close(db->conn);
     db->conn = NULL;
     db->manual = 0;             /* a new connection starts in autocommit */
 }
@@ -160,7 +261,7 @@ static int db_fail_sale(struct lock_ctx *ctx, unsigned err, const char *error, c
     return status;
 }
 
-/* The fault ?lose_answer=1 (app/http.c): the answer to the statement that
+/* The fault ?lose_answer=1 (server/http.c): the answer to the statement that
  * sells never arrives. Shutting the read side of the socket before the
  * statement leaves lets it reach the server and run there, while the read
  * of its answer ends at once at end-of-file, as if the connection had
@@ -186,10 +287,10 @@ static int db_set_lock_wait(MYSQL *conn, long long seconds)
     memset(&b, 0, sizeof b);
     b.buffer_type = MYSQL_TYPE_LONGLONG;
     b.buffer = &seconds;
-    if (mysql_stmt_prepare(stmt, sql, sizeof sql - 1) == 0 &&
-        mysql_stmt_bind_param(stmt, &b) == 0 && mysql_stmt_execute(stmt) == 0)
+    if (nb_prepare(conn, stmt, sql, sizeof sql - 1) == 0 &&
+        mysql_stmt_bind_param(stmt, &b) == 0 && nb_execute(conn, stmt) == 0)
         rc = 0;
-    mysql_stmt_close(stmt);
+    nb_stmt_close(conn, stmt);
     return rc;
 }
 
@@ -212,7 +313,7 @@ static int db_connect(struct lock_ctx *ctx)
         unsigned epoch = atomic_load(&db_epoch);
         if (db->epoch == epoch)
             return LL_OK;
-        if (mysql_ping(db->conn) == 0) {
+        if (nb_ping(db->conn) == 0) {
             db->epoch = epoch;
             return LL_OK;
         }
@@ -231,10 +332,11 @@ static int db_connect(struct lock_ctx *ctx)
     mysql_options(db->conn, MYSQL_OPT_READ_TIMEOUT, &rw_timeout);
     mysql_options(db->conn, MYSQL_OPT_WRITE_TIMEOUT, &rw_timeout);
     mysql_options(db->conn, MYSQL_OPT_RECONNECT, &off);
+    mysql_options(db->conn, MYSQL_OPT_NONBLOCK, 0);
     /* With a socket, libmariadb takes host "localhost" to mean: use it. */
-    if (!mysql_real_connect(db->conn, cfg->mysql_socket ? "localhost" : cfg->mysql_host,
-                            cfg->mysql_user, cfg->mysql_password, cfg->mysql_db,
-                            (unsigned)cfg->mysql_port, cfg->mysql_socket, 0)) {
+    if (!nb_connect(db->conn, cfg->mysql_socket ? "localhost" : cfg->mysql_host,
+                    cfg->mysql_user, cfg->mysql_password, cfg->mysql_db,
+                    (unsigned)cfg->mysql_port, cfg->mysql_socket)) {
         unsigned err = mysql_errno(db->conn);
         char msg[128];
         strlcopy(msg, mysql_error(db->conn), sizeof msg);
@@ -269,9 +371,9 @@ static MYSQL_STMT *db_stmt(struct lock_ctx *ctx, const char *sql, int *status)
         *status = db_fail(ctx, mysql_errno(db->conn), mysql_error(db->conn), "prepare");
         return NULL;
     }
-    if (mysql_stmt_prepare(stmt, sql, strlen(sql)) != 0) {
+    if (nb_prepare(db->conn, stmt, sql, strlen(sql)) != 0) {
         *status = db_fail(ctx, mysql_stmt_errno(stmt), mysql_stmt_error(stmt), "prepare");
-        mysql_stmt_close(stmt);
+        nb_stmt_close(db->conn, stmt);
         return NULL;
     }
     db->stmts[db->nstmts].sql = sql;
@@ -355,7 +457,7 @@ int db_exec(struct lock_ctx *ctx, const char *sql, long long *rows, const char *
         return db_fail(ctx, mysql_stmt_errno(stmt), mysql_stmt_error(stmt), "bind");
     if (sells)
         db_fault_lose_answer(ctx);
-    if (mysql_stmt_execute(stmt))
+    if (nb_execute(ctx->db->conn, stmt))
         return (sells ? db_fail_sale : db_fail)(ctx, mysql_stmt_errno(stmt),
                                                 mysql_stmt_error(stmt), "execute");
     if (mysql_stmt_field_count(stmt) == 0) {
@@ -366,7 +468,7 @@ int db_exec(struct lock_ctx *ctx, const char *sql, long long *rows, const char *
     if (nout && mysql_stmt_bind_result(stmt, out))
         return db_fail(ctx, mysql_stmt_errno(stmt), mysql_stmt_error(stmt), "bind result");
     /* Read the whole (one-row) result so the connection is ready again. */
-    while ((rc = mysql_stmt_fetch(stmt)) == 0 || rc == MYSQL_DATA_TRUNCATED)
+    while ((rc = nb_fetch(ctx->db->conn, stmt)) == 0 || rc == MYSQL_DATA_TRUNCATED)
         found = 1;
     if (rc != MYSQL_NO_DATA)
         return db_fail(ctx, mysql_stmt_errno(stmt), mysql_stmt_error(stmt), "fetch");
@@ -394,7 +496,7 @@ int db_exec_ints(struct lock_ctx *ctx, const char *sql, long long *rows,
     }
     if (n && mysql_stmt_bind_param(stmt, in))
         status = db_fail(ctx, mysql_stmt_errno(stmt), mysql_stmt_error(stmt), "bind");
-    else if (mysql_stmt_execute(stmt))
+    else if (nb_execute(ctx->db->conn, stmt))
         status = db_fail(ctx, mysql_stmt_errno(stmt), mysql_stmt_error(stmt), "execute");
     else if (rows)
         *rows = (long long)mysql_stmt_affected_rows(stmt);

@@ -7,7 +7,6 @@
  */
 #include "config.h"
 #include "util.h"
-#include "../locks/lock.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -231,10 +230,6 @@ int config_parse(struct config *cfg, int argc, char **argv, char *err, int errle
                              CONFIG_MAX_SERVERS) <= 0) {
         snprintf(err, errlen, "--etcd: '%s' is not host:port[,host:port...] (at most %d)",
                  cfg->etcd, CONFIG_MAX_SERVERS);
-        return -1;
-    }
-    if (lock_find(cfg->lock) == NULL) {
-        snprintf(err, errlen, "--lock: unknown strategy '%s' (GET /locks lists them)", cfg->lock);
         return -1;
     }
     if (cfg->name == NULL) {

@@ -10,11 +10,12 @@
  * while it reads share its next round.
  */
 #include "metrics.h"
-#include "config.h"
-#include "db.h"
-#include "stock.h"
-#include "util.h"
+#include "../clients/db.h"
+#include "../core/config.h"
+#include "../core/util.h"
+#include "../core/wait.h"
 #include "../locks/lock.h"
+#include "../store/stock.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -201,14 +202,13 @@ struct stock_count {
 
 static struct {
     pthread_mutex_t    mu;
-    pthread_cond_t     cv;          /* CLOCK_MONOTONIC; both sides wait on it */
-    pthread_t          thread;
-    int                running, stop;
+    struct wait_cond   cv;          /* both sides wait on it */
+    int                running, stop, exited;
     unsigned long      asked, done; /* rounds asked for, the last one finished */
     int                n;           /* the last round's counts */
     struct stock_count last[METRICS_STOCK_MAX];
     struct lock_ctx    ctx;         /* its own connection, no worker slot's */
-} reader = { .mu = PTHREAD_MUTEX_INITIALIZER };
+} reader = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = WAIT_COND_INIT };
 
 /* One round: the seeds' product (request.c's default), then every product
  * found so far; a product whose read fails is left out. */
@@ -230,7 +230,8 @@ static int read_round(struct stock_count *out)
     return got;
 }
 
-static void *reader_main(void *arg)
+/* The reader: a background task (core/wait.h), one round per ask. */
+static void reader_main(void *arg)
 {
     struct stock_count fresh[METRICS_STOCK_MAX];
     unsigned long round;
@@ -240,7 +241,7 @@ static void *reader_main(void *arg)
     pthread_mutex_lock(&reader.mu);
     while (!reader.stop) {
         if (reader.done == reader.asked) {
-            pthread_cond_wait(&reader.cv, &reader.mu);
+            wait_cond_wait(&reader.cv, &reader.mu, WAIT_FOREVER);
             continue;
         }
         round = reader.asked;
@@ -250,30 +251,21 @@ static void *reader_main(void *arg)
         memcpy(reader.last, fresh, (size_t)n * sizeof fresh[0]);
         reader.n = n;
         reader.done = round;
-        pthread_cond_broadcast(&reader.cv);
+        wait_cond_broadcast(&reader.cv);
     }
+    reader.exited = 1;
+    wait_cond_broadcast(&reader.cv);
     pthread_mutex_unlock(&reader.mu);
-    return NULL;
 }
 
 void metrics_start(const struct config *cfg)
 {
-    pthread_condattr_t attr;
-
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&reader.cv, &attr);
-    pthread_condattr_destroy(&attr);
     reader.ctx.slot = -1;
     reader.ctx.cfg = cfg;
     reader.ctx.db = db_new(cfg);
     reader.ctx.held_us = -1;
-    if (pthread_create(&reader.thread, NULL, reader_main, NULL) != 0) {
-        fprintf(stderr, "locklab: %s: no stock reader thread: GET /metrics shows no stock\n",
-                cfg->name);
-        return;
-    }
     reader.running = 1;
+    task_background("ll-metrics", reader_main, NULL);
 }
 
 void metrics_stop(void)
@@ -282,9 +274,10 @@ void metrics_stop(void)
         return;
     pthread_mutex_lock(&reader.mu);
     reader.stop = 1;
-    pthread_cond_broadcast(&reader.cv);
+    wait_cond_broadcast(&reader.cv);
+    while (!reader.exited)
+        wait_cond_wait(&reader.cv, &reader.mu, WAIT_FOREVER);
     pthread_mutex_unlock(&reader.mu);
-    pthread_join(reader.thread, NULL);
     reader.running = 0;
     db_free(reader.ctx.db);
 }
@@ -292,8 +285,7 @@ void metrics_stop(void)
 void metrics_stock(struct metrics *m)
 {
     struct stock_count counts[METRICS_STOCK_MAX];
-    int64_t deadline = now_ms() + METRICS_STOCK_WAIT_MS;
-    struct timespec ts = { deadline / 1000, (deadline % 1000) * 1000000 };
+    int64_t deadline_us = now_us() + METRICS_STOCK_WAIT_MS * 1000;
     unsigned long round;
     char labels[64];
     int i, n = 0;
@@ -301,9 +293,9 @@ void metrics_stock(struct metrics *m)
     if (reader.running) {
         pthread_mutex_lock(&reader.mu);
         round = ++reader.asked;
-        pthread_cond_broadcast(&reader.cv);
+        wait_cond_broadcast(&reader.cv);
         while (reader.done < round)
-            if (pthread_cond_timedwait(&reader.cv, &reader.mu, &ts) == ETIMEDOUT)
+            if (!wait_cond_wait(&reader.cv, &reader.mu, deadline_us))
                 break;
         if (reader.done >= round) {
             n = reader.n;

@@ -44,13 +44,6 @@ int64_t now_ms(void)
     return now_us() / 1000;
 }
 
-void sleep_us(int64_t us)
-{
-    struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
-    while (us > 0 && nanosleep(&ts, &ts) == -1 && errno == EINTR)
-        ;
-}
-
 static _Thread_local uint64_t rand_state;
 
 uint64_t rand64(void)

@@ -8,11 +8,11 @@
  * stops it before anything starts. The main thread only waits for
  * SIGINT/SIGTERM.
  */
-#include "config.h"
 #include "http.h"
 #include "metrics.h"
 #include "pool.h"
 #include "stats.h"
+#include "../core/config.h"
 #include "../locks/lock.h"
 #include "../locks/redis_stock.h"
 #include "../sync/sync.h"
@@ -79,6 +79,11 @@ int main(int argc, char **argv)
     }
     if (rc != 0) {
         fprintf(stderr, "locklab: %s\n", err);
+        return 2;
+    }
+    if (lock_find(cfg.lock) == NULL) {
+        fprintf(stderr, "locklab: --lock: unknown strategy '%s' (GET /locks lists them)\n",
+                cfg.lock);
         return 2;
     }
 

@@ -7,7 +7,7 @@
  *       duplicate → the order exists: SELECT its state; pending → its
  *                   first attempt is still selling: wait (lock_backoff)
  *                   until it is done or the request's wait is over
- *       else      → stock_sell() with ctx->qty units, then the outcome:
+ *       else      → sale_run() with ctx->qty units, then the outcome:
  *                   UPDATE db_order SET state = 'sold' | 'sold_out' |
  *                   'unknown', or DELETE the claim when nothing was sold
  *                   for certain (lock_timeout, unavailable, error)
@@ -23,12 +23,13 @@
  * order (ctx->order), and this file only turns what it found into the
  * answer.
  */
-#include "order.h"
-#include "config.h"
-#include "db.h"
-#include "stock.h"
-#include "util.h"
+#include "orders.h"
+#include "sale.h"
+#include "../clients/db.h"
+#include "../core/config.h"
+#include "../core/util.h"
 #include "../locks/lock.h"
+#include "../store/stock.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -156,11 +157,11 @@ int order_place(struct lock_ctx *ctx, const struct lock_ops *ops, const struct p
         rc = claim(ctx, ops, p, o, &claimed);
         if (rc == LL_OK && claimed) {
             o->ran = 1;
-            rc = stock_sell(ctx, ops, p, 1, remaining);
+            rc = sale_run(ctx, ops, p, 1, remaining);
             record(ctx, o, rc, *remaining);
         }
     } else {                                /* the strategy's store records it */
-        rc = stock_sell(ctx, ops, p, 1, remaining);
+        rc = sale_run(ctx, ops, p, 1, remaining);
         o->ran = !o->replayed && !o->user_limit;
     }
     if (o->user_limit)

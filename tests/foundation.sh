@@ -81,15 +81,21 @@ t_reset $S
 t_load "lock=mutex&hold_ms=2" $R $C
 t_ok "$L_lost -gt 0" "mutex on three instances: lost updates ($L_lost)"
 # Three mutexes, one per instance, are held at once: with nothing selling
-# out, every purchase holds one for 2 ms and the holds add up to far more
-# than the wall time (about three times it).
+# out, the holds add up to more than the wall time, which one lock held by
+# one holder at a time cannot do (about three times it: each instance
+# holds its own through its third of the load). The hold is 100 ms, so
+# that what a sale spends outside it (the hand-over to the next waiter,
+# HTTP) is small beside it on any machine: with 2 ms holds the ratio fell
+# to 1.2 under a load of 13 on the 2 cores, and the assertion asked 1.5
+# of a machine's speed; at 100 ms it takes gaps of 100 ms a sale to fall
+# below 1.5. 90 purchases over 64 connections: about 30 an instance, 3 s.
 t_reset 100000
 t0=$(t_now_us)
-t_load "lock=mutex&hold_ms=2" 600 $C
+t_load "lock=mutex&hold_ms=100" 90 $C
 wall=$(($(t_now_us) - t0))
 t_held mutex
-t_ok "$H_holds -eq 600 -a $H_held_us -gt $((wall * 3 / 2))" \
-     "mutex on three instances: held ${H_held_us} us in ${wall} us of wall time, three holders at once"
+t_ok "$H_holds -eq 90 -a $H_held_us -gt $((wall * 3 / 2))" \
+     "mutex on three instances: held ${H_held_us} us in ${wall} us of wall time, more than one holder at once"
 
 echo "== re-entry within one request"
 t_reset 10

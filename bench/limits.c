@@ -92,7 +92,13 @@
  * A ceiling whose backend cannot be reached has "error" instead of "rate";
  * one whose trials failed (the warm-up included) lists their errors under
  * "failed_trials" and ran them again (at most T more runs): it has a rate
- * unless none succeeded.
+ * unless none succeeded. A trial that failed after its backend had answered
+ * (a ZooKeeper quorum lost, a server restarted) is an outage, not T
+ * failures: for up to RECOVER_S seconds after it, a rerun that cannot reach
+ * the backend at all is tried again without counting against the T.
+ * --progress says on stderr when each trial starts measuring
+ * ("ll-limits: KEY: trial N of T: measuring", "warm-up" for the first),
+ * which a test waits for to break a trial in its middle.
  * Exit status 0 when it ran (even with errors in it), 2 on bad usage.
  */
 #ifndef _GNU_SOURCE            /* clock_gettime, nanosleep, pthread barriers */
@@ -128,6 +134,7 @@
 #define ZK_PARENT   "/locklab-limits"
 #define ZK_NODE     ZK_PARENT "/lock"
 #define ETCD_PREFIX "/locklab-limits/etcd/"
+#define RECOVER_S   90      /* an outage's reruns wait this long: bench/stack's bound for a server to answer */
 
 static const char release_lua[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then "
@@ -148,11 +155,12 @@ struct opts {
     double      seconds;
     int         connections;
     int         trials;
+    int         progress;       /* --progress: trial starts on stderr */
 };
 
 static const char usage[] =
 "usage: ll-limits [--seconds S] [--trials T] [--connections N] [--product CODE]\n"
-"                 [--only KEY,...]\n"
+"                 [--only KEY,...] [--progress]\n"
 "                 [--mysql-host H] [--mysql-port N] [--mysql-user U]\n"
 "                 [--mysql-password P] [--mysql-db D] [--mysql-socket PATH]\n"
 "                 [--redis H:P] [--zk H:P,...] [--etcd H:P,...]\n"
@@ -202,8 +210,13 @@ static int parse_opts(struct opts *o, int argc, char **argv)
     o->trials = 3;
     if (set_redis(o, env_or("LOCKLAB_REDIS", "127.0.0.1:6379")) != 0)
         return -1;
+    o->progress = 0;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--progress")) {
+            o->progress = 1;
+            continue;
+        }
         if (!strcmp(a, "-h") || !strcmp(a, "--help") || v == NULL)
             return -1;
         i++;
@@ -256,6 +269,7 @@ struct ceiling {
     int       connections;
     double    hold_us;                       /* a hold ceiling's median hold, or 0 */
     char      err[ERR_LEN];
+    int       reached;                       /* its backend answered (a session) */
     json_t   *trials;                        /* every trial's rate, or NULL */
     json_t   *failed;                        /* failed later trials' errors, or NULL */
     json_t   *sweep;                         /* a plateau's rate at each client count */
@@ -745,15 +759,35 @@ static void hold_from(struct db *d)
     d->got = now_s();
 }
 
+/* --progress: the trial measure_best runs now, said when its measurement
+ * starts (in measure_serial once the session is up, else in measure_best). */
+static struct { const char *key; int trial, trials, said; } progress;
+
+static void progress_say(void)
+{
+    if (progress.key == NULL || progress.said)
+        return;
+    progress.said = 1;
+    if (progress.trial < 0)
+        fprintf(stderr, "ll-limits: %s: warm-up: measuring\n", progress.key);
+    else
+        fprintf(stderr, "ll-limits: %s: trial %d of %d: measuring\n", progress.key,
+                progress.trial + 1, progress.trials);
+}
+
+/* c->reached is set by the caller (the session it opened) and survives. */
 static void measure_serial(const struct opts *o, struct db *d,
                            int (*step)(void *arg, struct db *d, char *err), void *arg,
                            struct ceiling *c)
 {
     double t0 = now_s(), until = t0 + o->seconds, t = t0, rate;
     struct holds h = { NULL, 0, 0 };
+    int reached = c->reached;
 
     memset(c, 0, sizeof *c);
+    c->reached = reached;
     c->connections = 1;
+    progress_say();
     while (t < until) {
         d->got = t;
         if (step(arg, d, c->err) != 0)
@@ -1115,6 +1149,7 @@ static void measure_zk(const struct opts *o, struct db *d, struct ceiling *c)
         zookeeper_close(zh);
         return;
     }
+    c->reached = 1;
     rc = zoo_create(zh, ZK_PARENT, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
     if (rc != ZOK && rc != ZNODEEXISTS) {
         set_err(c->err, "zookeeper: create %s: %s", ZK_PARENT, zerror(rc));
@@ -1172,6 +1207,7 @@ static void measure_etcd(const struct opts *o, struct db *d, struct ceiling *c)
     if (etcd_lease_grant(&e.conn, 10, &e.lease, &ttl, now_ms() + 10000) != ETCD_OK) {
         set_err(c->err, "etcd %s: lease grant: %s", o->etcd, e.conn.err);
     } else {
+        c->reached = 1;
         snprintf(e.key, sizeof e.key, "%s%llx", ETCD_PREFIX, (unsigned long long)e.lease);
         etcd_delete(&e.conn, ETCD_PREFIX, 1, now_ms() + 5000);  /* a killed run's */
         measure_serial(o, d, step_etcd, &e, c);
@@ -1278,6 +1314,7 @@ static void measure_best(const struct opts *o, const char *key, struct db *d, lo
     int plateau = !strcmp(harness_ceiling_method(key), "plateau");
     struct opts one = *o;
     struct ceiling c;
+    double recover_until = 0;
     int t, again, n = o->trials;
 
     memset(best, 0, sizeof *best);
@@ -1289,9 +1326,27 @@ static void measure_best(const struct opts *o, const char *key, struct db *d, lo
     }
     /* A failed trial, the warm-up too, runs again, at most n times in all:
      * the ceiling stays the best of n trials, and is an error only when
-     * none succeeded. */
+     * none succeeded. After a trial that failed with its backend reached, a
+     * rerun that cannot reach it is the same outage: it is tried again each
+     * second until RECOVER_S have passed, uncounted, so that an outage
+     * longer than n reruns (ZooKeeper's JVMs restarting on a loaded
+     * machine) still costs one rerun, not the ceiling. */
     for (t = plateau ? 0 : -1, again = 0; t < n; t++) {
+        if (o->progress) {
+            progress.key = key, progress.trial = t, progress.trials = n, progress.said = 0;
+            if (strcmp(key, CEIL_SERIAL_ZK) != 0 && strcmp(key, CEIL_SERIAL_ETCD) != 0)
+                progress_say();         /* nothing to connect first */
+        }
+        memset(&c, 0, sizeof c);
         measure_once(&one, key, d, id, &c, redis_version);
+        if (c.err[0] && c.reached) {
+            recover_until = now_s() + RECOVER_S;
+        } else if (c.err[0] && now_s() < recover_until) {
+            json_array_append_new(failed, json_string(c.err));
+            nanosleep(&(struct timespec){ 1, 0 }, NULL);
+            t--;
+            continue;
+        }
         if (t >= 0)
             keep_best(best, &c, trials, failed);
         else if (c.err[0])

@@ -22,6 +22,7 @@
  * times, checks and all.
  */
 #include "sale.h"
+#include "stats.h"
 #include "../core/config.h"
 #include "../core/util.h"
 #include "../core/wait.h"
@@ -54,8 +55,11 @@ again:
         return lock_error(ctx, LL_LOST, NULL, "the lease on %s may have run out %lld ms "
                           "ago: sale not written", key,
                           (long long)(now_us() - ctx->lease_until_us) / 1000);
-    if (ctx->late_ms > 0 && tries == 0)     /* fault: a pause no check can see */
+    if (ctx->late_ms > 0 && tries == 0) {   /* fault: a pause no check can see */
+        stats_late(1);
         sleep_us((int64_t)ctx->late_ms * 1000);
+        stats_late(-1);
+    }
     rc = stock_write_guarded(ctx, p, count);
     if (rc == STOCK_MOVED) {        /* an older holder's write landed after our read */
         ctx->retries++;

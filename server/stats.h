@@ -36,10 +36,15 @@ void    stats_reset(void);
  * and a harness must wait for in_flight 0 before it reads the counts. */
 void    stats_begin(void);
 void    stats_end(void);
+/* Purchases now in the window of the fault switch ?late_ms (past every
+ * check, before the write): +1 as one enters it, -1 as it leaves. A test
+ * waits for its holders to be there before it pauses them
+ * (tests/faults.sh); nothing else counts on it. */
+void    stats_late(int n);
 /* A request refused because the instance had more than --max-connections
  * connections open (answered 503 "overloaded", before any route). */
 void    stats_overloaded(void);
-json_t *stats_json(void);   /* {"in_flight":N,"overloaded":N,"context_switches":N,
+json_t *stats_json(void);   /* {"in_flight":N,"late":N,"overloaded":N,"context_switches":N,
                              *  "strategies":{name:{...}}} */
 /* The same counters as Prometheus's families (metrics.h, docs/metrics.md). */
 void    stats_metrics(struct metrics *m);

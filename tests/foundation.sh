@@ -81,15 +81,21 @@ t_reset $S
 t_load "lock=mutex&hold_ms=2" $R $C
 t_ok "$L_lost -gt 0" "mutex on three instances: lost updates ($L_lost)"
 # Three mutexes, one per instance, are held at once: with nothing selling
-# out, every purchase holds one for 2 ms and the holds add up to far more
-# than the wall time (about three times it).
+# out, the holds add up to more than the wall time, which one lock held by
+# one holder at a time cannot do (about three times it: each instance
+# holds its own through its third of the load). The hold is 100 ms, so
+# that what a sale spends outside it (the hand-over to the next waiter,
+# HTTP) is small beside it on any machine: with 2 ms holds the ratio fell
+# to 1.2 under a load of 13 on the 2 cores, and the assertion asked 1.5
+# of a machine's speed; at 100 ms it takes gaps of 100 ms a sale to fall
+# below 1.5. 90 purchases over 64 connections: about 30 an instance, 3 s.
 t_reset 100000
 t0=$(t_now_us)
-t_load "lock=mutex&hold_ms=2" 600 $C
+t_load "lock=mutex&hold_ms=100" 90 $C
 wall=$(($(t_now_us) - t0))
 t_held mutex
-t_ok "$H_holds -eq 600 -a $H_held_us -gt $((wall * 3 / 2))" \
-     "mutex on three instances: held ${H_held_us} us in ${wall} us of wall time, three holders at once"
+t_ok "$H_holds -eq 90 -a $H_held_us -gt $((wall * 3 / 2))" \
+     "mutex on three instances: held ${H_held_us} us in ${wall} us of wall time, more than one holder at once"
 
 echo "== re-entry within one request"
 t_reset 10
@@ -159,8 +165,11 @@ done
 
 echo "== a crashed db_lock holder is taken over after its lease"
 t_reset 20
+# The crash's answer is the connection closing as the instance dies, its
+# db_lock row already committed: the next purchase is sent at once, and
+# must find the row within its 3 s lease (a request of 300 ms, whose
+# sending takes milliseconds; nothing else comes between).
 t_curl -o /dev/null "${T_INSTANCES[1]}/check/lock?lock=mysql-lock-table&crash=1"
-sleep 0.5
 code=$(t_curl -o /dev/null -w '%{http_code}' "${T_INSTANCES[0]}/check/lock?lock=mysql-lock-table&wait_ms=300")
 t_ok "$code = 503" "while the dead holder's lease runs, others time out"
 code=$(t_curl -o /dev/null -w '%{http_code}' "${T_INSTANCES[0]}/check/lock?lock=mysql-lock-table&wait_ms=20000")
@@ -262,9 +271,16 @@ fi
 # over the sale made since: a lost update behind a 200.
 echo "== MariaDB restarted inside a mysql-for-update transaction"
 t_reset 10
+# The stop waits until the transaction is open (InnoDB lists it; asked as
+# the stack's admin over the socket), then has the rest of the 8 s hold.
+# shellcheck disable=SC2317 # run through t_until
+trx_open() {
+    [ "$(mariadb --no-defaults --socket="$LOCKLAB_MYSQL_SOCKET" -u "$(id -un)" -N \
+        -e 'SELECT COUNT(*) FROM information_schema.innodb_trx' 2>/dev/null)" -ge 1 ] 2>/dev/null
+}
 t_curl "${T_INSTANCES[0]}/check/lock?lock=mysql-for-update&hold_ms=8000" > /tmp/locklab-t-$$ &
 held=$!
-sleep 1
+t_until 30 trx_open || t_log "the transaction never showed in information_schema.innodb_trx"
 "$T_ROOT/bench/stack" stop mysql >/dev/null
 "$T_ROOT/bench/stack" up >/dev/null
 for _ in $(seq 1 25); do     # a slot may find the server still starting

@@ -7,14 +7,12 @@
 #
 # The instances run as `bench/stack up` starts them by default: without
 # --allow-faults. The test topology has the fault switches on, so this
-# script turns them off first (`up --no-faults` restarts the instances) and
-# on again at the end, whatever happens in between.
+# script turns them off (`up --no-faults` restarts the instances); the
+# next test's t_setup turns them on again.
 set -u
 T_NAME=hostile
 . "$(dirname "$0")/lib.sh"
-t_setup
-"$T_ROOT/bench/stack" up --no-faults >/dev/null || { echo "stack up --no-faults failed"; exit 1; }
-trap '"$T_ROOT/bench/stack" up --allow-faults >/dev/null' EXIT
+t_setup --no-faults
 
 PRODUCTS=(1001 1002)
 declare -A BEFORE

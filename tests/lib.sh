@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # tests/lib.sh — what every integration test shares. Source it, then:
 #
-#   t_setup                     the stack is up (bench/stack up), env loaded
+#   t_setup [UP-FLAGS]          the stack is up as the test needs it (below),
+#                               env loaded
 #   t_admin CURL-ARGS           curl with the stack's admin token (POST routes)
 #   t_reset S [product]         stock := S, lock state cleared, counters zeroed
 #   t_load "QUERY" R C [URL]    R purchases over C connections (ll-load);
@@ -18,8 +19,17 @@
 #   t_exact NAME                sold == S, final == 0, oversold == lost == 0,
 #                               every request answered sold or sold_out
 #                               (so none unknown)
+#   t_product CODE...           each product made in warehouse 001 if it is
+#                               not there (t_reset then sets its count):
+#                               products of their own let runs go side by
+#                               side without sharing a lock or a count
 #   t_jq JSON FILTER [ARGS]     jq -r FILTER on the text JSON ("invalid" if
 #                               it is not JSON): how a test reads an answer
+#   t_until SECONDS CMD...      run CMD every 0.05 s until it succeeds
+#                               (status 0) or SECONDS pass (status 1): how
+#                               a test waits for what it can observe (a
+#                               lock held, a request in flight) instead of
+#                               sleeping and hoping
 #   t_ok COND MSG               one assertion (COND is a `test` expression)
 #   t_skip MSG                  a part that cannot run here: a dependency is
 #                               missing (see below)
@@ -61,6 +71,16 @@ t_ok() {
         T_FAILED=$((T_FAILED + 1))
         printf '  FAIL  %s   [%s]\n' "$msg" "$1"
     fi
+}
+
+t_until() {
+    local bound=$1 i
+    shift
+    for ((i = 0; i < bound * 20; i++)); do
+        "$@" && return 0
+        sleep 0.05
+    done
+    return 1
 }
 
 t_skip() {
@@ -113,13 +133,33 @@ t_env() {
     IFS=, read -r -a T_INSTANCES <<< "$LOCKLAB_INSTANCES"
 }
 
+# t_setup [UP-FLAGS]: `bench/stack up` (which starts only what is missing
+# or changed) as this test needs the stack: the topology of the last `up`
+# (the test topology, tests/CMakeLists.txt), the fault switches on, Redis
+# server 1's append-only file synced every second, and none of the
+# variants (--ledger, --netns, --redis-replica, --prometheus), unless
+# UP-FLAGS ask otherwise (--ledger, --no-faults, ...). A test that needs a
+# variant asks for it here and leaves it on when it ends: the next test's
+# t_setup turns off what that one does not need, so tests of one variant
+# run one after the other (tests/CMakeLists.txt orders them) share one
+# restart instead of two each.
+# shellcheck disable=SC2120 # most tests need no flags
 t_setup() {
     t_need curl jq -- "the integration tests (curl, jq)" || t_done
-    "$T_ROOT/bench/stack" up >/dev/null || { echo "stack up failed"; exit 1; }
+    "$T_ROOT/bench/stack" up --allow-faults --redis-aof everysec --no-ledger --no-netns \
+        --no-redis-replica --no-prometheus "$@" >/dev/null || { echo "stack up $* failed"; exit 1; }
     t_env
 }
 
 t_curl() { curl -s -m 60 "$@"; }
+
+t_product() {
+    local p values=""
+    for p; do values+="${values:+, }('$p', '001', 0)"; done
+    MYSQL_PWD=$LOCKLAB_MYSQL_PASSWORD mariadb -h"$LOCKLAB_MYSQL_HOST" -P"$LOCKLAB_MYSQL_PORT" \
+        -u"$LOCKLAB_MYSQL_USER" "$LOCKLAB_MYSQL_DB" \
+        -e "INSERT IGNORE INTO db_stock (product_code, stock_code, count) VALUES $values"
+}
 
 # The admin token goes in a header read from a 0600 file, never on curl's
 # command line (bench/stack writes it).

@@ -146,10 +146,13 @@ jobs=$(t_jq "$targets" '[.data.activeTargets[].labels.job] | unique | join(",")'
 t_ok "'$jobs' = 'locklab,mariadb,redis'" "its jobs: $jobs"
 t_ok "$(prom 'mysql_up') = 1" "MariaDB's exporter reaches MariaDB as its own account"
 
-# t0: a moment after the reset that a scrape has seen (one a second), so
-# that "@ t0" reads the counters and the stock as the run found them.
+# t0: a moment after the reset that a scrape of every instance has seen,
+# so that "@ t0" reads the counters and the stock as the run found them:
+# the stock's 200 and no unit sold since, waited for rather than slept on
+# (a scrape a second, late on a loaded machine).
 t_reset 200
-sleep 2.5
+got=$(prom_wait '(min(locklab_stock_units{product="1001"}) == bool 200) * (sum(locklab_sold_units_total) == bool 0)' 1)
+t_ok "'$got' = 1" "Prometheus scraped every instance after the reset"
 t0=$(date +%s.%3N)
 t_load "lock=none&hold_ms=2" 600 32
 sold_q="sum(locklab_sold_units_total) - sum(locklab_sold_units_total @ $t0)"

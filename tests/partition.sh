@@ -5,7 +5,7 @@
 # backend), while it can still reach MariaDB.
 #
 #   redisson: A on instance 0 takes the lock and reads the stock
-#   (?hold_ms=5000), then instance 0 loses Redis for 6 s. Its watchdog's
+#   (?hold_ms=8000), then instance 0 loses Redis for 6 s. Its watchdog's
 #   renewals go unanswered, so its lease (3 s) runs out in Redis; B on
 #   instance 1 takes the lock and sells. When A comes to write, the last
 #   lease Redis confirmed has ended: a failed renewal is not a renewal, and
@@ -14,33 +14,35 @@
 #   ensemble, B's node leads, A's check cannot confirm its node and refuses.
 #
 # The stack moves to namespaces (--netns, root only) with the ledger on for
-# this test, and back at the end; every backend restarts once each way.
-# Under ctest the `netns` fixture has made the move already (tests/
-# CMakeLists.txt), and the test leaves the namespaces to it.
+# this test (every backend restarts); the next test's t_setup moves it
+# back, which is why it runs last (tests/CMakeLists.txt).
 set -u
 T_NAME=partition
 . "$(dirname "$0")/lib.sh"
-t_setup
 if [ "$(id -u)" != 0 ]; then
     t_skip "network namespaces need root"
     t_done
 fi
-back=(--no-ledger)
-grep -qx NETNS=1 "$T_ROOT/.run/topology" 2>/dev/null || back+=(--no-netns)
-"$T_ROOT/bench/stack" up --netns --ledger >/dev/null || { echo "stack up --netns failed"; exit 1; }
-trap '"$T_ROOT/bench/stack" up "${back[@]}" >/dev/null' EXIT
-t_env
+t_setup --netns --ledger
 APP0=${T_INSTANCES[0]} APP1=${T_INSTANCES[1]}
 PORT0=${APP0##*:}
 
 t_ok "'$(t_curl "$APP1/health" | jq -r .status)' = ok" "the instances answer in their namespaces ($APP0, $APP1)"
 
+# shellcheck disable=SC2317 # run through t_until
+in_flight() { [ "$(t_curl "$1/stats" | jq -r .in_flight)" -ge "$2" ]; }
+
 # cut_during LOCK BACKEND: A holds on instance 0, instance 0 loses BACKEND.
 cut_during() {
     local lock=$1 backend=$2 a b final checked
     t_reset 10
-    t_curl "$APP0/check/lock?lock=$lock&hold_ms=5000&wait_ms=20000" > /tmp/locklab-part-$$ &
-    sleep 0.5
+    # A holds 8 s; the cut begins once A is in instance 0 (a bench/fault
+    # run later: 0.3 s here when idle, 2-3 s under a load of 20) and lasts
+    # 6 s. A's lease then ends at most 3 s (Redis) or its session 4 s
+    # (ZooKeeper) after the cut began, before A's check at 8 s unless the
+    # cut began 4 s or more after A: that is the margin.
+    t_curl "$APP0/check/lock?lock=$lock&hold_ms=8000&wait_ms=20000" > /tmp/locklab-part-$$ &
+    t_until 30 in_flight "$APP0" 1 || t_log "A never reached app:$PORT0"
     "$T_ROOT/bench/fault" partition "app:$PORT0" "$backend" --for 6000 >/dev/null &
     sleep 0.3
     b=$(t_curl "$APP1/check/lock?lock=$lock&wait_ms=20000")

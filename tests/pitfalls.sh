@@ -40,12 +40,16 @@ t_ok "$retries -ge $deadlocks" "mysql-share-mode: every deadlocked purchase was 
 # each deadlock read a value nobody could change under its shared lock.
 
 echo "== mutex-tx: the lock is released before the transaction commits"
-# One instance, two purchases: A unlocks, then waits 1.5 s before its COMMIT
+# One instance, two purchases: A unlocks, then waits 2.5 s before its COMMIT
 # (late_ms); B takes the mutex meanwhile, reads the count A has not
-# committed, and writes the same value A wrote.
+# committed, and writes the same value A wrote. B is sent once A is in the
+# instance (its /stats in_flight): A's read, write and unlock are then a
+# few milliseconds away, B's whole purchase well inside the 2.5 s.
+# shellcheck disable=SC2317 # run through t_until
+in_flight() { [ "$(t_curl "$1/stats" | jq -r .in_flight)" -ge "$2" ]; }
 t_reset 10
-t_curl "$APP0/check/lock?lock=mutex-tx&late_ms=1500" > "$T_ROOT/.run/pitfalls-a.json" &
-sleep 0.5
+t_curl "$APP0/check/lock?lock=mutex-tx&late_ms=2500" > "$T_ROOT/.run/pitfalls-a.json" &
+t_until 30 in_flight "$APP0" 1 || t_log "A never reached app:${APP0##*:}"
 b=$(t_jq "$(t_curl "$APP0/check/lock?lock=mutex-tx")" '"\(.result) \(.remaining)"')
 wait
 a=$(t_jq "$(cat "$T_ROOT/.run/pitfalls-a.json")" '"\(.result) \(.remaining)"')
@@ -66,6 +70,9 @@ if t_need mariadb -- "InnoDB's lock tables (mariadb client)"; then
     # user that started it) may read InnoDB's lock tables; locklab may not.
     admin() { mariadb --no-defaults --socket="$LOCKLAB_MYSQL_SOCKET" -u "$(id -un)" -N locklab -e "$1"; }
     id_b=$(admin "SELECT id FROM db_stock WHERE product_code = '1002' AND stock_code = '001'")
+    row_lock_waits() { admin "SHOW GLOBAL STATUS LIKE 'Innodb_row_lock_waits'" | awk '{ print $2 }'; }
+    # shellcheck disable=SC2317 # run through t_until
+    trx_open() { [ "$(admin 'SELECT COUNT(*) FROM information_schema.innodb_trx')" -ge 1 ] 2>/dev/null; }
     waits_for() {   # the rows B's transaction waits for, while A holds
         admin "SELECT l.lock_data FROM information_schema.INNODB_LOCK_WAITS w
                JOIN information_schema.INNODB_LOCKS l ON l.lock_id = w.requested_lock_id"
@@ -78,9 +85,10 @@ if t_need mariadb -- "InnoDB's lock tables (mariadb client)"; then
         t_reset 10 1002
         t_reset 10 1001
         t_curl "$APP0/check/lock?lock=$1&product=1001&hold_ms=5000" >/dev/null &
-        sleep 0.5
+        # B once A's transaction is open (InnoDB lists it), inside its 5 s.
+        t_until 30 trx_open || t_log "A's transaction never showed"
         : > "$file"
-        t0=$(date +%s%N)
+        w0=$(row_lock_waits)
         t_curl "$APP1/check/lock?lock=mysql-for-update&product=1002" > "$file" &
         SEEN=no
         while [ ! -s "$file" ] && [ $tries -lt 200 ]; do
@@ -88,10 +96,11 @@ if t_need mariadb -- "InnoDB's lock tables (mariadb client)"; then
             sleep 0.05
             tries=$((tries + 1))
         done
-        # A sample can miss the wait on a loaded machine; a B that took 2 s
-        # or more for one row by its primary key waited for A's 5 s hold.
-        [ $((($(date +%s%N) - t0) / 1000000)) -ge 2000 ] && SEEN=yes
+        # A sample can miss the wait on a loaded machine; InnoDB's count of
+        # row lock waits cannot (B is the only one that may wait: A runs
+        # alone, nothing else runs), whatever the machine's speed.
         wait
+        [ "$(row_lock_waits)" -gt "$w0" ] && SEEN=yes
         B=$(t_jq "$(cat "$file")" .result)
         rm -f "$file"
     }

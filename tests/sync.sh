@@ -51,6 +51,22 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
 rcli() { redis-cli -p "$RPORT" "$@"; }
+# A request that holds in the background is waited on, not slept on: the
+# one that must find it held is sent once its keys or znodes are there.
+# shellcheck disable=SC2317 # both run through t_until
+redis_has() { [ "$(rcli EXISTS "$1")" = 1 ]; }
+# shellcheck disable=SC2317
+in_semaphore() { [ "$(rcli GET semaphore)" = 0 ]; }   # its 3 permits taken
+# shellcheck disable=SC2317
+zk_has() {    # an ephemeral znode under $1, as the leader's `dump` lists them
+    local z
+    for z in ${LOCKLAB_ZK//,/ }; do
+        # shellcheck disable=SC2016 # $1 and $2 expand in the inner bash
+        timeout 3 bash -c 'exec 3<>"/dev/tcp/${1%:*}/${1#*:}" && printf dump >&3 && cat <&3' _ "$z" \
+            2>/dev/null | grep -q "^	*$1/" && return 0
+    done
+    return 1
+}
 get() { t_curl "$U$1"; }
 # The value of FILTER in the JSON answer kept in file $1.
 jf() { t_jq "$(cat "$1")" "$2"; }
@@ -71,13 +87,17 @@ sync_reset rwLock
 get /test/read > "$WORK/r1" &
 get /test/read > "$WORK/r2" &
 wait
+# The keys are read first, while the reads' 10 s lease runs (a loaded
+# machine once spent 20 s on the checks before them): three redis-cli and
+# one jq after the answers, against 10 s.
+holder=$(jf "$WORK/r1" .holder)
+mode=$(rcli HGET rwLock mode) count=$(rcli HGET rwLock "$holder")
+pttl=$(rcli PTTL "{rwLock}:$holder:rwlock_timeout:1")
 t_ok "'$(jf "$WORK/r1" .result)$(jf "$WORK/r2" .result)' = okok" "two /test/read both granted"
 t_ok "$(jf "$WORK/r1" .waited_ms) -lt 5000 -a $(jf "$WORK/r2" .waited_ms) -lt 5000" \
      "two reads pass at once (waited $(jf "$WORK/r1" .waited_ms) and $(jf "$WORK/r2" .waited_ms) ms of a 10 s lease)"
-holder=$(jf "$WORK/r1" .holder)
-t_ok "'$(rcli HGET rwLock mode)' = read -a '$(rcli HGET rwLock "$holder")' = 1" \
+t_ok "'$mode' = read -a '$count' = 1" \
      "Redisson's layout: hash rwLock {mode: read, <uuid>:<thread>: 1}"
-pttl=$(rcli PTTL "{rwLock}:$holder:rwlock_timeout:1")
 t_ok "$pttl -gt 0 -a $pttl -le 10000" "the read entry's own lease key {rwLock}:<holder>:rwlock_timeout:1 ($pttl ms)"
 sync_reset rwLock
 
@@ -124,10 +144,15 @@ sync_reset rwLock
 echo "== Redisson RSemaphore: the seeds' /test/semaphore, ten at once"
 sync_reset semaphore
 t_reset 1000
-for i in $(seq 10); do get /test/semaphore > "$WORK/sem.$i" & done
-sleep 1
+# The ten at once from one ll-load, ten connections (threads, not ten
+# processes, which a loaded machine starts seconds apart: the waves then
+# were 1,3,3,3); its --bodies keeps each answer, one a line.
+"$T_BUILD/ll-load" -c 10 -n 10 -t 120 --bodies "$WORK/sem" "$U/test/semaphore" > /dev/null &
+sems=$!
+t_until 30 in_semaphore || t_log "no semaphore caller seen at work"
 sold=$(t_jq "$(get "/check/lock?lock=none")" .result)
-wait
+wait "$sems"
+for i in $(seq 10); do sed -n "${i}p" "$WORK/sem" > "$WORK/sem.$i"; done
 t_ok "'$sold' = sold" "a purchase sells while ten semaphore callers hold their slots"
 ok=0
 for i in $(seq 10); do [ "$(jf "$WORK/sem.$i" .result)" = ok ] && ok=$((ok + 1)); done
@@ -176,8 +201,8 @@ t_ok "'$(t_jq "$(get "/sync/permit-semaphore/release?name=pse&permit=$(jf "$WORK
      "a live permit is released by its id"
 t_ok "$(t_jq "$(get "/sync/permit-semaphore/available?name=pse")" .available) -eq 1" "and is available again"
 for n in ma mb mc; do sync_reset $n; done
-get "/sync/multilock/lock?names=ma,mb&hold_ms=2500&unlock=1" > "$WORK/ml1" &
-sleep 0.5
+get "/sync/multilock/lock?names=ma,mb&hold_ms=4000&unlock=1" > "$WORK/ml1" &
+t_until 30 redis_has mb || t_log "the multilock never held mb"
 t_ok "'$(t_jq "$(get "/sync/multilock/lock?names=mc,mb&wait_ms=500")" .result)' = lock_timeout" \
      "RedissonMultiLock: mb is held, so mc,mb is not obtained"
 t_ok "'$(rcli EXISTS mc)' = 0" "and mc, taken first, was given back"
@@ -191,8 +216,8 @@ get "/sync/rwlock/read?backend=curator&name=cr&hold_ms=1500" > "$WORK/cr2" &
 wait
 t_ok "$(jf "$WORK/cr1" .granted_at_ms) -lt $(jf "$WORK/cr2" .released_at_ms) -a $(jf "$WORK/cr2" .granted_at_ms) -lt $(jf "$WORK/cr1" .released_at_ms)" \
      "InterProcessReadWriteLock: two readers hold at the same time"
-get "/sync/rwlock/read?backend=curator&name=cr&hold_ms=2000" > /dev/null &
-sleep 0.5
+get "/sync/rwlock/read?backend=curator&name=cr&hold_ms=4000" > /dev/null &
+t_until 30 zk_has /locklab/sync/rwlock/cr || t_log "the reader never held cr"
 t_ok "'$(t_jq "$(get "/sync/rwlock/write?backend=curator&name=cr&wait_ms=500")" .result)' = lock_timeout" \
      "a writer is excluded while a reader holds"
 wait
@@ -210,8 +235,8 @@ ok=0
 for i in 1 2 3 4 5 6; do [ "$(jf "$WORK/cs.$i" .result)" = ok ] && ok=$((ok + 1)); done
 most=$(most_at_once "$WORK"/cs.*)
 t_ok "$ok -eq 6 -a $most -eq 2" "InterProcessSemaphoreV2 (maxLeases 2): six holders, at most $most at once"
-get "/sync/multilock/lock?backend=curator&names=cml1&hold_ms=2000" > /dev/null &
-sleep 0.5
+get "/sync/multilock/lock?backend=curator&names=cml1&hold_ms=4000" > /dev/null &
+t_until 30 zk_has /locklab/sync/lock/cml1 || t_log "the multilock never held cml1"
 t_ok "'$(t_jq "$(get "/sync/multilock/lock?backend=curator&names=cml2,cml1&wait_ms=500")" .result)' = lock_timeout" \
      "InterProcessMultiLock: one name held, none obtained"
 wait
@@ -309,7 +334,7 @@ if [ $built = yes ]; then
          "locklab reads once Java released"
     get "/sync/rwlock/read?backend=curator&name=jrw&hold_ms=15000" > /dev/null &
     holder=$!
-    sleep 1
+    t_until 30 zk_has /locklab/sync/rwlock/jrw || t_log "the reader never held jrw"
     t_ok "'$(cj rw-try /locklab/sync/rwlock/jrw write 1000)' = busy" "locklab's reader keeps a Java writer out"
     t_ok "'$(cj rw-try /locklab/sync/rwlock/jrw read 1000)' = acquired" "but not a Java reader"
     wait "$holder"

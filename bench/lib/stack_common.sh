@@ -68,10 +68,13 @@ pid_file() { printf '%s/pids/%s.pid\n' "$RUN" "$1"; }
 # process title ("redis-server 127.0.0.1:16379"), hence the cwd test.
 proc_is_ours() {
     local pid=$1 mark=$2 cmdline cwd
+    local -a argv=()
     [[ $pid =~ ^[0-9]+$ ]] || return 1
     [[ -r /proc/$pid/cmdline ]] || return 1
-    cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
-    [[ -n $cmdline ]] || return 1          # a zombie has an empty cmdline
+    # Read without a subprocess: `up` asks this of every service, often.
+    mapfile -d '' -t argv <"/proc/$pid/cmdline" 2>/dev/null || return 1
+    cmdline="${argv[*]} "
+    [[ -n ${argv[*]} ]] || return 1        # a zombie has an empty cmdline
     [[ $cmdline == *"$mark"* ]] && return 0
     cwd=$(readlink "/proc/$pid/cwd" 2>/dev/null) || return 1
     [[ $cwd == "$mark" ]]
@@ -103,7 +106,11 @@ proc_group() {
 # group_alive PGID: a process of group PGID is alive. Zombies do not count:
 # they are dead, and some init processes (a VM's or a container's) reap
 # orphans only every second or two.
+# kill -0 on the group first: once its last process is reaped it fails at
+# once, without reading every process's stat (hundreds of files, every
+# 0.1 s of a stop).
 group_alive() {
+    kill -0 -- "-$1" 2>/dev/null || return 1
     cat /proc/[0-9]*/stat 2>/dev/null | awk -v g="$1" '
         { s = $0; sub(/^.*\) /, "", s); split(s, f, " ")
           if (f[3] == g && f[1] != "Z") { alive = 1; exit } }
@@ -127,33 +134,62 @@ svc_signal() {
 # tests). Returns once the process and its group are gone; the pid file
 # goes away in every case, stale or not.
 svc_stop() {
-    local name=$1 bound=${2:-15} sig=${3:-TERM} pid file shown waited=0 group=0
-    file=$(pid_file "$name")
-    shown=${name/-/:}                     # redis-2 -> redis:2, as users write it
-    if ! pid=$(svc_pid "$name"); then
-        [[ -e $file ]] && rm -f "$file"
-        say "$shown not running"
-        return 0
-    fi
-    [[ $(proc_group "$pid" 2>/dev/null) == "$pid" ]] && group=1
-    svc_signal "$pid" "$sig"
-    while proc_is_ours "$pid" "$(svc_mark "$name")" ||
-        { ((group)) && group_alive "$pid"; }; do
-        if [[ $sig != KILL ]] && ((waited >= bound * 10)); then
-            warn "$shown (pid $pid) still running ${bound}s after SIG$sig, sending SIGKILL"
-            sig=KILL
-            if ((group)); then kill -s KILL -- "-$pid" 2>/dev/null || true; else kill -s KILL "$pid" 2>/dev/null || true; fi
+    svc_stop_many "${2:-15}" "${3:-TERM}" "$1"
+}
+
+# svc_stop_many BOUND_S SIGNAL NAME...: svc_stop for several services at
+# once: every one is signalled first, then all are waited on together, so
+# stopping a stack takes as long as its slowest server (MariaDB flushing
+# InnoDB), not the sum of them all. BOUND_S "-" is each one's svc_bound.
+svc_stop_many() {
+    local bound=$1 sig=$2 name pid file waited=0 left
+    local -A pids=() groups=() sigs=() bounds=()
+    shift 2
+    for name in "$@"; do
+        bounds[$name]=$bound
+        [[ $bound == - ]] && bounds[$name]=$(svc_bound "$name")
+        file=$(pid_file "$name")
+        if ! pid=$(svc_pid "$name"); then
+            [[ -e $file ]] && rm -f "$file"
+            say "${name/-/:} not running"
+            continue
         fi
-        ((waited < (bound + 30) * 10)) || die "$shown (pid $pid) survives SIGKILL"
+        pids[$name]=$pid sigs[$name]=$sig groups[$name]=0
+        [[ $(proc_group "$pid" 2>/dev/null) == "$pid" ]] && groups[$name]=1
+        svc_signal "$pid" "$sig"
+    done
+    while ((${#pids[@]})); do
+        left=0
+        for name in "${!pids[@]}"; do
+            pid=${pids[$name]}
+            if proc_is_ours "$pid" "$(svc_mark "$name")" ||
+                { ((groups[$name])) && group_alive "$pid"; }; then
+                left=1
+                if [[ ${sigs[$name]} != KILL ]] && ((waited >= bounds[$name] * 10)); then
+                    warn "${name/-/:} (pid $pid) still running ${bounds[$name]}s after SIG${sigs[$name]}, sending SIGKILL"
+                    sigs[$name]=KILL
+                    if ((groups[$name])); then
+                        kill -s KILL -- "-$pid" 2>/dev/null || true
+                    else
+                        kill -s KILL "$pid" 2>/dev/null || true
+                    fi
+                fi
+                ((waited < (bounds[$name] + 30) * 10)) || die "${name/-/:} (pid $pid) survives SIGKILL"
+                continue
+            fi
+            rm -f "$(pid_file "$name")"
+            if [[ $sig == KILL ]]; then
+                say "${name/-/:} killed (pid $pid)"
+            else
+                say "${name/-/:} stopped (pid $pid)"
+            fi
+            unset "pids[$name]"
+        done
+        ((left)) || break
         sleep 0.1
         waited=$((waited + 1))
     done
-    rm -f "$file"
-    if [[ ${3:-TERM} == KILL ]]; then
-        say "$shown killed (pid $pid)"
-    else
-        say "$shown stopped (pid $pid)"
-    fi
+    return 0
 }
 
 # ---------------------------------------------------------------- priority
@@ -231,10 +267,13 @@ wait_for() {
 
 # ------------------------------------------------------------------- ports
 
-# port_open PORT: something accepts connections on 127.0.0.1:PORT.
+# port_open PORT: something accepts connections on 127.0.0.1:PORT. In this
+# shell, no subprocess (`up` asks it of every port it is about to take):
+# on the loopback a connect is answered at once, accepted or refused.
 port_open() {
-    # shellcheck disable=SC2016 # $1 expands in the inner bash
-    timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1"' _ "$1" 2>/dev/null
+    local fd
+    { exec {fd}<>"/dev/tcp/127.0.0.1/$1"; } 2>/dev/null || return 1
+    exec {fd}>&-
 }
 
 # port_free_or_die PORT WHAT: refuse to start WHAT on a port someone else
@@ -263,9 +302,12 @@ http_ok() {
 
 # ---------------------------------------------------------------- packages
 
-# The Debian packages the stack, the server's build and the tests need, as
-# "test:package" pairs: cmd:NAME must be on PATH, file:PATH must exist,
-# pkg:NAME must be installed (libraries and headers have no command).
+# The Debian packages the stack, the server's build, bench/compare and the
+# tests need, as "test:package" pairs: cmd:NAME must be on PATH, file:PATH
+# must exist, pkg:NAME must be installed (libraries and headers have no
+# command). chromium draws report.png (bench/lib/page.sh) and the tests
+# read the report pages in it: 25 packages, 122 MB to fetch, 414 MB
+# installed, about 10 s here; without it a fresh machine skipped tests.
 STACK_NEEDS=(
     cmd:mariadbd:mariadb-server cmd:mariadb-install-db:mariadb-server
     cmd:mariadb:mariadb-client cmd:mariadb-admin:mariadb-client
@@ -291,16 +333,24 @@ STACK_NEEDS=(
     cmd:prometheus-mysqld-exporter:prometheus-mysqld-exporter
     cmd:prometheus-redis-exporter:prometheus-redis-exporter
     pkg:libnetfilter-queue-dev:libnetfilter-queue-dev cmd:iptables:iptables
+    cmd:chromium:chromium
 )
 
-pkg_installed() {
-    [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) == "install ok installed" ]]
-}
-
-# missing_packages: print the packages whose test fails, once each.
+# missing_packages: print the packages whose test fails, once each. The
+# pkg: tests are one dpkg-query for all of them: every `bench/stack up`
+# runs this, and a test suite runs `up` dozens of times.
 missing_packages() {
-    local need kind what pkg
-    local -A seen=()
+    local need kind what pkg status
+    local -a debs=()
+    local -A seen=() installed=()
+    for need in "${STACK_NEEDS[@]}"; do
+        [[ $need == pkg:* ]] || continue
+        what=${need#pkg:}
+        debs+=("${what%%:*}")
+    done
+    while read -r pkg status; do
+        [[ $status == "install ok installed" ]] && installed[$pkg]=1
+    done < <(dpkg-query -W -f='${Package} ${Status}\n' "${debs[@]}" 2>/dev/null)
     for need in "${STACK_NEEDS[@]}"; do
         kind=${need%%:*}
         what=${need#*:}
@@ -309,7 +359,7 @@ missing_packages() {
         case $kind in
             cmd) command -v "$what" >/dev/null 2>&1 && continue ;;
             file) [[ -e $what ]] && continue ;;
-            pkg) pkg_installed "$what" && continue ;;
+            pkg) [[ -n ${installed[$what]:-} ]] && continue ;;
         esac
         [[ -n ${seen[$pkg]:-} ]] && continue
         seen[$pkg]=1

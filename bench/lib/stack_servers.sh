@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# bench/lib/stack_servers.sh — the backends: MariaDB, Redis, ZooKeeper.
+# bench/lib/stack_servers.sh — the backends: MariaDB, Redis, ZooKeeper, etcd.
 #
 # Each backend runs from the Debian packages' binaries with a private data
 # folder under .run and a non-default port on 127.0.0.1, so the stack can
@@ -12,9 +12,11 @@
 #   ZooKeeper  12181+K-1     .run/zk/K (myid, zoo.cfg, snapshots);
 #              quorum 12888+K-1, election 13888+K-1 when K > 1 servers
 #
-# Every *_up function is idempotent: it starts what is not running, leaves
-# what runs alone (unless its configuration changed), waits until the
-# server answers, and stops members beyond the requested count.
+# Each backend comes up in two halves, *_start then *_ready, and
+# backends_up runs every start before any ready, so the four start side by
+# side. Both are idempotent: a start starts what is not running, leaves what
+# runs alone (unless its configuration changed) and stops members beyond
+# the requested count; a ready waits until what was started answers.
 #
 # ZooKeeper is started the way the package's zkServer.sh does it, without
 # its /etc/zookeeper/conf: QuorumPeerMain from /usr/share/java/zookeeper.jar,
@@ -93,7 +95,7 @@ mysql_init() {
         log_tail "$log"
         die "mariadb-install-db failed"
     fi
-    rm -rf "$data"
+    rm -rf "$data" "$RUN/mysql/setup.sum"
     mv "$tmp" "$data"
 }
 
@@ -103,8 +105,12 @@ mysql_init() {
 # The account's password is the stack's random secret (stack_common.sh),
 # sent on the client's standard input, never on its command line.
 mysql_setup() {
-    local user pw sql=""
+    local user pw sql="" sum
     pw=$(secret mysql-password)
+    # Done already for this schema, seed and password: a test run calls
+    # `up` dozens of times on a running MariaDB.
+    sum=$(cat "$ROOT/sql/schema.sql" "$ROOT/sql/seed.sql" - <<<"$pw" | sha256sum | cut -c1-16)
+    [[ -r $RUN/mysql/setup.sum && $(<"$RUN/mysql/setup.sum") == "$sum" ]] && return 0
     # 10.77.%: the namespaced instances of --netns (stack_net.sh); MariaDB
     # listens there only in that mode.
     for user in "'locklab'@'127.0.0.1'" "'locklab'@'localhost'" "'locklab'@'10.77.%'"; do
@@ -113,15 +119,22 @@ mysql_setup() {
               REVOKE ALL PRIVILEGES, GRANT OPTION FROM $user;
               GRANT SELECT, INSERT, UPDATE, DELETE ON locklab.* TO $user;"
     done
-    mysql_root <<<"CREATE DATABASE IF NOT EXISTS locklab CHARACTER SET utf8mb4; $sql" ||
-        die "could not create the locklab database and user"
-    mysql_root locklab <"$ROOT/sql/schema.sql" || die "loading sql/schema.sql failed"
-    mysql_root locklab <"$ROOT/sql/seed.sql" || die "loading sql/seed.sql failed"
+    # One client for all of it.
+    {
+        printf '%s\n' "CREATE DATABASE IF NOT EXISTS locklab CHARACTER SET utf8mb4; $sql" "USE locklab;"
+        cat "$ROOT/sql/schema.sql" "$ROOT/sql/seed.sql"
+    } | mysql_root --batch || die "could not create the locklab database and user, or load sql/schema.sql and sql/seed.sql"
+    printf '%s\n' "$sum" >"$RUN/mysql/setup.sum"
 }
 
-mysql_up() {
+# mysql_start: start MariaDB unless it runs (MYSQL_STARTED: its pid, or
+# empty); mysql_ready waits until it answers and sets it up. Between the
+# two the other backends start (backends_up).
+MYSQL_STARTED=""
+mysql_start() {
     local pid log="$RUN/logs/mysql.log" sock
     local -a as_user=()
+    MYSQL_STARTED=""
     mkdir -p "$RUN/mysql"
     sock=$(mysql_socket create)
     if pid=$(svc_pid mysql) && ! bind_ok "$RUN/mysql/bind"; then
@@ -130,26 +143,32 @@ mysql_up() {
     fi
     if pid=$(svc_pid mysql); then
         say "mariadb already running (pid $pid)"
-    else
-        port_free_or_die "$MYSQL_PORT" mariadb
-        mysql_init
-        rm -f "$sock" "$(pid_file mysql)"
-        ((EUID == 0)) && as_user=(--user=root)
-        pid=$(spawn "$log" "${BACKEND_PRIO[@]}" mariadbd --no-defaults "${as_user[@]}" \
-            --datadir="$RUN/mysql/data" \
-            --socket="$sock" --port="$MYSQL_PORT" --bind-address="$(backend_binds | tr ' ' ,)" \
-            --pid-file="$(pid_file mysql)" --log-error="$log" \
-            --skip-name-resolve --max-connections=1000 --max-connect-errors=1000000 \
-            --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 \
-            --skip-log-bin --innodb-lock-wait-timeout=10 --performance-schema=OFF)
-        wait_for "mariadb" "$STACK_TIMEOUT" "$pid" "$log" mysql_ping
+        return 0
+    fi
+    port_free_or_die "$MYSQL_PORT" mariadb
+    mysql_init
+    rm -f "$sock" "$(pid_file mysql)"
+    ((EUID == 0)) && as_user=(--user=root)
+    MYSQL_STARTED=$(spawn "$log" "${BACKEND_PRIO[@]}" mariadbd --no-defaults "${as_user[@]}" \
+        --datadir="$RUN/mysql/data" \
+        --socket="$sock" --port="$MYSQL_PORT" --bind-address="$(backend_binds | tr ' ' ,)" \
+        --pid-file="$(pid_file mysql)" --log-error="$log" \
+        --skip-name-resolve --max-connections=1000 --max-connect-errors=1000000 \
+        --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 \
+        --skip-log-bin --innodb-lock-wait-timeout=10 --performance-schema=OFF)
+}
+
+mysql_ready() {
+    local pid=$MYSQL_STARTED
+    if [[ -n $pid ]]; then
+        wait_for "mariadb" "$STACK_TIMEOUT" "$pid" "$RUN/logs/mysql.log" mysql_ping
         backend_binds >"$RUN/mysql/bind"
         backend_first mariadb "$pid"
         # mariadbd writes the pid file itself; make sure it is there.
         [[ -s $(pid_file mysql) ]] || printf '%s\n' "$pid" >"$(pid_file mysql)"
     fi
     mysql_setup
-    say "mariadb up on 127.0.0.1:$MYSQL_PORT (socket $sock)"
+    say "mariadb up on 127.0.0.1:$MYSQL_PORT (socket $(mysql_socket))"
 }
 
 # ------------------------------------------------------------------- Redis
@@ -175,9 +194,14 @@ redis_ping() {
     [[ $(redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null) == PONG ]]
 }
 
-# redis_up N: servers 1..N; any K > N left from a bigger topology stops.
-redis_up() {
+# redis_start N: servers 1..N started where not running (REDIS_STARTED:
+# their K), any K > N left from a bigger topology stopped; redis_ready
+# waits for those started.
+REDIS_STARTED=()
+redis_start() {
     local n=$1 k port dir pid log
+    REDIS_STARTED=()
+    for_each_extra redis "$n" 10
     for ((k = 1; k <= n; k++)); do
         port=$(redis_port "$k")
         dir="$RUN/redis/$k"
@@ -209,13 +233,21 @@ redis_up() {
             --protected-mode "$( ((TOPO_NETNS)) && echo no || echo yes)" \
             --daemonize yes --pidfile "$(pid_file "redis-$k")" --logfile "$log" 9>&-) ||
             { log_tail "$log"; die "redis:$k failed to start"; }
-        wait_for "redis:$k" "$STACK_TIMEOUT" - "$log" redis_ping "$port"
+        REDIS_STARTED+=("$k")
+    done
+}
+
+redis_ready() {
+    local k port dir
+    for k in "${REDIS_STARTED[@]}"; do
+        port=$(redis_port "$k")
+        dir="$RUN/redis/$k"
+        wait_for "redis:$k" "$STACK_TIMEOUT" - "$RUN/logs/redis-$k.log" redis_ping "$port"
         backend_binds >"$dir/bind"
         redis_persist "$k" >"$dir/persist"
         backend_first "redis:$k" "$(svc_pid "redis-$k")"
         say "redis:$k up on 127.0.0.1:$port"
     done
-    for_each_extra redis "$n" 10
 }
 
 # for_each_extra KIND N BOUND: stop KIND-K for every pid file with K > N.
@@ -252,6 +284,13 @@ zk_mode() {
 # a killed server loses nothing, a crashed machine what the kernel had not
 # yet written back (Redis keeps nothing at all).
 # A lock's znodes are ephemeral anyway: they die with their session.
+# snapCount=2000: a snapshot every 1000-2000 transactions, not 50000-100000,
+# so that a restarted server replays at most that many from its log: the
+# tests restart servers after runs of tens of thousands of transactions
+# (ll-limits's serial_zk alone makes about 300 a second), and a cold JVM
+# replaying them took 6 s of a 28 s quorum outage on a loaded machine. A
+# snapshot here is a few kB (the lock znodes). preAllocSize=4096 (kB): log
+# files grow by 4 MB, not 64.
 zk_cfg() {
     local k=$1 n=$2 j
     cat <<EOF
@@ -266,6 +305,8 @@ maxClientCnxns=0
 4lw.commands.whitelist=*
 admin.enableServer=false
 forceSync=no
+snapCount=2000
+preAllocSize=4096
 autopurge.snapRetainCount=3
 autopurge.purgeInterval=1
 EOF
@@ -354,11 +395,13 @@ zk_leader() {
     return 1
 }
 
-# zk_up N: 1 = standalone, N > 1 = an ensemble that is waited on until
-# every member serves and one of them leads.
-zk_up() {
+# zk_start_all N: 1 = standalone, N > 1 = an ensemble; every member not
+# running is started (ZK_STARTED: their K). zk_ready N waits until each of
+# them serves and, for an ensemble, one of them leads.
+ZK_STARTED=()
+zk_start_all() {
     local n=$1 k pid
-    local -a started=()
+    ZK_STARTED=()
     mkdir -p "$RUN/zk"
     zk_log4j >"$RUN/zk/log4j.properties"
     for_each_extra zk "$n" 15
@@ -368,10 +411,14 @@ zk_up() {
             say "zk:$k already running (pid $pid)"
         else
             zk_start "$k" "$n"
-            started+=("$k")
+            ZK_STARTED+=("$k")
         fi
     done
-    for k in "${started[@]}"; do
+}
+
+zk_ready() {
+    local n=$1 k pid
+    for k in "${ZK_STARTED[@]}"; do
         read -r pid <"$(pid_file "zk-$k")"
         wait_for "zk:$k" "$STACK_TIMEOUT" "$pid" "$RUN/logs/zk-$k.log" zk_serving "$k"
         backend_first "zk:$k" "$pid"
@@ -489,11 +536,13 @@ etcd_start() {
     printf '%s\n' "$pid" >"$(pid_file "etcd-$k")"
 }
 
-# etcd_up N: members 1..N, waited on until every one answers healthy (so
-# the cluster has a leader); members beyond N stop.
-etcd_up() {
+# etcd_start_all N: members 1..N started where not running (ETCD_STARTED:
+# their K), members beyond N stopped; etcd_ready N waits until every member
+# answers healthy (so the cluster has a leader).
+ETCD_STARTED=()
+etcd_start_all() {
     local n=$1 k pid
-    local -a started=()
+    ETCD_STARTED=()
     mkdir -p "$RUN/etcd"
     for_each_extra etcd "$n" 15
     # Every member stopped that must be before any starts: a member started
@@ -504,15 +553,44 @@ etcd_up() {
             say "etcd:$k already running (pid $pid)"
         else
             etcd_start "$k"
-            started+=("$k")
+            ETCD_STARTED+=("$k")
         fi
     done
-    for k in "${started[@]}"; do
+}
+
+etcd_ready() {
+    local n=$1 k pid
+    for k in "${ETCD_STARTED[@]}"; do
         read -r pid <"$(pid_file "etcd-$k")"
         wait_for "etcd:$k" "$STACK_TIMEOUT" "$pid" "$RUN/logs/etcd-$k.log" etcd_healthy "$k"
         backend_first "etcd:$k" "$pid"
         say "etcd:$k up on 127.0.0.1:$(etcd_port "$k") ($(etcd_role "$k"))"
     done
+    # The members left running answer too (one may have lost its peers).
+    for ((k = 1; k <= n; k++)); do
+        wait_for "etcd:$k" "$STACK_TIMEOUT" - "$RUN/logs/etcd-$k.log" etcd_healthy "$k"
+    done
     ((n > 1)) && say "etcd cluster of $n serving, leader etcd:$(etcd_leader "$n")"
     return 0
+}
+
+# ----------------------------------------------------------------- all four
+
+# backends_start REDIS_N ZK_N ETCD_N, then backends_ready with the same:
+# MariaDB, Redis, ZooKeeper and etcd, each started before any is waited on,
+# so that the JVMs' start, InnoDB's recovery and etcd's election overlap
+# (and whatever `up` does in between, such as the build): `up` takes as
+# long as the slowest, not their sum. ZooKeeper, the slowest, starts first.
+backends_start() {
+    zk_start_all "$2"
+    etcd_start_all "$3"
+    mysql_start
+    redis_start "$1"
+}
+
+backends_ready() {
+    mysql_ready
+    redis_ready
+    zk_ready "$2"
+    etcd_ready "$3"
 }

@@ -169,7 +169,13 @@ t_reset() {
     local s=$1 product=${2:-1001} url
     T_STOCK=$s
     T_PRODUCT=$product
-    t_admin -X POST "$LOCKLAB_URL/stock/reset?count=$s&product=$product" >/dev/null
+    # Through nginx the reset may meet an instance a test has just killed
+    # (502): nginx then sends the next try elsewhere. A stock left as it was
+    # would read as a lost update.
+    for _ in 1 2 3; do
+        t_admin -X POST "$LOCKLAB_URL/stock/reset?count=$s&product=$product" |
+            jq -e '.result == "reset"' >/dev/null 2>&1 && break
+    done
     for url in "${T_INSTANCES[@]}"; do
         t_admin -X POST "$url/stats/reset" >/dev/null
     done

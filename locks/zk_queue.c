@@ -210,8 +210,9 @@ static int wait_turn(struct lock_ctx *ctx, struct zk_conn *c, const struct zk_qu
         }
         if (zrc != ZOK)
             return zk_fail(ctx, zrc, "getChildren", dir);
-        qsort(kids.data, (size_t)kids.count, sizeof kids.data[0],
-              q->curator ? by_curator_seq : by_seq);
+        if (kids.count > 1)     /* none (our node gone): data may be NULL */
+            qsort(kids.data, (size_t)kids.count, sizeof kids.data[0],
+                  q->curator ? by_curator_seq : by_seq);
         got = holds(&kids, zk_basename(node), d, own_write, pred, sizeof pred);
         deallocate_String_vector(&kids);
         if (got < 0)

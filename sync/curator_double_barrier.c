@@ -114,7 +114,8 @@ static int members_of(struct lock_ctx *ctx, struct zk_conn *c, const char *base,
         kids->data[n++] = kids->data[i];
     }
     kids->count = n;
-    qsort(kids->data, (size_t)n, sizeof kids->data[0], by_name);
+    if (n > 1)                  /* none: data may be NULL, which qsort may not take */
+        qsort(kids->data, (size_t)n, sizeof kids->data[0], by_name);
     return LL_OK;
 }
 

@@ -209,13 +209,15 @@ static void test_metrics(void)
     free(text);
 }
 
-/* A registry with a name twice, or a strategy that cannot sell, is refused
- * (main() then stops before anything starts). */
+/* A registry with a name twice, a strategy that cannot sell, or one of a
+ * family with no FAMILY line is refused (main() then stops before anything
+ * starts). */
 static void test_table_check(const struct lock_ops *const *all)
 {
-    struct lock_ops twin = *all[1], mute = *all[0];
+    struct lock_ops twin = *all[1], mute = *all[0], stray = *all[0];
     const struct lock_ops *dup[3] = { all[0], all[1], &twin };
     const struct lock_ops *bad[2] = { all[0], &mute };
+    const struct lock_ops *lost[2] = { all[0], &stray };
     char err[160];
 
     twin.summary = "another strategy that took the same name";
@@ -225,6 +227,10 @@ static void test_table_check(const struct lock_ops *const *all)
     mute.name = "mute";
     mute.release = NULL;
     CHECK(lock_table_check(bad, 2, err, sizeof err) == -1 && strstr(err, "mute") != NULL);
+    stray.name = "stray";
+    stray.family = "consul";
+    CHECK(lock_table_check(lost, 2, err, sizeof err) == -1 && strstr(err, "FAMILY") != NULL);
+    CHECK(lock_family_find("redis") != NULL && lock_family_find("consul") == NULL);
 }
 
 /* Each strategy names the ceiling it is measured against, a key ll-limits

@@ -112,13 +112,24 @@ net_down() {
     for ns in $(ip netns list 2>/dev/null | awk -v p="ll$(net_octet)-app" 'index($1, p) == 1 {print $1}'); do
         ip netns del "$ns"
     done
-    for link in $(ip -o link show 2>/dev/null | awk -F': ' -v p="ll$(net_octet)v" \
-                  'index($2, p) == 1 {sub(/@.*/, "", $2); print $2}'); do
-        ip link del "$link" 2>/dev/null
+    # A namespace's veth goes with it, and its host end may vanish between
+    # the listing and the `del`: a link already gone is no error, one left
+    # over is.
+    for link in $(net_links); do
+        ip link del "$link" 2>/dev/null || ! ip link show "$link" >/dev/null 2>&1 ||
+            die "cannot remove link $link"
     done
-    ip link show "$NET_BRIDGE" >/dev/null 2>&1 && ip link del "$NET_BRIDGE"
-    command -v nft >/dev/null && nft delete table inet "$NET_TABLE" 2>/dev/null
+    if ip link show "$NET_BRIDGE" >/dev/null 2>&1; then ip link del "$NET_BRIDGE"; fi
+    if command -v nft >/dev/null && nft list table inet "$NET_TABLE" >/dev/null 2>&1; then
+        nft delete table inet "$NET_TABLE"
+    fi
     return 0
+}
+
+# net_links: the host ends of our veth pairs that exist now.
+net_links() {
+    ip -o link show 2>/dev/null | awk -F': ' -v p="ll$(net_octet)v" \
+        'index($2, p) == 1 {sub(/@.*/, "", $2); print $2}'
 }
 
 # net_active: the stack's namespaces exist (the topology may say otherwise

@@ -6,10 +6,13 @@
  * Lock and expiry in one command fix the window of redis-setnx-expire: a
  * holder that dies frees the lock within 3 s (the seed's constant). But the
  * value is a constant, so release cannot tell its own lock from another's:
- * a holder slower than the expiry (?hold_ms=4000) loses the lock to a
- * second sale while still selling — both read the same count, an update is
- * lost — and its late DEL frees the second holder's lock, letting a third
- * in (seed §3.2's index1/index2/index3 story). Not reentrant.
+ * a holder slower than the expiry loses the lock to a second sale while
+ * still selling. Slow before the checks that precede its write
+ * (?hold_ms=5000) it finds its 3 s lease spent and answers lock_lost
+ * (server/sale.c's lease honesty); slow after them (?late_ms=5000, a pause no check can see)
+ * both read the same count and an update is lost, and its late DEL frees
+ * the second holder's lock, letting a third in (seed §3.2's
+ * index1/index2/index3 story; tests/redis.sh). Not reentrant.
  */
 #include "redis_private.h"
 

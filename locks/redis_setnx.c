@@ -9,7 +9,8 @@
  * to send its DEL. The key has no expiry, so a holder that dies (?crash=1)
  * leaves lock:P behind for ever and every later sale times out until
  * POST /stock/reset deletes it (seed §3.2's "死锁"). Not reentrant: a
- * second acquire by the holder waits for itself until the deadline.
+ * request that asks twice (?reentry=2) is refused with 400 (parameter
+ * "reentry") before it could wait for itself until its deadline.
  */
 #include "redis_private.h"
 

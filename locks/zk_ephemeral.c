@@ -16,8 +16,9 @@
  * What it gets wrong, as the seeds measured (25.7/s): every waiter spins,
  * so a sale costs as many creates as there are retries, and whoever
  * happens to retry first after a release wins — no order, no fairness.
- * Not reentrant: a request that asks twice (?reentry=2) waits for itself
- * until its deadline (lock_timeout), as the seeds' version would.
+ * Not reentrant: a request that asks twice (?reentry=2) is refused with
+ * 400 (parameter "reentry"), where the seeds' version would wait for
+ * itself until its deadline.
  */
 #include "zk_private.h"
 

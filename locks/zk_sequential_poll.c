@@ -11,9 +11,9 @@
  * What it gets wrong, as the seeds found (19.2/s, slower than spinning):
  * nobody fights over a create any more, but every waiter still lists the
  * whole queue on every poll, so ZooKeeper reads per sale grow with the
- * queue length times the hold time. Not reentrant: ?reentry=2 queues a
- * second node behind our own first one and waits for itself until the
- * deadline (lock_timeout).
+ * queue length times the hold time. Not reentrant: ?reentry=2 is refused
+ * with 400 (parameter "reentry"); allowed, it would queue a second node
+ * behind our own first one and wait for itself until the deadline.
  */
 #include "zk_private.h"
 

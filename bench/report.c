@@ -5,9 +5,11 @@
  * the arithmetic itself in harness.c:
  *
  *   ll-report locks LOCKS.json          GET /locks → "name<TAB>family<TAB>fence
- *                                       <TAB>distributed<TAB>stock<TAB>exact"
- *                                       lines (stock: mysql or redis; the
- *                                       booleans 0 or 1)
+ *                                       <TAB>distributed<TAB>stock<TAB>exact
+ *                                       <TAB>skip" lines (stock: mysql or
+ *                                       redis; the booleans 0 or 1; skip: 1
+ *                                       when compare_skip says to leave it
+ *                                       out of the default runs)
  *   ll-report line STOCK LOAD.json STOCK.json [--redis] [NAME STATS.json…]
  *                                       one progress line for a finished run
  *                                       (--redis: the stock is Redis's, and
@@ -80,9 +82,10 @@ static int cmd_locks(const char *path)
     size_t i;
 
     json_array_foreach(json_object_get(j, "strategies"), i, s)
-        printf("%s\t%s\t%s\t%d\t%s\t%d\n", jstr(s, "name", "?"), jstr(s, "family", "-"),
+        printf("%s\t%s\t%s\t%d\t%s\t%d\t%d\n", jstr(s, "name", "?"), jstr(s, "family", "-"),
                jstr(s, "fence", "-"), json_is_true(json_object_get(s, "distributed")),
-               jstr(s, "stock", "mysql"), json_is_true(json_object_get(s, "exact")));
+               jstr(s, "stock", "mysql"), json_is_true(json_object_get(s, "exact")),
+               json_object_get(s, "compare_skip") != NULL);
     json_decref(j);
     return 0;
 }

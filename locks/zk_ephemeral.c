@@ -19,12 +19,15 @@
  * Not reentrant: a request that asks twice (?reentry=2) is refused with
  * 400 (parameter "reentry"), where the seeds' version would wait for
  * itself until its deadline.
+ *
+ * zk-herd (zk_herd.c) is the same lock with a watch in place of the spin:
+ * its methods are these, by name, with its struct zk_ephemeral as conf.
  */
 #include "zk_private.h"
 
 #include <string.h>
 
-#define EPH_ROOT "/locklab/ephemeral"
+static const struct zk_ephemeral spin = { "/locklab/ephemeral", 0 };
 
 /* After a connection loss: did our create happen? */
 static int eph_is_ours(struct lock_ctx *ctx, struct zk_conn *c, const char *path,
@@ -58,13 +61,14 @@ static int eph_after_loss(struct lock_ctx *ctx, struct zk_conn *c, const char *p
     return rc;
 }
 
-static int eph_acquire(struct lock_ctx *ctx, const char *key)
+int zk_ephemeral_acquire(struct lock_ctx *ctx, const char *key)
 {
+    const struct zk_ephemeral *e = ctx->ops->conf;
     char path[ZK_PATH_MAX], token[ZK_TOKEN_MAX];
     struct zk_conn *c;
     int zrc, rc, ours;
 
-    zk_product_path(path, sizeof path, EPH_ROOT, key);
+    zk_product_path(path, sizeof path, e->root, key);
     zk_token(ctx, token, sizeof token);
     for (;;) {
         if ((rc = zk_lock_session(ctx, &c)) != LL_OK)
@@ -73,7 +77,7 @@ static int eph_acquire(struct lock_ctx *ctx, const char *key)
         if (zrc == ZOK)
             return zk_hold_add(ctx, ctx->ops, key, c, path, token);
         if (zrc == ZNONODE) {                   /* first use: make the parent */
-            rc = zk_ensure_path(ctx, c, EPH_ROOT, ZOO_PERSISTENT);
+            rc = zk_ensure_path(ctx, c, e->root, ZOO_PERSISTENT);
             zk_put(c);
             if (rc != LL_OK)
                 return rc;
@@ -88,24 +92,33 @@ static int eph_acquire(struct lock_ctx *ctx, const char *key)
                 return rc;
             continue;
         }
-        zk_put(c);
-        if (zrc != ZNODEEXISTS)
+        if (zrc != ZNODEEXISTS) {
+            zk_put(c);
             return zk_fail(ctx, zrc, "create", path);
-        if ((rc = lock_backoff(ctx)) != LL_OK)  /* somebody holds it: spin */
+        }
+        if (e->watch) {         /* somebody holds it: sleep until it is gone */
+            rc = zk_wait_gone(ctx, c, path, 0);
+            zk_put(c);
+        } else {                /* somebody holds it: spin */
+            zk_put(c);
+            rc = lock_backoff(ctx);
+        }
+        if (rc != LL_OK)
             return rc;
     }
 }
 
-static int eph_release(struct lock_ctx *ctx, const char *key)
+int zk_ephemeral_release(struct lock_ctx *ctx, const char *key)
 {
     return zk_release(ctx, key, 1);
 }
 
-static int eph_reset(struct lock_ctx *ctx, const char *key)
+int zk_ephemeral_reset(struct lock_ctx *ctx, const char *key)
 {
+    const struct zk_ephemeral *e = ctx->ops->conf;
     char path[ZK_PATH_MAX];
 
-    zk_product_path(path, sizeof path, EPH_ROOT, key);
+    zk_product_path(path, sizeof path, e->root, key);
     return zk_reset_tree(ctx, path, 1);
 }
 
@@ -116,9 +129,5 @@ const struct lock_ops lock_zk_ephemeral = {
     .flaw     = "every waiter spins on create (a ZooKeeper write per retry); no order, not reentrant",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling  = LOCK_CEIL_SERIAL_ZK,
-    .acquire  = eph_acquire,
-    .release  = eph_release,
-    .check    = zk_check,
-    .reset    = eph_reset,
-    .fence    = ZK_FENCE,
+    ZK_EPHEMERAL_METHODS(&spin),
 };

@@ -89,6 +89,25 @@ void zk_forget_create(struct zk_conn *c, const char *parent, const char *prefix)
 /* The same for a node of a known name that must carry token to be ours. */
 void zk_forget_node(struct zk_conn *c, const char *node, const char *token);
 
+/* ---------------------------------------------------------------- one node */
+
+/* The one EPHEMERAL node of a product (zk_ephemeral.c): zk-ephemeral spins
+ * on create while it exists, zk-herd watches it (every waiter wakes at its
+ * deletion). A strategy of the kind is its struct zk_ephemeral, the conf
+ * of its lock_ops, and the methods below by name. */
+struct zk_ephemeral {
+    const char *root;           /* a strategy's nodes: <root>/<product>     */
+    int         watch;          /* 0: sleep and retry, 1: an exists() watch */
+};
+int zk_ephemeral_acquire(struct lock_ctx *ctx, const char *key);
+int zk_ephemeral_release(struct lock_ctx *ctx, const char *key);
+int zk_ephemeral_reset(struct lock_ctx *ctx, const char *key);
+
+#define ZK_EPHEMERAL_METHODS(e)                                                \
+    .conf = (e), .acquire = zk_ephemeral_acquire,                             \
+    .release = zk_ephemeral_release, .check = zk_check,                       \
+    .reset = zk_ephemeral_reset, .fence = ZK_FENCE
+
 /* ---------------------------------------------------------------- queue */
 
 /* The sequential-node queue, Curator's LockInternals (zk_queue.c): the one

@@ -522,6 +522,8 @@ static enum MHD_Result route_locks(struct exchange *x, struct request *r)
         json_object_set_new(one, "stock", json_string(o->stock ? o->stock : "mysql"));
         json_object_set_new(one, "lock_key", json_string(o->lock_key ? o->lock_key
                                                                      : "lock:<product>"));
+        if (o->compare_skip)
+            json_object_set_new(one, "compare_skip", json_string(o->compare_skip));
         json_array_append_new(list, one);
     }
     return reply(x, MHD_HTTP_OK, json_pack("{s:s,s:o}", "default", cfg->lock,

@@ -250,6 +250,8 @@ static void test_ceilings(const struct lock_ops *const *all, int n)
         { "mysql-update-noindex", LOCK_CEIL_UPDATE_NOINDEX },
         { "mysql-optimistic", LOCK_CEIL_OPTIMISTIC },
         { "mysql-optimistic-recursive", LOCK_CEIL_OPTIMISTIC_RECURSIVE },
+        { "mysql-optimistic-tx", LOCK_CEIL_OPTIMISTIC_RECURSIVE },
+        { "mysql-lock-naive", LOCK_CEIL_SERIAL_MYSQL },
         { "mysql-lock-table", LOCK_CEIL_SERIAL_MYSQL },
         { "redis-decr", LOCK_CEIL_REDIS_DECR }, { "redis-watch", LOCK_CEIL_REDIS_WATCH },
         { "redis-lock-stock", LOCK_CEIL_SERIAL_REDIS_STOCK },
@@ -303,16 +305,18 @@ static void test_codes_and_registry(void)
 
 /* ---------------------------------------------------------------- POST /order
  *
- * The order's own parameters, after the purchase's: a request built as
- * server/http.c builds it (tests/fuzz_request.c throws arbitrary bytes at the
- * same functions). Returns the status, 0 when accepted. */
-static int order_request(const char *query, struct sale_args *a, struct order_args *o)
+ * A request built as server/http.c builds it (tests/fuzz_request.c throws
+ * arbitrary bytes at the same functions): method, path and query, its
+ * parameters parsed and the purchase's checked; then, for POST /order, the
+ * order's own. Returns the status, 0 when accepted. */
+static int built_request(const char *method, const char *path, const char *query,
+                         struct sale_args *a, struct order_args *o)
 {
     static struct config cfg = { .lock = "none", .lock_wait_ms = 10000, .max_wait_ms = 20000 };
     struct request r;
     char buf[512], *pair, *save = NULL, *eq;
 
-    if (request_begin(&r, "POST", "/order", NULL, NULL) != 0)
+    if (request_begin(&r, method, path, NULL, NULL) != 0)
         return r.status;
     snprintf(buf, sizeof buf, "%s", query);
     for (pair = strtok_r(buf, "&", &save); pair; pair = strtok_r(NULL, "&", &save)) {
@@ -321,9 +325,49 @@ static int order_request(const char *query, struct sale_args *a, struct order_ar
             *eq++ = '\0';
         request_param(&r, pair, strlen(pair), eq, eq ? strlen(eq) : 0);
     }
-    if (request_params_done(&r) || request_sale(&r, &cfg, a) || request_order(&r, o))
+    if (request_params_done(&r) || request_sale(&r, &cfg, a) || (o && request_order(&r, o)))
         return r.status;
     return 0;
+}
+
+static int order_request(const char *query, struct sale_args *a, struct order_args *o)
+{
+    return built_request("POST", "/order", query, a, o);
+}
+
+/* The teaching strategies bench/lesson shows: each in the registry, with
+ * its flaw, claiming no exact count and no re-entry, so that ?reentry=2 is
+ * refused (400 "reentry") before a purchase waits for the lock it holds;
+ * the ones whose holder may die holding it claim no auto-release. */
+static int sale_request(const char *query)
+{
+    struct sale_args a;
+    return built_request("GET", "/check/lock", query, &a, NULL);
+}
+
+static void test_lesson_strategies(void)
+{
+    static const char *const teaching[] = {
+        "mutex-proto", "mysql-optimistic-tx", "mysql-lock-naive", "zk-herd",
+    };
+    const struct lock_ops *o;
+    char q[96];
+    size_t k;
+
+    for (k = 0; k < sizeof teaching / sizeof teaching[0]; k++) {
+        o = lock_find(teaching[k]);
+        CHECK(o != NULL);
+        if (o == NULL)
+            continue;
+        CHECK(o->flaw != NULL && o->flaw[0] != '\0');
+        CHECK(!(o->props & (LOCK_EXACT | LOCK_FENCED | LOCK_REENTRANT | LOCK_FAIR)));
+        snprintf(q, sizeof q, "lock=%s&reentry=2", o->name);
+        CHECK(sale_request(q) == 400);
+        snprintf(q, sizeof q, "lock=%s", o->name);
+        CHECK(sale_request(q) == 0);
+    }
+    CHECK(!(lock_find("mysql-lock-naive")->props & LOCK_AUTO_RELEASE));
+    CHECK(lock_find("mutex-proto")->acquire && lock_find("mysql-optimistic-tx")->sell);
 }
 
 static void test_order_request(void)
@@ -541,6 +585,7 @@ int main(void)
     test_metrics();
     test_codes_and_registry();
     test_order_request();
+    test_lesson_strategies();
     test_lock_poll();
     test_sync_registry();
     printf("unit: %d passed, %d failed\n", passed, failed);

@@ -213,10 +213,10 @@ struct lock_ops {
     const char *nofence;
 
     /* Why bench/compare leaves the strategy out of the strategies it runs
-     * by default, or NULL: a teaching strategy whose failure costs each of
-     * its purchases its whole wait, so that the seeds' 5000 purchases
-     * would take it minutes (bench/lesson shows it in seconds). GET /locks
-     * says it as "compare_skip". */
+     * by default, or NULL: a teaching strategy whose failure makes the
+     * seeds' 5000 purchases take it minutes (each waits out its deadline,
+     * or wakes every other waiter), where bench/lesson shows it in seconds.
+     * GET /locks says it as "compare_skip". */
     const char *compare_skip;
 };
 

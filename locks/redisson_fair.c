@@ -151,12 +151,21 @@ static int fair_try(struct lock_ctx *ctx, const char *key, const struct fair_nam
     const char *argv[7] = { key, n->queue, n->timeout, lease, n->field, waits, now };
 
     int64_t sent = now_us();
+    redisReply *r;
     int rc;
 
     snprintf(lease, sizeof lease, "%d", ctx->cfg->lease_ms);
     snprintf(waits, sizeof waits, "%lld", wait);
     snprintf(now, sizeof now, "%lld", (long long)redis_wall_ms());
-    rc = redis_ttl_reply(ctx, redis_eval(ctx, 0, &fair_lock, 3, 7, argv), key, ttl);
+    /* A queued waiter is told when its turn is due by the queue's clocks,
+     * which is in the past once the holder outlives that estimate (the
+     * watchdog renewing it): any negative number, -2 among them, which
+     * would read as nil, "acquired". Redisson's Java tells null from a
+     * Long; we say "due now" (0) for every past turn. */
+    r = redis_eval(ctx, 0, &fair_lock, 3, 7, argv);
+    if (r && r->type == REDIS_REPLY_INTEGER && r->integer < 0)
+        r->integer = 0;
+    rc = redis_ttl_reply(ctx, r, key, ttl);
     if (rc == LL_OK && *ttl == -2)
         lock_lease(ctx, sent, ctx->cfg->lease_ms);
     return rc;

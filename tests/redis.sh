@@ -125,12 +125,13 @@ for lock in redis-renew redis-reentrant redisson redisson-fair; do
     t_product "200$i"
     (
         t_reset 10 "200$i"
-        t_load "lock=$lock&product=200$i&hold_ms=4000&wait_ms=20000" 3 3 >/dev/null
+        t_load "lock=$lock&product=200$i&hold_ms=4000&wait_ms=20000" 3 3 > "$WD/$lock.log"
         echo "$L_sold $L_lost $L_final" > "$WD/$lock"
     ) &
 done
 wait
 for lock in redis-renew redis-reentrant redisson redisson-fair; do
+    cat "$WD/$lock.log"
     read -r sold lost final < "$WD/$lock"
     t_ok "$sold -eq 3 -a '$lost' = 0 -a '$final' = 7" \
          "$lock: three 4 s holds (lease 3 s) sold 3, lost $lost, final $final"

@@ -29,10 +29,13 @@ set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 MIN_CLAIMS=15
 
-NOT_REENTRANT='not reentrant|non-reentrant'
-REENTRANT='reentrant per |re-entry count|re-entry is counted'
-NOT_FENCED='no fencing token|cannot issue a fencing token|fencing token does not save it'
-FENCED='[?]fence=1'
+# The claims: phrases (an extended regular expression) | has or lacks | bit.
+CLAIM_RULES=(
+    "not reentrant|non-reentrant|lacks|LOCK_REENTRANT"
+    "reentrant per |re-entry count|re-entry is counted|has|LOCK_REENTRANT"
+    "no fencing token|cannot issue a fencing token|fencing token does not save it|lacks|LOCK_FENCED"
+    "[?]fence=1|has|LOCK_FENCED"
+)
 
 # The header comment of file $1, one lower-case line.
 header() {
@@ -59,31 +62,21 @@ props() {
 CLAIMS=0
 # check FILE: print each disagreement; 1 when any.
 check() {
-    local f=$1 h name p bad=0
+    local f=$1 h name p bad=0 rule bit want phrases said has
     h=$(header "$f")
     while read -r name p; do
         [ -n "$name" ] || continue
         [ "$p" != "?" ] || { echo "$f: $name: no .props read"; bad=1; continue; }
-        if grep -Eq "$NOT_REENTRANT" <<< "$h"; then
+        for rule in "${CLAIM_RULES[@]}"; do
+            bit=${rule##*|} rule=${rule%|*}
+            want=${rule##*|} phrases=${rule%|*}
+            [[ $h =~ ($phrases) ]] || continue
+            said=${BASH_REMATCH[1]}
             CLAIMS=$((CLAIMS + 1))
-            [[ $p == *LOCK_REENTRANT* ]] &&
-                { echo "$f: $name: the header says \"$(grep -Eo "$NOT_REENTRANT" <<< "$h" | head -1)\", .props has LOCK_REENTRANT"; bad=1; }
-        fi
-        if grep -Eq "$REENTRANT" <<< "$h"; then
-            CLAIMS=$((CLAIMS + 1))
-            [[ $p == *LOCK_REENTRANT* ]] ||
-                { echo "$f: $name: the header says \"$(grep -Eo "$REENTRANT" <<< "$h" | head -1)\", .props lacks LOCK_REENTRANT"; bad=1; }
-        fi
-        if grep -Eq "$NOT_FENCED" <<< "$h"; then
-            CLAIMS=$((CLAIMS + 1))
-            [[ $p == *LOCK_FENCED* ]] &&
-                { echo "$f: $name: the header says \"$(grep -Eo "$NOT_FENCED" <<< "$h" | head -1)\", .props has LOCK_FENCED"; bad=1; }
-        fi
-        if grep -Eq "$FENCED" <<< "$h"; then
-            CLAIMS=$((CLAIMS + 1))
-            [[ $p == *LOCK_FENCED* ]] ||
-                { echo "$f: $name: the header says \"?fence=1\", .props lacks LOCK_FENCED"; bad=1; }
-        fi
+            if [[ $p == *"$bit"* ]]; then has=has; else has=lacks; fi
+            [ "$has" = "$want" ] ||
+                { echo "$f: $name: the header says \"$said\", .props $has $bit"; bad=1; }
+        done
     done < <(props "$f")
     return $bad
 }

@@ -76,6 +76,10 @@ struct lock_ctx {
     int         crash;              /* fault: _exit() while holding the lock  */
     int         lose_answer;        /* fault: the sale's answer from MariaDB
                                      * never arrives (clients/db.c)           */
+    int         release_pause_ms;   /* fault: a pause inside the release, where
+                                     * lock_ops.release_pause says (once)     */
+    int         clock_skew_ms;      /* fault: the wall clock this request
+                                     * reads runs N ms ahead (redis_wall_ms)  */
     int         qty;                /* units this purchase takes: 1, or what
                                      * POST /order's qty asks (all or none)   */
     struct order *order;            /* POST /order's order, or NULL           */

@@ -22,3 +22,13 @@ int lock_backoff(struct lock_ctx *ctx)
     return LL_OK;
 }
 
+
+/* ---------------------------------------------------------------- faults */
+
+void lock_release_pause(struct lock_ctx *ctx)
+{
+    if (ctx->release_pause_ms > 0) {
+        sleep_us((int64_t)ctx->release_pause_ms * 1000);
+        ctx->release_pause_ms = 0;
+    }
+}

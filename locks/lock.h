@@ -212,6 +212,11 @@ struct lock_ops {
     const char *fence;
     const char *nofence;
 
+    /* Where the fault switch ?release_pause_ms pauses this strategy's
+     * release (lock_release_pause()), for GET /locks and the docs: "between
+     * its GET and its DEL"; NULL: the switch is refused. */
+    const char *release_pause;
+
     /* Why bench/compare leaves the strategy out of the strategies it runs
      * by default, or NULL: a teaching strategy whose failure makes the
      * seeds' 5000 purchases take it minutes (each waits out its deadline,
@@ -259,6 +264,10 @@ static inline int lock_release(struct lock_ctx *ctx, const char *key)
 {
     return ctx->ops->release(ctx, key);
 }
+
+/* The fault ?release_pause_ms: the release calls this where lock_ops.
+ * release_pause says; it sleeps once per request. */
+void lock_release_pause(struct lock_ctx *ctx);
 
 /* LL_OK when the strategy has no way to lose a lock it holds. */
 static inline int lock_check(struct lock_ctx *ctx, const char *key)

@@ -150,6 +150,11 @@ int64_t redis_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t redis_wall_ms_of(const struct lock_ctx *ctx)
+{
+    return redis_wall_ms() + ctx->clock_skew_ms;
+}
+
 /* SETNX answers 1 or 0; SET … NX answers OK or nil. */
 /* The fenced try (?fence=1): the same SETNX or SET NX, and when it takes
  * the lock, INCR of the key's token counter in the same atomic step, so a

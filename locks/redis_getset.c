@@ -18,7 +18,8 @@
  * ("锁覆盖"): the holder's expiry is no longer its own and nobody's value
  * says who holds the lock. Release checks the expiry before DEL, and that
  * check and the DEL are two steps: a holder that stalls between them
- * deletes the next holder's lock. Not reentrant.
+ * deletes the next holder's lock. Not reentrant. The fault switch
+ * ?clock_skew_ms sets the request's clock ahead (bench/lesson clock-skew).
  */
 #include "redis_private.h"
 
@@ -29,7 +30,7 @@
 static int getset_try(struct lock_ctx *ctx, const char *key, const void *arg)
 {
     struct redis_hold *h = redis_hold_of(ctx);
-    int64_t now = redis_wall_ms(), exp = now + ctx->cfg->lease_ms + 1, sent = now_us();
+    int64_t now = redis_wall_ms_of(ctx), exp = now + ctx->cfg->lease_ms + 1, sent = now_us();
     long long cur;
     redisReply *r;
     int taken, got = 0;
@@ -81,7 +82,7 @@ static int getset_release(struct lock_ctx *ctx, const char *key)
     struct redis_hold *h = redis_hold_of(ctx);
     const char *keys[1] = { key };
 
-    if (redis_wall_ms() >= h->expires_wall_ms)
+    if (redis_wall_ms_of(ctx) >= h->expires_wall_ms)
         return lock_error(ctx, LL_ERROR, "redis",
                           "%s expired before release (lease %d ms): not deleted, it may "
                           "be someone else's now", key, ctx->cfg->lease_ms);

@@ -119,6 +119,8 @@ int redis_token_release(struct lock_ctx *ctx, const char *key);
 /* Wall clock in milliseconds (CLOCK_REALTIME): for values other clients
  * compare, as redis-getset and Redisson's fair lock do. */
 int64_t redis_wall_ms(void);
+/* The same as the request sees it: ahead by the fault ?clock_skew_ms. */
+int64_t redis_wall_ms_of(const struct lock_ctx *ctx);
 
 /* Script sources shared by several strategies. */
 extern struct redis_script redis_compare_and_delete;

@@ -9,7 +9,8 @@
  * between our GET and our DEL: then the DEL deletes the new holder's lock.
  * That window is the seed's "删除操作缺乏原子性", fixed by redis-lua. Like
  * redis-set-nx-ex, a holder slower than the 3 s expiry is overtaken while
- * it still sells. Not reentrant.
+ * it still sells. Not reentrant. The fault switch ?release_pause_ms
+ * pauses right in that window (bench/lesson uuid-window).
  */
 #include "redis_private.h"
 
@@ -40,6 +41,7 @@ static int uuid_release(struct lock_ctx *ctx, const char *key)
                           "%s was no longer ours at release (expired after %d s)", key,
                           UUID_EX_S);
     /* The window: the key may expire and be taken right here. */
+    lock_release_pause(ctx);
     return redis_del(ctx, 0, 1, keys);
 }
 
@@ -54,4 +56,5 @@ const struct lock_ops lock_redis_uuid = {
     .release  = uuid_release,
     .reset    = redis_del_key,
     .fence    = REDIS_FENCE,
+    .release_pause = "between its GET and its DEL",
 };

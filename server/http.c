@@ -263,6 +263,7 @@ static struct lock_ctx *borrow(int wait_ms)
         ctx->deadline_ms = deadline_ms;
         ctx->wait_ms = wait_ms;
         ctx->hold_ms = ctx->late_ms = ctx->crash = ctx->lose_answer = ctx->fence = 0;
+        ctx->release_pause_ms = ctx->clock_skew_ms = 0;
         ctx->lease_until_us = ctx->held_since_us = 0;
         ctx->token = 0;
         ctx->token_src = NULL;
@@ -298,6 +299,8 @@ static struct lock_ctx *borrow_for(const struct sale_args *a)
     ctx->fence = a->fence;
     ctx->crash = a->crash;
     ctx->lose_answer = a->lose_answer;
+    ctx->release_pause_ms = a->release_pause_ms;
+    ctx->clock_skew_ms = a->clock_skew_ms;
     if (a->consumer_crash)
         redis_stock_consumer_crash();
     return ctx;
@@ -524,6 +527,8 @@ static enum MHD_Result route_locks(struct exchange *x, struct request *r)
                                                                      : "lock:<product>"));
         if (o->compare_skip)
             json_object_set_new(one, "compare_skip", json_string(o->compare_skip));
+        if (o->release_pause)
+            json_object_set_new(one, "release_pause", json_string(o->release_pause));
         json_array_append_new(list, one);
     }
     return reply(x, MHD_HTTP_OK, json_pack("{s:s,s:o}", "default", cfg->lock,

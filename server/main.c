@@ -128,7 +128,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "locklab: %s: no --admin-token: POST /stock/reset and /stats/reset "
                 "are open to anyone who reaches this port\n", cfg.name);
     if (cfg.allow_faults)
-        fprintf(stderr, "locklab: %s: --allow-faults: ?hold_ms, ?crash and ?lose_answer are "
+        fprintf(stderr, "locklab: %s: --allow-faults: the fault switches (?hold_ms, ?crash, …) are "
                 "accepted from anyone who reaches this port\n", cfg.name);
     if (mysql_library_init(0, NULL, NULL) != 0) {
         fprintf(stderr, "locklab: cannot initialise the MariaDB client library\n");

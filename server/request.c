@@ -151,14 +151,16 @@ static const char *const param_names[P_MAX] = {
     [P_LEASE_MS] = "lease_ms", [P_UNLOCK] = "unlock", [P_PERMITS] = "permits",
     [P_MEMBERS] = "members", [P_MEMBER] = "member",
     [P_PERMIT] = "permit", [P_DELTA] = "delta", [P_VERSION] = "version",
-    [P_VALUE] = "value",
+    [P_VALUE] = "value", [P_RELEASE_PAUSE_MS] = "release_pause_ms",
+    [P_ALLOW_DEADLOCK] = "allow_deadlock", [P_CLOCK_SKEW_MS] = "clock_skew_ms",
 };
 
 _Static_assert(P_MAX <= 32, "struct route's params is a 32-bit mask");
 
 #define BIT(p)  (1u << (p))
 #define FAULTS  (BIT(P_HOLD_MS) | BIT(P_LATE_MS) | BIT(P_CRASH) | BIT(P_LOSE_ANSWER) | \
-                 BIT(P_CONSUMER_CRASH))
+                 BIT(P_CONSUMER_CRASH) | BIT(P_RELEASE_PAUSE_MS) | BIT(P_ALLOW_DEADLOCK) | \
+                 BIT(P_CLOCK_SKEW_MS))
 
 static const struct route routes[] = {
     { ROUTE_SALE,        "GET",  "/check/lock",  0,
@@ -374,6 +376,7 @@ int request_sale(struct request *r, const struct config *cfg, struct sale_args *
 {
     const char *name = r->param[P_LOCK] ? r->param[P_LOCK] : cfg->lock;
     long long reentry, wait_ms, hold_ms, late_ms, crash, lose, fence, consumer_crash;
+    long long release_pause_ms, allow_deadlock, clock_skew_ms;
     char shown[48];
     int i;
 
@@ -396,13 +399,19 @@ int request_sale(struct request *r, const struct config *cfg, struct sale_args *
         request_int(r, P_CRASH, 0, 1, 0, &crash) ||
         request_int(r, P_LOSE_ANSWER, 0, 1, 0, &lose) ||
         request_int(r, P_FENCE, 0, 1, 0, &fence) ||
-        request_int(r, P_CONSUMER_CRASH, 0, 1, 0, &consumer_crash))
+        request_int(r, P_CONSUMER_CRASH, 0, 1, 0, &consumer_crash) ||
+        request_int(r, P_RELEASE_PAUSE_MS, 0, cfg->max_wait_ms, 0, &release_pause_ms) ||
+        request_int(r, P_ALLOW_DEADLOCK, 0, 1, 0, &allow_deadlock) ||
+        request_int(r, P_CLOCK_SKEW_MS, 0, cfg->max_wait_ms, 0, &clock_skew_ms))
         return r->status;
     if (fence && out->ops->fence == NULL)
         return request_fail(r, 400, "bad_request", P_FENCE, "%s cannot issue a fencing "
                             "token: %s", out->ops->name,
                             out->ops->nofence ? out->ops->nofence : "it has no lock service");
-    if (reentry > 1 && !(out->ops->props & LOCK_REENTRANT))
+    if (release_pause_ms && out->ops->release_pause == NULL)
+        return request_fail(r, 400, "bad_request", P_RELEASE_PAUSE_MS, "%s has no "
+                            "check-then-delete release to pause inside", out->ops->name);
+    if (reentry > 1 && !(out->ops->props & LOCK_REENTRANT) && !allow_deadlock)
         return request_fail(r, 400, "bad_request", P_REENTRY, "%s is not reentrant: with "
                             "reentry=%lld a purchase would wait for the lock it holds",
                             out->ops->name, reentry);
@@ -414,6 +423,9 @@ int request_sale(struct request *r, const struct config *cfg, struct sale_args *
     out->lose_answer = (int)lose;
     out->fence = (int)fence;
     out->consumer_crash = (int)consumer_crash;
+    out->release_pause_ms = (int)release_pause_ms;
+    out->allow_deadlock = (int)allow_deadlock;
+    out->clock_skew_ms = (int)clock_skew_ms;
     return 0;
 }
 

@@ -71,6 +71,7 @@ enum param_id {
     /* the synchronizers' (on /sync routes hold_ms is work, not a fault) */
     P_NAME, P_NAMES, P_BACKEND, P_LEASE_MS, P_UNLOCK, P_PERMITS, P_MEMBERS,
     P_MEMBER, P_PERMIT, P_DELTA, P_VERSION, P_VALUE,
+    P_RELEASE_PAUSE_MS, P_ALLOW_DEADLOCK, P_CLOCK_SKEW_MS,  /* fault switches */
     P_MAX
 };
 
@@ -136,11 +137,18 @@ struct sale_args {
     int         consumer_crash;     /* fault: the Redis stock's consumer of
                                      * this instance dies after its next
                                      * COMMIT, before its XACK */
+    int         release_pause_ms;   /* fault: a pause inside the release
+                                     * (lock_ops.release_pause says where) */
+    int         allow_deadlock;     /* fault: reentry > 1 on a lock that is
+                                     * not reentrant: it waits for itself */
+    int         clock_skew_ms;      /* fault: this request's wall clock runs
+                                     * N ms ahead (locks that read it)     */
 };
 
 /* GET /check/lock's parameters, checked against cfg: a known strategy, a
  * product code, reentry 1..LOCK_MAX_DEPTH and above 1 only on a reentrant
- * strategy, fence=1 only on a strategy that can issue a fencing token,
+ * strategy (or with the fault switch allow_deadlock=1),
+ * release_pause_ms only on a strategy whose release says where it pauses, fence=1 only on a strategy that can issue a fencing token,
  * wait_ms and hold_ms within --max-wait-ms, and the fault switches only on
  * a server started with --allow-faults. 0, or the status. */
 int request_sale(struct request *r, const struct config *cfg, struct sale_args *out);

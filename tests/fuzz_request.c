@@ -165,13 +165,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         MUST(a.ops != NULL && lock_find(a.ops->name) == a.ops);
         MUST(stock_code_valid(a.product));
         MUST(a.reentry >= 1 && a.reentry <= LOCK_MAX_DEPTH);
-        MUST(a.reentry == 1 || (a.ops->props & LOCK_REENTRANT));
+        MUST(a.reentry == 1 || (a.ops->props & LOCK_REENTRANT) || a.allow_deadlock);
+        MUST(a.release_pause_ms == 0 || a.ops->release_pause != NULL);
+        MUST(a.release_pause_ms >= 0 && a.release_pause_ms <= cfg.max_wait_ms);
+        MUST(a.clock_skew_ms >= 0 && a.clock_skew_ms <= cfg.max_wait_ms);
         MUST(a.wait_ms >= 0 && a.wait_ms <= cfg.max_wait_ms);
         MUST(a.hold_ms >= 0 && a.hold_ms <= cfg.max_wait_ms);
         MUST(a.late_ms >= 0 && a.late_ms <= cfg.max_wait_ms);
         MUST(a.fence == 0 || a.ops->fence != NULL);
         MUST(cfg.allow_faults || (a.hold_ms == 0 && a.late_ms == 0 && a.crash == 0 &&
-                                  a.lose_answer == 0 && a.consumer_crash == 0));
+                                  a.lose_answer == 0 && a.consumer_crash == 0 &&
+                                  a.release_pause_ms == 0 && a.allow_deadlock == 0 &&
+                                  a.clock_skew_ms == 0));
         break;
     case ROUTE_ORDER:
         if (request_sale(&r, &cfg, &a) != 0 || request_order(&r, &o) != 0) {
@@ -183,7 +188,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         MUST(o.qty >= 1 && o.qty <= REQUEST_QTY_MAX);
         MUST(!o.one_per_user || o.user != NULL);
         MUST(cfg.allow_faults || (a.hold_ms == 0 && a.late_ms == 0 && a.crash == 0 &&
-                                  a.lose_answer == 0 && a.consumer_crash == 0));
+                                  a.lose_answer == 0 && a.consumer_crash == 0 &&
+                                  a.release_pause_ms == 0 && a.allow_deadlock == 0 &&
+                                  a.clock_skew_ms == 0));
         break;
     case ROUTE_STOCK:
     case ROUTE_STOCK_RESET:

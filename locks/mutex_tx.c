@@ -23,8 +23,10 @@
  * The fault switch late_ms (a pause after the checks, just before the
  * write) pauses here between the unlock and the COMMIT, the write that
  * counts: the window stretched, so that two purchases show the loss.
- * Under load no stretching is needed: every hand-over of the mutex falls in
- * the window of a COMMIT on its way. With --ledger the sale's row carries
+ * Under load the loss is likely without it, not certain: the holder's
+ * COMMIT is sent before the next holder's SELECT, and MariaDB may finish
+ * it first (a CI run of 200 sales once lost none); a pause of a few ms
+ * (late_ms=2) puts every hand-over in a COMMIT's window. With --ledger the sale's row carries
  * the critical section, from the lock to the unlock: sections that never
  * overlap, and a unit lost all the same.
  */

@@ -138,8 +138,12 @@ echo "== the consumer dies between its COMMIT and its XACK"
 # applying it again.
 t_reset 100000
 dup0=$(sum_stats .redis_stock.duplicates "$APP1" "$APP2")
+# The arming purchase's own entry may be the batch that crashes: its answer
+# then dies with the process (curl's 000; a CI run saw it). Either way it
+# sold in Redis: the crash needs an applied entry, and before the load
+# below it is the only one. The count's check after the drain shows it.
 req "$APP0/check/lock?lock=redis-decr&consumer_crash=1"
-t_ok "$CODE = 200" "the purchase that arms the crash sells"
+t_ok "$CODE = 200 -o $CODE = 000" "the purchase that arms the crash sells, or dies with its own batch ($CODE)"
 sold=1
 for ((i = 0; i < 50; i++)); do
     out=$("$T_BUILD/ll-load" -c 16 -n 300 "$APP1/check/lock?lock=redis-decr" \

@@ -128,9 +128,11 @@ static int cmd_line(const char *stock_s, const char *load_path, const char *stoc
 }
 
 /* The seeds' published numbers go beside ours only where the runs are the
- * seeds' own (scenario seeds): next to another scenario they mislead. */
-static json_t *build_runs(const char *raw, long long stock, int with_seed, const json_t *limits,
-                          const json_t *settings)
+ * seeds' own (scenario seeds): next to another scenario they mislead.
+ * seed_instances: how many instances served the load (0: no seeds), so
+ * that a figure goes only beside a run on as many (report_derive.c). */
+static json_t *build_runs(const char *raw, long long stock, long long seed_instances,
+                          const json_t *limits, const json_t *settings)
 {
     char *tsv = path_join(raw, "runs.tsv"), *lp = path_join(raw, "locks.json"), line[512];
     json_t *runs = json_array(), *locks = json_load_file(lp, 0, NULL);  /* NULL: none */
@@ -152,7 +154,7 @@ static json_t *build_runs(const char *raw, long long stock, int with_seed, const
         warm = load_part(raw, "%s.warmup.json", idx, 1);   /* NULL: no warm-up kept */
         snprintf(file, sizeof file, "%s.stats", idx);
         inst = load_numbered(raw, file);
-        run = derive_run(name, family, stock, with_seed, load, after, inst, locks, cost);
+        run = derive_run(name, family, stock, seed_instances, load, after, inst, locks, cost);
         derive_ceiling(run, limits, locks, warm, settings);  /* report_ceiling.c */
         derive_time(run, raw, idx, load);                    /* report_time.c */
         /* A fault scenario's run: with ?fence=1 or not, and ll-check's
@@ -234,7 +236,8 @@ static int cmd_build(const char *dir)
     }
     json_object_set_new(res, "runs", build_runs(raw, stock,
                             !strcmp(jstr(settings, "scenario", ""), "seeds") &&
-                            jint(settings, "products") <= 1, limits, settings));
+                            jint(settings, "products") <= 1 ? served_instances(settings) : 0,
+                            limits, settings));
     json_object_set_new(res, "storms", build_storms(raw, jint(settings, "storm_stock")));
     p = path_join(dir, "results.json");
     if (json_dump_file(res, p, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0)
@@ -243,6 +246,7 @@ static int cmd_build(const char *dir)
     write_file(dir, "report.md", write_md, res);
     write_file(dir, "report.html", write_html, res);
     print_table(stdout, res);
+    print_seeds(stdout, res, FMT_TEXT);
     print_bounds(stdout, res, FMT_TEXT);
     print_faults(stdout, json_object_get(res, "runs"), FMT_TEXT);
     print_front(stdout, res, FMT_TEXT);

@@ -272,10 +272,7 @@ void write_html(FILE *f, const json_t *res)
             "sold what they did not have.</p>\n");
     html_runs_table(f, runs);
     print_faults(f, runs, FMT_HTML);
-    if (have_seeds)
-        fprintf(f, "<p class=note>* The seeds' published JMeter results (5000 units, 100 "
-                "threads × 50 loops through nginx to three instances), measured by the course "
-                "authors on their hardware: compare shapes, not absolute numbers.</p>\n");
+    print_seeds(f, res, FMT_HTML);                       /* report_table.c */
     if (!strcmp(jstr(settings, "driver", ""), "wrk"))
         fprintf(f, "<p class=note>%s</p>\n", wrk_note);
     fprintf(f, "<p class=note>%s</p>\n", serial_note);

@@ -62,8 +62,8 @@ void write_md(FILE *f, const json_t *res)
                 r.name, r.rps, r.sold_s, r.steady, r.sold, r.final, r.oversold, r.lost,
                 r.unknown, r.p50, r.p99, r.errs, r.ceiling, r.eff, r.seed);
     }
-    fprintf(f, "\n\\* seeds req/s: the seeds' published JMeter throughput, measured by the "
-            "course authors on their hardware (5000 units, 100 threads × 50 loops).\n\n");
+    fputc('\n', f);
+    print_seeds(f, res, FMT_MD);                         /* report_table.c */
     if (!strcmp(jstr(settings, "driver", ""), "wrk"))
         fprintf(f, "%s\n\n", wrk_note);
     fprintf(f, "%s\n\n", serial_note);

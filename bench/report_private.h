@@ -79,8 +79,8 @@ void count_answers(const json_t *load, struct answers *a);
 
 /* One run's object of results.json from its raw pieces. */
 json_t *derive_run(const char *name, const char *family, long long stock,
-                   int with_seed, json_t *load, json_t *stock_after, json_t *instances,
-                   const json_t *locks, const json_t *cost);
+                   long long seed_instances, json_t *load, json_t *stock_after,
+                   json_t *instances, const json_t *locks, const json_t *cost);
 
 /* Strategy `name`'s entry of GET /locks, or NULL. */
 const json_t *lock_entry(const json_t *locks, const char *name);
@@ -114,6 +114,11 @@ extern const char wrk_note[], serial_note[];
 void print_cost(FILE *f, const json_t *runs, enum fmt fmt);
 void row_fill(struct row *r, const json_t *run);
 void print_table(FILE *f, const json_t *results);
+/* The service instances that served the load (settings instances_served),
+ * and the seeds' column's footnote: which figures stand, which were left
+ * out for having been measured on another number of instances. */
+long long served_instances(const json_t *settings);
+void print_seeds(FILE *f, const json_t *res, enum fmt fmt);
 void print_concurrent(FILE *f, const json_t *runs, enum fmt fmt);
 void print_topology(FILE *f, const json_t *res, enum fmt fmt);
 /* The runs whose purchases met another strategy's lock on their key (the

@@ -220,6 +220,63 @@ void print_table(FILE *f, const json_t *results)
     }
 }
 
+/* ---------------------------------------------------------------- seeds */
+
+long long served_instances(const json_t *settings)
+{
+    long long n = jint(settings, "instances_served");
+
+    if (n <= 0)                       /* a run written before compare said */
+        n = jint(settings, "instances");
+    return n > 0 ? n : 3;
+}
+
+static const char *instances_word(long long n)
+{
+    return n == 1 ? "one" : n == 2 ? "two" : n == 3 ? "three" : "several";
+}
+
+/* The footnote of the seeds' column: what the figures are, and which were
+ * left out because the seed measured them on another number of service
+ * instances than this run's (report_derive.c's seeds[]). */
+void print_seeds(FILE *f, const json_t *res, enum fmt fmt)
+{
+    const json_t *runs = json_object_get(res, "runs"), *run, *seed;
+    long long n = served_instances(json_object_get(res, "settings")), other = 0;
+    int shown = 0, left = 0;
+    size_t i;
+
+    json_array_foreach(runs, i, run) {
+        shown += json_object_get(run, "seed") != NULL;
+        if ((seed = json_object_get(run, "seed_elsewhere")) != NULL) {
+            left++;
+            other = jint(seed, "instances");
+        }
+    }
+    if (!shown && !left)
+        return;
+    fprintf(f, "%s* %s: the seeds' published JMeter throughput (seed 000: 5000 units, 100 "
+            "threads × 50 loops), measured by the course authors on their hardware: compare "
+            "shapes, not absolute numbers. A figure stands only beside a run on as many "
+            "service instances, here %s: the seed's no lock and JVM lock were measured straight "
+            "on one service (§1.3, §1.4.1), its other locks through nginx on three (§1.5 on).",
+            fmt == FMT_HTML ? "<p class=note>" : fmt == FMT_TEXT ? "\n" : "\\",
+            fmt == FMT_TEXT ? "seeds/s" : "seeds req/s", instances_word(n));
+    if (left) {
+        int k = 0;
+        fprintf(f, " Left out, measured on %s:", instances_word(other));
+        json_array_foreach(runs, i, run)
+            if ((seed = json_object_get(run, "seed_elsewhere")) != NULL)
+                fprintf(f, "%s %s %.1f/s", k++ ? "," : "", jstr(run, "strategy", "?"),
+                        jnum(seed, "rps"));
+        fprintf(f, " (%s).", other == 1 ? "bench/compare --scenario seeds --instances 1 sets "
+                                          "the one-instance figures beside a run on one"
+                                        : "a run through nginx on three instances sets the "
+                                          "three-instance figures beside its own");
+    }
+    fprintf(f, "%s", fmt == FMT_HTML ? "</p>\n" : fmt == FMT_TEXT ? "\n" : "\n\n");
+}
+
 /* The strategies measured against the row's peak, against the concurrent
  * ceiling too: one sentence. */
 void print_concurrent(FILE *f, const json_t *runs, enum fmt fmt)

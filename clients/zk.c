@@ -112,6 +112,9 @@ static int64_t min64(int64_t a, int64_t b)
 int zk_session_ms(const struct lock_ctx *ctx)
 {
     int ms = ctx->cfg->lease_ms / 5;
+
+    if (ctx->cfg->zk_session_ms > 0)        /* --zk-session-ms, as asked */
+        return ctx->cfg->zk_session_ms;
     return ms < 4000 ? 4000 : ms > 30000 ? 30000 : ms;
 }
 

@@ -47,6 +47,7 @@ static const struct opt opts[] = {
     { "--max-wait-ms",    "LOCKLAB_MAX_WAIT_MS",    OPT_INT,  F(max_wait_ms),    "20000", 0, 3600000 },
     { "--retry-ms",       "LOCKLAB_RETRY_MS",       OPT_INT,  F(retry_ms),       "2", 0, 10000 },
     { "--lease-ms",       "LOCKLAB_LEASE_MS",       OPT_INT,  F(lease_ms),       "30000", 100, 3600000 },
+    { "--zk-session-ms",  "LOCKLAB_ZK_SESSION_MS",  OPT_INT,  F(zk_session_ms),  "0", 0, 60000 },
     { "--allow-faults",   "LOCKLAB_ALLOW_FAULTS",   OPT_FLAG, F(allow_faults),   "0", 0, 1 },
     { "--ledger",         "LOCKLAB_LEDGER",         OPT_FLAG, F(ledger),         "0", 0, 1 },
     { "--admin-token",    "LOCKLAB_ADMIN_TOKEN",    OPT_STR,  F(admin_token),    NULL, 0, 0 },
@@ -85,6 +86,9 @@ const char config_usage[] =
 "                         the proxy's read timeout (the stack's nginx: 60 s)\n"
 "  --retry-ms MS          spin interval of the spinning strategies, jittered (2)\n"
 "  --lease-ms MS          lease of expiring locks; watchdogs renew at 1/3 (30000)\n"
+"  --zk-session-ms MS     ZooKeeper session timeout asked for (0: a fifth of\n"
+"                         --lease-ms, within 4..30 s); the server grants it\n"
+"                         within its own bounds\n"
 "  --allow-faults         accept the fault switches ?hold_ms=N, ?late_ms=N,\n"
 "                         ?crash=1 and ?lose_answer=1 (demonstrations, tests;\n"
 "                         off by default)\n"

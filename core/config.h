@@ -41,6 +41,7 @@ struct config {
     int max_wait_ms;             /* the most ?wait_ms= and ?hold_ms= ask */
     int retry_ms;                /* spin interval of spinning strategies */
     int lease_ms;                /* lease of expiring locks (watchdog)   */
+    int zk_session_ms;           /* ZooKeeper session; 0: from lease_ms  */
     int allow_faults;            /* the fault switches are accepted      */
     int ledger;                  /* every sale writes its db_ledger row  */
     const char *admin_token;     /* admin routes need it, unless NULL    */

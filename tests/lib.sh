@@ -136,7 +136,8 @@ t_env() {
 # t_setup [UP-FLAGS]: `bench/stack up` (which starts only what is missing
 # or changed) as this test needs the stack: the topology of the last `up`
 # (the test topology, tests/CMakeLists.txt), the fault switches on, Redis
-# server 1's append-only file synced every second, and none of the
+# server 1's append-only file synced every second, the instances' own
+# ZooKeeper sessions (not up --seed-timing's), and none of the
 # variants (--ledger, --netns, --redis-replica, --prometheus), unless
 # UP-FLAGS ask otherwise (--ledger, --no-faults, ...). A test that needs a
 # variant asks for it here and leaves it on when it ends: the next test's
@@ -147,7 +148,7 @@ t_env() {
 t_setup() {
     t_need curl jq -- "the integration tests (curl, jq)" || t_done
     "$T_ROOT/bench/stack" up --allow-faults --redis-aof everysec --no-ledger --no-netns \
-        --no-redis-replica --no-prometheus "$@" >/dev/null || { echo "stack up $* failed"; exit 1; }
+        --no-redis-replica --no-prometheus --zk-session-ms 0 "$@" >/dev/null || { echo "stack up $* failed"; exit 1; }
     t_env
 }
 

@@ -19,7 +19,8 @@
 # ensemble of three, which is where `up` once returned too early (594 of
 # 600 purchases failed, #30). Switching between them also restarts
 # ZooKeeper with fresh data each time (bench/lib/stack_servers.sh,
-# zk_prepare).
+# zk_prepare). A also has the seeds' timing (up --seed-timing): each round
+# checks the instances' flags and the session ZooKeeper granted them.
 #
 # No assertion depends on how long down or up take: each is timed and
 # logged, never bounded (beyond bench/stack's own 90 s per server). The
@@ -33,7 +34,7 @@ t_need curl jq -- "the integration tests (curl, jq)" || t_done
 
 STACK=$T_ROOT/bench/stack
 ROUNDS=${LOCKLAB_LIFECYCLE_ROUNDS:-4}
-TOPO_A="--instances 1 --redis 1 --zk 1 --etcd 1"
+TOPO_A="--instances 1 --redis 1 --zk 1 --etcd 1 --seed-timing"
 TOPO_B="--instances 3 --redis 1 --zk 3 --etcd 1"
 LOCKS=(mysql-update redisson curator etcd)
 S=40 R=50 C=16
@@ -59,6 +60,33 @@ purchases() {
         val=$(t_stock)
         [ "$val" = 0 ] || P_left=$((P_left + ${val:-1}))
     done
+}
+
+# The session timeouts the ZooKeeper servers granted their clients (`cons`),
+# each once: after the purchases, the instances' sessions among them.
+zk_sessions() {
+    local hp
+    for hp in ${LOCKLAB_ZK//,/ }; do
+        exec 3<> "/dev/tcp/${hp%:*}/${hp##*:}" || continue
+        printf cons >&3
+        grep -o 'to=[0-9]*' <&3
+        exec 3<&-
+    done | sort -u | paste -sd' '
+}
+
+# up --seed-timing (round A): the instances run with the seeds' 3 s lease
+# and 30 s ZooKeeper session, and ZooKeeper grants that session; without it
+# (round B, --defaults), neither flag, and a fifth of the 30 s lease.
+timing() {
+    local args
+    args=$(cat "$T_ROOT"/.run/apps/app-*.spec)
+    if [ "$name" = A ]; then
+        t_ok "$(grep -c -- '--lease-ms 3000 --zk-session-ms 30000' <<< "${args//$'\n'/ }") -eq 1 -a '$(zk_sessions)' = 'to=30000'" \
+             "round $round (A, --seed-timing): the instance runs with --lease-ms 3000 --zk-session-ms 30000, ZooKeeper grants 30 s"
+    else
+        t_ok "$(grep -c -- '--lease-ms\|--zk-session-ms' <<< "$args") -eq 0 -a '$(zk_sessions)' = 'to=6000'" \
+             "round $round (B, --defaults): no timing flags, ZooKeeper sessions of a fifth of the 30 s lease"
+    fi
 }
 
 # What the servers said, when a round went wrong.
@@ -91,6 +119,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
     t_ok "$P_sold -eq $((4 * S)) -a $P_sold_out -eq $((4 * (R - S))) -a $P_left -eq 0" \
          "round $round ($name): every purchase answered, $((4 * S)) sold and $((4 * (R - S))) sold out, 0 left"
     if [ "$P_sold" -ne $((4 * S)) ] || [ "$P_transport" -ne 0 ] || [ -n "$P_other" ]; then explain; fi
+    timing
 done
 t_log "$ROUNDS rounds: down $((down_ms / ROUNDS)) ms, up $((up_ms / ROUNDS)) ms on average"
 t_done

@@ -173,5 +173,39 @@ check "$(grep -c "^mysql-update: 3 purchases found the lock's key held by anothe
 check "$(grep -c 'mysql-update: 3 purchases found' "$B/report.md") $(grep -c 'mysql-update: 3 purchases found' "$B/report.html")" \
     "1 1" "build: report.md and report.html too"
 
+# build: the seeds' column. none's figure (473.8/s) was measured on one
+# service, mysql-for-update's (231.5/s) through nginx on three: each stands
+# only beside a run on as many instances, and the note names the other.
+S=$T/seeds
+mkdir -p "$S/raw"
+cp "$B/raw/machine.env" "$S/raw/"
+printf '01\tnone\tlocal\n02\tmysql-for-update\tmysql\n' > "$S/raw/runs.tsv"
+for i in 01 02; do
+    cp "$B/raw/01.load.json" "$S/raw/$i.load.json"
+    cp "$B/raw/01.stock.json" "$S/raw/$i.stock.json"
+done
+seeds_build() {     # INSTANCES SERVED: the seeds scenario so run, then build
+    printf 'scenario=seeds\nstock=10\nrequests=12\nconnections=4\ninstances=%s\ninstances_served=%s\n' \
+        "$1" "$2" > "$S/raw/settings.env"
+    "$R" build "$S" > "$T/table" 2>&1
+}
+seeds_build 3 3
+check "$(jq -c '[.runs[] | [.seed.rps, .seed_elsewhere.instances]]' "$S/results.json") $(awk '$1 == "none" || $1 == "mysql-for-update" {print $NF}' "$T/table" | paste -sd' ')" \
+    '[[null,1],[231.5,null]] - 231.5' "build: on three instances, only the seeds' three-instance figure stands"
+check "$(grep -c 'here three: .* Left out, measured on one: none 473.8/s (bench/compare --scenario seeds --instances 1' "$T/table") $(grep -c 'Left out, measured on one: none 473.8/s' "$S/report.md") $(grep -c 'Left out, measured on one: none 473.8/s' "$S/report.html")" \
+    "1 1 1" "build: ... and the note says which was left out, in the table, report.md and report.html"
+seeds_build 1 1
+check "$(jq -c '[.runs[] | [.seed.rps, .seed_elsewhere.instances]]' "$S/results.json") $(grep -c 'here one: .* Left out, measured on three: mysql-for-update 231.5/s' "$T/table")" \
+    '[[473.8,null],[null,3]] 1' "build: on one instance, only the seeds' one-instance figure stands, the other named"
+seeds_build 3 1
+check "$(jq -c '[.runs[] | .seed.rps]' "$S/results.json")" '[473.8,null]' \
+    "build: nginx to a stack of one instance is a run on one (instances_served)"
+sed -i '/^instances_served=/d' "$S/raw/settings.env"
+"$R" build "$S" > /dev/null 2>&1
+check "$(jq -c '[.runs[] | .seed.rps]' "$S/results.json")" '[null,231.5]' \
+    "build: a run written before instances_served counts --instances"
+check "$(jq -c '[.runs[] | has("seed") or has("seed_elsewhere")]' "$B/results.json")" '[false]' \
+    "build: another scenario has no seeds' figure at all"
+
 printf 'report_cli: %d passed, %d failed\n' "$passed" "$failed"
 [ "$failed" -eq 0 ]

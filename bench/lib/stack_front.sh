@@ -130,6 +130,7 @@ app_args() {
     [[ -n $TOPO_LOCK_WAIT_MS ]] && printf '%s\n' --lock-wait-ms "$TOPO_LOCK_WAIT_MS"
     [[ -n $TOPO_MAX_WAIT_MS ]] && printf '%s\n' --max-wait-ms "$TOPO_MAX_WAIT_MS"
     [[ -n $TOPO_LEASE_MS ]] && printf '%s\n' --lease-ms "$TOPO_LEASE_MS"
+    [[ -n $TOPO_ZK_SESSION_MS ]] && printf '%s\n' --zk-session-ms "$TOPO_ZK_SESSION_MS"
     [[ $TOPO_FAULTS == 1 ]] && printf '%s\n' --allow-faults
     [[ $TOPO_LEDGER == 1 ]] && printf '%s\n' --ledger
     [[ $TOPO_REDIS_REPLICA == 1 ]] && printf '%s\n' --redis-sentinel "$(replica_host):$SENTINEL_PORT"

@@ -223,13 +223,20 @@ apps_up() {
 # nginx_render N: nginx/nginx.conf.in with the placeholders filled.
 # Comment lines are copied as they are (they mention the placeholders).
 nginx_render() {
-    local n=$1 i line sock upstreams="" user_line="" nofile pidfile
+    local n=$1 i line sock addr upstreams="" class_apps="" user_line="" nofile pidfile
     local prefix="$RUN/nginx"
     for ((i = 0; i < n; i++)); do
         sock=$(app_sock "$(app_port "$i")")
-        upstreams+="        server ${sock:+unix:}${sock:-127.0.0.1:$(app_port "$i")} max_conns=$UPSTREAM_MAX_CONNS;"$'\n'
+        addr=${sock:+unix:}${sock:-127.0.0.1:$(app_port "$i")}
+        upstreams+="        server $addr max_conns=$UPSTREAM_MAX_CONNS;"$'\n'
+        # The class page's read of instance i's counters, and only those.
+        class_apps+="        location = /class/app/$i/stats {"$'\n'
+        class_apps+="            proxy_pass http://$addr${sock:+:}/stats;"$'\n'
+        class_apps+="            add_header Cache-Control no-store always;"$'\n'
+        class_apps+="        }"$'\n'
     done
     upstreams=${upstreams%$'\n'}
+    class_apps=${class_apps%$'\n'}
     nofile=$(ulimit -Hn)        # what nginx may raise its workers' limit to
     [[ $nofile == unlimited ]] || ((nofile > 32768)) && nofile=32768
     ((EUID == 0)) && user_line="user $(id -un) $(id -gn);"
@@ -249,6 +256,10 @@ nginx_render() {
         line=${line//@NOFILE@/$nofile}
         line=${line//@UPSTREAM_KEEPALIVE@/$UPSTREAM_KEEPALIVE}
         line=${line//@FRONT_CONNS@/$((n * UPSTREAM_MAX_CONNS))}
+        line=${line//@WEB@/$ROOT/web}
+        line=${line//@CLASS_STATE@/$RUN/class/state.json}
+        line=${line//@INSTANCES@/$n}
+        line=${line//@CLASS_APPS@/$class_apps}
         [[ $line =~ @[A-Z_]+@ ]] && die "nginx/nginx.conf.in: unknown placeholder ${BASH_REMATCH[0]}"
         printf '%s\n' "$line"
     done <"$ROOT/nginx/nginx.conf.in"

@@ -308,6 +308,8 @@ http_ok() {
 # command). chromium draws report.png (bench/lib/page.sh) and the tests
 # read the report pages in it: 25 packages, 122 MB to fetch, 414 MB
 # installed, about 10 s here; without it a fresh machine skipped tests.
+# fonts-wqy-zenhei (7.5 MB) gives chromium the seeds' Chinese: the class
+# page and the reports quote their section titles, boxes without it.
 STACK_NEEDS=(
     cmd:mariadbd:mariadb-server cmd:mariadb-install-db:mariadb-server
     cmd:mariadb:mariadb-client cmd:mariadb-admin:mariadb-client
@@ -333,7 +335,7 @@ STACK_NEEDS=(
     cmd:prometheus-mysqld-exporter:prometheus-mysqld-exporter
     cmd:prometheus-redis-exporter:prometheus-redis-exporter
     pkg:libnetfilter-queue-dev:libnetfilter-queue-dev cmd:iptables:iptables
-    cmd:chromium:chromium
+    cmd:chromium:chromium file:/usr/share/fonts/truetype/wqy/wqy-zenhei.ttc:fonts-wqy-zenhei
 )
 
 # missing_packages: print the packages whose test fails, once each. The

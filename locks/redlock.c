@@ -43,8 +43,10 @@
  *
  * What it still gets wrong (Kleppmann's critique): safety rests on timing —
  * a pause between the validity check and the write, or a server that
- * restarts without persistence and forgets a key, admits a second holder;
- * there is no fencing token for the storage to reject a stale writer.
+ * restarts without persistence and forgets a key, admits a second holder
+ * (`bench/lesson redlock-restart` shows the restart, and a server that kept
+ * its append-only file beside it); there is no fencing token for the
+ * storage to reject a stale writer.
  */
 #include "redis_private.h"
 #include "../core/util.h"

@@ -8,6 +8,11 @@
 #   resume TARGET               SIGCONT
 #   kill TARGET                 SIGKILL: a crash
 #   restart TARGET              SIGKILL, then `bench/stack up` brings it back
+#   restart redis:K --alone     SIGKILL, then that server alone is started
+#                               again (a fraction of a second, not up's
+#                               seconds: within a lease), with what it keeps:
+#                               server 1 its append-only file (--redis-aof),
+#                               the others nothing, as if never locked
 #   partition app:PORT BACKEND [--for MS]
 #                               cut the instance off from BACKEND (mysql,
 #                               redis, redis:K, zk, zk:K, etcd, etcd:K; redis,
@@ -126,6 +131,23 @@ fault_restart() {
     fault_log "restarted $1 (bench/stack up)"
 }
 
+# fault_restart_alone redis:K: the server killed and started again by
+# itself, .run/stack.lock held throughout. `up` would check every service
+# of the stack first (3 to 4 s), longer than a lease: a lock a holder took
+# before the crash would expire before the server came back without it.
+fault_restart_alone() {
+    local k=${1#redis:}
+    topology_load
+    if [[ $1 != redis:* || ! $k =~ ^[0-9]+$ ]] || ((k < 1 || k > TOPO_REDIS)); then
+        die "restart --alone: only redis:K, K from 1 to $TOPO_REDIS, not '$1'"
+    fi
+    fault_kill "$1"
+    redis_start_one "$k"
+    redis_ready >/dev/null
+    fault_log "restarted $1 alone ($( ((k == 1)) && [[ $TOPO_REDIS_AOF != no ]] &&
+        echo "its append-only file kept" || echo "nothing kept: empty"))"
+}
+
 # fault_ports BACKEND: the ports a cut from BACKEND blocks.
 fault_ports() {
     local k
@@ -220,7 +242,13 @@ cmd_fault() {
         pause) (($# >= 1)) || die "usage: bench/fault pause TARGET [--for MS]"; fault_pause "$@" ;;
         resume) (($# == 1)) || die "usage: bench/fault resume TARGET"; fault_resume "$1" ;;
         kill) (($# == 1)) || die "usage: bench/fault kill TARGET"; fault_kill "$1" ;;
-        restart) (($# == 1)) || die "usage: bench/fault restart TARGET"; fault_restart "$1" ;;
+        restart)
+            case "$#:${2:-}" in
+                1:) fault_restart "$1" ;;
+                2:--alone) fault_restart_alone "$1" ;;
+                *) die "usage: bench/fault restart TARGET | restart redis:K --alone" ;;
+            esac
+            ;;
         partition) (($# >= 2)) || die "usage: bench/fault partition app:PORT BACKEND [--for MS]"
             fault_partition "$@" ;;
         heal) fault_heal "${1:-}" ;;

@@ -199,42 +199,49 @@ redis_ping() {
 # waits for those started.
 REDIS_STARTED=()
 redis_start() {
-    local n=$1 k port dir pid log
+    local n=$1 k
     REDIS_STARTED=()
     for_each_extra redis "$n" 10
     for ((k = 1; k <= n; k++)); do
-        port=$(redis_port "$k")
-        dir="$RUN/redis/$k"
-        log="$RUN/logs/redis-$k.log"
-        if pid=$(svc_pid "redis-$k") && ! bind_ok "$dir/bind"; then
-            say "redis:$k: listening addresses changed to $(backend_binds), restarting it"
-            svc_stop "redis-$k" 10
-        fi
-        if pid=$(svc_pid "redis-$k") && [[ $(cat "$dir/persist" 2>/dev/null) != "$(redis_persist "$k")" ]]; then
-            say "redis:$k: persistence changed to '$(redis_persist "$k" | xargs)', restarting it"
-            svc_stop "redis-$k" 10
-        fi
-        if pid=$(svc_pid "redis-$k"); then
-            say "redis:$k already running (pid $pid)"
-            continue
-        fi
-        port_free_or_die "$port" "redis:$k"
-        mkdir -p "$dir"
-        rm -f "$(pid_file "redis-$k")"
-        printf '=== %s: redis-server on %s\n' "$(date '+%F %T')" "$port" >>"$log"
-        # No RDB snapshots; an append-only file on server 1 only (see
-        # redis_persist). A restarted lock server is empty, which is exactly
-        # the failure the Redis lock strategies must survive.
-        # Protected mode refuses every address but loopback's; with --netns
-        # the instances come from the bridge, which only this machine has.
-        # shellcheck disable=SC2046 # one word per address, as --bind takes them
-        (cd "$dir" && "${BACKEND_PRIO[@]}" redis-server --bind $(backend_binds) --port "$port" --dir "$dir" \
-            --save '' $(redis_persist "$k") --maxclients 10000 \
-            --protected-mode "$( ((TOPO_NETNS)) && echo no || echo yes)" \
-            --daemonize yes --pidfile "$(pid_file "redis-$k")" --logfile "$log" 9>&-) ||
-            { log_tail "$log"; die "redis:$k failed to start"; }
-        REDIS_STARTED+=("$k")
+        redis_start_one "$k"
     done
+}
+
+# redis_start_one K: server K started if it is not running (added to
+# REDIS_STARTED); `bench/fault restart redis:K --alone` starts it so.
+redis_start_one() {
+    local k=$1 port dir pid log
+    port=$(redis_port "$k")
+    dir="$RUN/redis/$k"
+    log="$RUN/logs/redis-$k.log"
+    if pid=$(svc_pid "redis-$k") && ! bind_ok "$dir/bind"; then
+        say "redis:$k: listening addresses changed to $(backend_binds), restarting it"
+        svc_stop "redis-$k" 10
+    fi
+    if pid=$(svc_pid "redis-$k") && [[ $(cat "$dir/persist" 2>/dev/null) != "$(redis_persist "$k")" ]]; then
+        say "redis:$k: persistence changed to '$(redis_persist "$k" | xargs)', restarting it"
+        svc_stop "redis-$k" 10
+    fi
+    if pid=$(svc_pid "redis-$k"); then
+        say "redis:$k already running (pid $pid)"
+        return 0
+    fi
+    port_free_or_die "$port" "redis:$k"
+    mkdir -p "$dir"
+    rm -f "$(pid_file "redis-$k")"
+    printf '=== %s: redis-server on %s\n' "$(date '+%F %T')" "$port" >>"$log"
+    # No RDB snapshots; an append-only file on server 1 only (see
+    # redis_persist). A restarted lock server is empty, which is exactly
+    # the failure the Redis lock strategies must survive.
+    # Protected mode refuses every address but loopback's; with --netns
+    # the instances come from the bridge, which only this machine has.
+    # shellcheck disable=SC2046 # one word per address, as --bind takes them
+    (cd "$dir" && "${BACKEND_PRIO[@]}" redis-server --bind $(backend_binds) --port "$port" --dir "$dir" \
+        --save '' $(redis_persist "$k") --maxclients 10000 \
+        --protected-mode "$( ((TOPO_NETNS)) && echo no || echo yes)" \
+        --daemonize yes --pidfile "$(pid_file "redis-$k")" --logfile "$log" 9>&-) ||
+        { log_tail "$log"; die "redis:$k failed to start"; }
+    REDIS_STARTED+=("$k")
 }
 
 redis_ready() {

@@ -25,10 +25,10 @@ T_NAME=class_page
 . "$T_ROOT/bench/lib/class.sh"
 t_setup
 
-ROOT=$T_ROOT
+STACK_RUN=$T_RUN
 PAGE=$(class_url)
-OUT=$T_ROOT/.run/class-test
-SHOT=$T_ROOT/.run/class-page.png
+OUT=$T_RUN/class-test
+SHOT=$T_RUN/class-page.png
 mkdir -p "$OUT"
 
 # value DOM ID: the data-value of element ID in the DOM chromium wrote.

@@ -129,7 +129,7 @@ check 400 "malformed reentry"  "$LOCKLAB_URL/check/lock?reentry=x"
 check 400 "reentry too deep"   "$LOCKLAB_URL/check/lock?reentry=99"
 check 400 "parameter twice"    "$LOCKLAB_URL/check/lock?lock=none&lock=mutex"
 check 414 "over-long query"    "$LOCKLAB_URL/check/lock?lock=$long"
-AUTH=(-H @"$T_ROOT/.run/secrets/admin-header")
+AUTH=(-H @"$T_RUN/secrets/admin-header")
 check 400 "negative count"     "$LOCKLAB_URL/stock/reset?count=-5" -X POST "${AUTH[@]}"
 check 400 "non-numeric count"  "$LOCKLAB_URL/stock/reset?count=12abc" -X POST "${AUTH[@]}"
 check 400 "missing count"      "$LOCKLAB_URL/stock/reset" -X POST "${AUTH[@]}"
@@ -183,13 +183,13 @@ t_ok "'$(t_stock)' = 19" "one unit sold"
 echo "== nginx reaches every instance on its Unix socket, the restarted one's too"
 for url in "${T_INSTANCES[@]}"; do
     port=${url##*:}
-    sock="$T_ROOT/.run/apps/app-$port.sock"
+    sock="$T_RUN/apps/app-$port.sock"
     if [ ${#sock} -gt 107 ]; then      # too long for a Unix socket: the stack uses TCP
-        t_ok "$(grep -c "server 127.0.0.1:$port;" "$T_ROOT/.run/nginx/nginx.conf") = 1" \
+        t_ok "$(grep -c "server 127.0.0.1:$port;" "$T_RUN/nginx/nginx.conf") = 1" \
              "nginx lists app-$port by TCP ($sock is ${#sock} bytes, longer than a socket's 107)"
         continue
     fi
-    t_ok "$(grep -c "server unix:$sock " "$T_ROOT/.run/nginx/nginx.conf") = 1" "nginx lists app-$port by $sock"
+    t_ok "$(grep -c "server unix:$sock " "$T_RUN/nginx/nginx.conf") = 1" "nginx lists app-$port by $sock"
     body=$(curl -s -m 5 --unix-socket "$sock" http://localhost/health)
     ok=$(t_jq "$body" ".status == \"ok\" and .instance == \"app-$port\"")
     t_ok "$ok = true" "app-$port answers on its socket (got: ${body:0:80})"
@@ -253,10 +253,10 @@ t_exact "mysql-for-update after an idle restart"
 # CAP_SYS_NICE): without it the stack starts them at 0, and says so.
 echo "== the restarted MariaDB runs before the HTTP tier"
 want=${LOCKLAB_STACK_BACKEND_NICE:--10}
-read -r pid < "$T_ROOT/.run/pids/mysql.pid"
+read -r pid < "$T_RUN/pids/mysql.pid"
 if [ "$(nice -n "$want" nice 2>/dev/null)" = "$want" ]; then
     t_ok "'$(ps -o ni= -p "$pid" | tr -d ' ')' = '$want'" "MariaDB at nice $want"
-    for f in "$T_ROOT"/.run/pids/app-*.pid; do read -r app < "$f"; break; done
+    for f in "$T_RUN"/pids/app-*.pid; do read -r app < "$f"; break; done
     t_ok "'$(ps -o ni= -p "$app" | tr -d ' ')' = 0" "an instance at nice 0"
     if [ -r "/proc/$pid/autogroup" ]; then
         t_ok "'$(sed 's/.*nice //' "/proc/$pid/autogroup")' = '$want'" "MariaDB's session at nice $want"

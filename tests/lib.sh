@@ -51,6 +51,8 @@
 # one run reports every broken case.
 
 T_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# The stack's folder (bench/stack: .run, or $LOCKLAB_RUN for a second stack).
+T_RUN=${LOCKLAB_RUN:-$T_ROOT/.run}
 T_BUILD=${LOCKLAB_BUILD_DIR:-$T_ROOT/build}
 case $T_BUILD in /*) ;; *) T_BUILD=$T_ROOT/$T_BUILD ;; esac
 export LOCKLAB_BUILD_DIR=$T_BUILD
@@ -128,7 +130,7 @@ t_jq() {
 t_env() {
     set -a
     # shellcheck disable=SC1091 # .run/stack.env: written by bench/stack up
-    . "$T_ROOT/.run/stack.env"
+    . "$T_RUN/stack.env"
     set +a
     IFS=, read -r -a T_INSTANCES <<< "$LOCKLAB_INSTANCES"
 }
@@ -164,7 +166,7 @@ t_product() {
 
 # The admin token goes in a header read from a 0600 file, never on curl's
 # command line (bench/stack writes it).
-t_admin() { curl -s -m 60 -H @"$T_ROOT/.run/secrets/admin-header" "$@"; }
+t_admin() { curl -s -m 60 -H @"$T_RUN/secrets/admin-header" "$@"; }
 
 t_reset() {
     local s=$1 product=${2:-1001} url

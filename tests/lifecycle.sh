@@ -79,7 +79,7 @@ zk_sessions() {
 # (round B, --defaults), neither flag, and a fifth of the 30 s lease.
 timing() {
     local args
-    args=$(cat "$T_ROOT"/.run/apps/app-*.spec)
+    args=$(cat "$T_RUN"/apps/app-*.spec)
     if [ "$name" = A ]; then
         t_ok "$(grep -c -- '--lease-ms 3000 --zk-session-ms 30000' <<< "${args//$'\n'/ }") -eq 1 -a '$(zk_sessions)' = 'to=30000'" \
              "round $round (A, --seed-timing): the instance runs with --lease-ms 3000 --zk-session-ms 30000, ZooKeeper grants 30 s"
@@ -92,7 +92,7 @@ timing() {
 # What the servers said, when a round went wrong.
 explain() {
     local log
-    for log in "$T_ROOT"/.run/nginx/logs/error.log "$T_ROOT"/.run/logs/app-*.log; do
+    for log in "$T_RUN"/nginx/logs/error.log "$T_RUN"/logs/app-*.log; do
         [ -s "$log" ] || continue
         echo "  --- last lines of ${log#"$T_ROOT"/}"
         tail -n 5 "$log" | sed 's/^/      /'

@@ -48,12 +48,12 @@ echo "== mutex-tx: the lock is released before the transaction commits"
 # shellcheck disable=SC2317 # run through t_until
 in_flight() { [ "$(t_curl "$1/stats" | jq -r .in_flight)" -ge "$2" ]; }
 t_reset 10
-t_curl "$APP0/check/lock?lock=mutex-tx&late_ms=2500" > "$T_ROOT/.run/pitfalls-a.json" &
+t_curl "$APP0/check/lock?lock=mutex-tx&late_ms=2500" > "$T_RUN/pitfalls-a.json" &
 t_until 30 in_flight "$APP0" 1 || t_log "A never reached app:${APP0##*:}"
 b=$(t_jq "$(t_curl "$APP0/check/lock?lock=mutex-tx")" '"\(.result) \(.remaining)"')
 wait
-a=$(t_jq "$(cat "$T_ROOT/.run/pitfalls-a.json")" '"\(.result) \(.remaining)"')
-rm -f "$T_ROOT/.run/pitfalls-a.json"
+a=$(t_jq "$(cat "$T_RUN/pitfalls-a.json")" '"\(.result) \(.remaining)"')
+rm -f "$T_RUN/pitfalls-a.json"
 t_ok "'$a $b $(t_stock)' = 'sold 9 sold 9 9'" "mutex-tx: both sold, both left 9, the stock fell by one: a lost update on one instance (A: $a, B: $b)"
 # Under load, on one instance: mutex is exact there, mutex-tx is not. A
 # pause of 2 ms between each unlock and its COMMIT makes every hand-over of

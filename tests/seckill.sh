@@ -152,7 +152,7 @@ for ((i = 0; i < 50; i++)); do
     curl -sf -m 2 "$APP0/health" >/dev/null || break
 done
 t_ok "$i -lt 50" "instance 0 died after its consumer's COMMIT"
-t_ok "$(grep -c 'consumer crash requested' "$T_ROOT/.run/logs/app-$PORT0.log") -ge 1" \
+t_ok "$(grep -c 'consumer crash requested' "$T_RUN/logs/app-$PORT0.log") -ge 1" \
      "its log says why"
 drain
 t_ok "$((100000 - D_redis)) -eq $sold" "Redis's count fell by the $sold sales"
@@ -168,11 +168,11 @@ echo "== bench/fault restart of an instance in the middle of a run"
 # the others; the load goes to the other two.
 t_reset 3000
 "$T_BUILD/ll-load" -c 32 -n 3000 "$APP1/check/lock?lock=redis-decr" \
-    "$APP2/check/lock?lock=redis-decr" > "$T_ROOT/.run/seckill-load.out" &
+    "$APP2/check/lock?lock=redis-decr" > "$T_RUN/seckill-load.out" &
 sleep 0.3
 "$T_ROOT/bench/fault" restart "app:$PORT0" >/dev/null
 wait
-sold=$(grep '^result_sold=' "$T_ROOT/.run/seckill-load.out" | cut -d= -f2)
+sold=$(grep '^result_sold=' "$T_RUN/seckill-load.out" | cut -d= -f2)
 drain
 t_ok "$sold -eq 3000" "the other instances sold all 3000"
 t_ok "'$D_reconciled $D_drained $D_mysql $D_applied' = 'true true 0 3000'" \
@@ -191,12 +191,12 @@ echo "== bench/fault restart redis:1 in the middle of a run (appendfsync always)
 "$T_ROOT/bench/stack" up --redis-aof always >/dev/null || echo "stack up failed"
 t_reset 4000
 "$T_BUILD/ll-load" -c 32 -n 4000 "$LOCKLAB_URL/check/lock?lock=redis-decr" \
-    > "$T_ROOT/.run/seckill-load.out" &
+    > "$T_RUN/seckill-load.out" &
 sleep 0.5
 "$T_ROOT/bench/fault" restart redis:1 >/dev/null
 wait
-sold=$(grep '^result_sold=' "$T_ROOT/.run/seckill-load.out" | cut -d= -f2)
-unknown=$(grep '^result_unknown=' "$T_ROOT/.run/seckill-load.out" | cut -d= -f2)
+sold=$(grep '^result_sold=' "$T_RUN/seckill-load.out" | cut -d= -f2)
+unknown=$(grep '^result_unknown=' "$T_RUN/seckill-load.out" | cut -d= -f2)
 drain
 taken=$((4000 - D_redis))
 t_ok "'$D_loaded' = true" "stock:1001 survived the restart (append-only file)"
@@ -309,5 +309,5 @@ t_ok "$CODE = 200 -a '$(t_jq "$BODY" .replayed)' = true -a '$(t_jq "$BODY" .rema
      "its copy learns it sold (replayed, 9 left)"
 drain
 t_ok "$D_redis -eq 9 -a '$D_reconciled' = true" "one unit taken, once"
-rm -f "$T_ROOT/.run/seckill-load.out"
+rm -f "$T_RUN/seckill-load.out"
 t_done

@@ -97,7 +97,7 @@ if t_page "$sw/sweep.html" "$sw/sweep.png" sweep.html; then
 fi
 
 echo "== bench/compare --sweep instances=1,2"
-was=$(cksum < "$T_ROOT/.run/topology")
+was=$(cksum < "$T_RUN/topology")
 "$T_ROOT/bench/compare" --scenario throughput --sweep instances=1,2 --strategies mutex \
     --duration 2 --limits-seconds 0 --warmup 0 --out "$OUT/i" > "$OUT/i.log" 2>&1
 rc=$?
@@ -112,6 +112,6 @@ done
 t_ok "'$(jq -c '.series[0].points[0] | [.oversold, .lost_updates]' "$sw/sweep.json")' = '[0,0]'" \
      "mutex on one instance behind nginx: nothing oversold or lost"
 t_env
-t_ok "${#T_INSTANCES[@]} -eq 3 -a '$(cksum < "$T_ROOT/.run/topology")' = '$was'" \
+t_ok "${#T_INSTANCES[@]} -eq 3 -a '$(cksum < "$T_RUN/topology")' = '$was'" \
      "the stack is put back as it was (3 instances)"
 t_done

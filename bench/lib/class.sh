@@ -15,12 +15,12 @@
 #   class_write JSON     the state, replaced whole: written beside and
 #                        renamed, so the page never reads half of it
 #
-# Needs LOCKLAB_URL (.run/stack.env) and ROOT, the checkout.
+# Needs LOCKLAB_URL (.run/stack.env) and STACK_RUN, the stack's folder.
 
 class_url() { printf '%s/class/\n' "$LOCKLAB_URL"; }
 
 class_write() {
-    local dir="$ROOT/.run/class"
+    local dir="$STACK_RUN/class"
     mkdir -p "$dir"
     printf '%s\n' "$1" > "$dir/state.json.new" && mv -f "$dir/state.json.new" "$dir/state.json"
 }

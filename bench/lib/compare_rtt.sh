@@ -85,7 +85,7 @@ app_ping() {    # OUT: "min max avg samples" (ms) of 2 s of PINGs
     echo "etcd_servers=$(tr ',' '\n' <<< "${LOCKLAB_ETCD:-}" | grep -c .)"
 } > "$RTT_RUN/rtt.env"
 : > "$RTT_RUN/points.tsv"
-stats=$ROOT/.run/delay/stats.json
+stats=$STACK_RUN/delay/stats.json
 k=0
 for v in "${RTT_AT[@]}"; do
     k=$((k + 1))

@@ -40,7 +40,7 @@ while IFS=$'\t' read -r idx primitive backend query names; do
     label=$(printf '[%s/%02d] %-16s %-8s' "$idx" "$n_sync" "$primitive" "$backend")
     IFS=, read -r -a reset <<< "$names"
     for name in "${reset[@]}"; do
-        curl -sf -m 60 -H @"$ROOT/.run/secrets/admin-header" -X POST \
+        curl -sf -m 60 -H @"$STACK_RUN/secrets/admin-header" -X POST \
             "$TARGET/sync/reset?name=$name" > /dev/null || die "POST $TARGET/sync/reset failed"
     done
     "$BUILD/ll-load" -c "$CONNS" -d "$SYNC_SECONDS" --json --bodies "$RAW/$idx.bodies" \

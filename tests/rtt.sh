@@ -38,10 +38,13 @@
 # after round, while the least of each 30 was within a few µs of D. So the
 # least is what is judged: every packet waits the same D (no jitter here),
 # so a delay that is short shows in it, and one that is long for every
-# packet does too; the medians are logged beside it. A round outside ±10 %
-# is measured again, up to three times, each target keeping the least it
-# added, and a delay really more than 10 % off fails all three. Nothing
-# depends on how fast the purchases run.
+# packet does too; the medians are logged beside it. Once, in a suite run
+# on a quiet machine, a loaded round's least at 0.5 ms came out 449 µs
+# (the median 501): some packet of the 30 left about 50 µs early, so the
+# noise does not only add. A round outside ±10 % is therefore measured
+# again, up to three times, each target keeping the round that came
+# closest to what was asked, and a delay really more than 10 % off fails
+# all three. Nothing depends on how fast the purchases run.
 #
 # Needs root (namespaces, iptables). Under ctest the `netns` fixture has
 # moved the stack into namespaces (tests/CMakeLists.txt); run alone, the
@@ -56,13 +59,13 @@ if [ "$(id -u)" != 0 ]; then
     t_done
 fi
 STACK=$T_ROOT/bench/stack
-topo() { sed -n "s/^$1=//p" "$T_ROOT/.run/topology" 2>/dev/null | tail -1; }
+topo() { sed -n "s/^$1=//p" "$T_RUN/topology" 2>/dev/null | tail -1; }
 # Under ctest the netns fixture has just run `bench/stack up --netns`,
 # which checked every server: a second `up` (t_setup's) would check them
 # all again, 40 s of this test's 2 minutes on the 2-vCPU machine. A dead
 # backend fails the probes below by name all the same.
 restore=(rtt 0)
-if [ "$(topo NETNS)" != 1 ] || [ ! -r "$T_ROOT/.run/stack.env" ]; then
+if [ "$(topo NETNS)" != 1 ] || [ ! -r "$T_RUN/stack.env" ]; then
     "$STACK" up --netns >/dev/null || { echo "stack up --netns failed"; exit 1; }
     restore=(up --no-netns)
 fi
@@ -100,9 +103,8 @@ probe() {
 # check_rtt WHAT US BASE NS TARGET...: a round probes, from the namespace
 # NS, BASE (a path with no delay on it) and every TARGET in turn: a
 # TARGET's least less BASE's is what the delay added. Over up to three
-# rounds each TARGET keeps the least it was seen to add, and the rounds
-# stop once every one is within ±10 % of US (see above: the noise of a
-# loaded machine only adds).
+# rounds each TARGET keeps what it added in the round closest to US, and
+# the rounds stop once every one is within ±10 % of US (see above).
 check_rtt() {
     local what=$1 us=$2 base_at=$3 ns=$4 round i ok add
     local -a got least med d base mid
@@ -113,13 +115,13 @@ check_rtt() {
         ok=1
         for ((i = 0; i < $#; i++)); do
             add=$(( ${least[i + 1]:-0} - ${least[0]:-0} ))
-            if [ -z "${d[i]:-}" ] || [ "$add" -lt "${d[i]}" ]; then
+            if [ -z "${d[i]:-}" ] || [ $(((add - us) ** 2)) -lt $(((d[i] - us) ** 2)) ]; then
                 d[i]=$add base[i]=${least[0]:-0} mid[i]=$(( ${med[i + 1]:-0} - ${med[0]:-0} ))
             fi
             [ $((10 * d[i])) -ge $((9 * us)) ] && [ $((10 * d[i])) -le $((11 * us)) ] || ok=0
         done
         [ $ok = 1 ] && break
-        t_log "$what, round $round: ${d[*]} us at least; outside ±10 % of $us, measured again"
+        t_log "$what, round $round: ${least[*]:1} us at least, ${least[0]} us without delay; outside ±10 % of $us, measured again"
     done
     for ((i = 0; i < $#; i++)); do
         t_ok "$((10 * d[i])) -ge $((9 * us)) -a $((10 * d[i])) -le $((11 * us))" \
@@ -172,9 +174,9 @@ t_reset 100000000
     > /tmp/locklab-rtt-load-$$ 2>&1 &
 load=$!
 sleep 1.5                  # the run's connections are open and busy
-stats0=$(cat "$T_ROOT/.run/delay/stats.json")
+stats0=$(cat "$T_RUN/delay/stats.json")
 check_rtt "0.5 ms, loaded" 500 "$REF" "$NS0" "${BACKENDS[@]}"
-stats1=$(cat "$T_ROOT/.run/delay/stats.json")
+stats1=$(cat "$T_RUN/delay/stats.json")
 wait "$load"
 rps=$(sed -n 's/^rps=//p' /tmp/locklab-rtt-load-$$)
 rm -f /tmp/locklab-rtt-load-$$
@@ -184,7 +186,7 @@ t_log "during the run ($rps purchases/s): ll-delay held $pkts packets in ${el%.?
       "$(jq -rn "$cpu / $el * 100 | floor") % of a CPU," \
       "$(jq -rn "if $pkts > 0 then $cpu * 1e6 / $pkts | floor else 0 end") us of CPU a packet"
 t_ok "${pkts:-0} -gt 0" "ll-delay held the run's packets"
-t_ok "$(queue_drops) -eq 0" "the queue dropped no packet (held at most $(jq -r .held_max "$T_ROOT/.run/delay/stats.json"))"
+t_ok "$(queue_drops) -eq 0" "the queue dropped no packet (held at most $(jq -r .held_max "$T_RUN/delay/stats.json"))"
 t_log "loaded round trips checked in $((SECONDS - t0)) s"
 
 echo "== 0.5 ms: every exact strategy sells exactly, all of them at once"

@@ -78,6 +78,17 @@ mysql_ping() {
     mariadb-admin --no-defaults --socket="$(mysql_socket)" -u "$(mysql_admin)" ping
 }
 
+# The stack's own tmpdir, for the bootstrap and the server: at start-up
+# mariadbd deletes every #sql* file in its tmpdir (the temporary tables it
+# left), so one starting in a shared /tmp deletes the temporary tables of
+# another one running there: a second stack's bootstrap then fails with
+# "Unknown table 'mysql.tmp_proxies_priv'" (5 of 18 bootstraps, six at a
+# time; none of 18 with a tmpdir each; #30).
+mysql_tmpdir() {
+    mkdir -p "$RUN/mysql/tmp"
+    printf '%s\n' "$RUN/mysql/tmp"
+}
+
 # Initialise the data folder once. mariadb-install-db runs into a scratch
 # folder that is renamed on success, so an interrupted run is redone.
 mysql_init() {
@@ -89,9 +100,12 @@ mysql_init() {
     ((EUID == 0)) && as_user=(--user=root)
     say "initialising MariaDB data in ${data#"$ROOT"/}"
     if ! mariadb-install-db --no-defaults --datadir="$tmp" "${as_user[@]}" \
+        --tmpdir="$(mysql_tmpdir)" \
         --auth-root-authentication-method=socket \
         --auth-root-socket-user="$(mysql_admin)" \
         --skip-test-db --skip-name-resolve >"$log" 2>&1; then
+        # The server's own lines say why; the script's advice follows them.
+        grep -E '^ERROR|\[ERROR\]|\[Warning\]' "$log" | head -n 10 | sed 's/^/    /' >&2
         log_tail "$log"
         die "mariadb-install-db failed"
     fi
@@ -150,7 +164,7 @@ mysql_start() {
     rm -f "$sock" "$(pid_file mysql)"
     ((EUID == 0)) && as_user=(--user=root)
     MYSQL_STARTED=$(spawn "$log" "${BACKEND_PRIO[@]}" mariadbd --no-defaults "${as_user[@]}" \
-        --datadir="$RUN/mysql/data" \
+        --datadir="$RUN/mysql/data" --tmpdir="$(mysql_tmpdir)" \
         --socket="$sock" --port="$MYSQL_PORT" --bind-address="$(backend_binds | tr ' ' ,)" \
         --pid-file="$(pid_file mysql)" --log-error="$log" \
         --skip-name-resolve --max-connections=1000 --max-connect-errors=1000000 \

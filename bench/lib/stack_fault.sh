@@ -238,6 +238,9 @@ fault_status() {
 cmd_fault() {
     local what=${1:-}
     (($#)) && shift
+    # Every fault but a look changes what the last `up` left: the next
+    # `up` then checks every server (bench/stack, up_state).
+    [[ $what == status ]] || rm -f "$RUN/up.stamp"
     case $what in
         pause) (($# >= 1)) || die "usage: bench/fault pause TARGET [--for MS]"; fault_pause "$@" ;;
         resume) (($# == 1)) || die "usage: bench/fault resume TARGET"; fault_resume "$1" ;;

@@ -238,9 +238,14 @@ fault_status() {
 cmd_fault() {
     local what=${1:-}
     (($#)) && shift
-    # Every fault but a look changes what the last `up` left: the next
-    # `up` then checks every server (bench/stack, up_state).
-    [[ $what == status ]] || rm -f "$RUN/up.stamp"
+    # A fault that leaves the process as it was (a pause, a resume, a
+    # partition, a failover) changes what the last `up` checked: the next
+    # `up` then checks every server (bench/stack, up_state). A kill changes
+    # the pid, which the next `up` sees itself.
+    case $what in
+        status | kill | restart) ;;
+        *) rm -f "$RUN/up.stamp" ;;
+    esac
     case $what in
         pause) (($# >= 1)) || die "usage: bench/fault pause TARGET [--for MS]"; fault_pause "$@" ;;
         resume) (($# == 1)) || die "usage: bench/fault resume TARGET"; fault_resume "$1" ;;

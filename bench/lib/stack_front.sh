@@ -191,6 +191,7 @@ apps_up() {
         port=$(app_port "$i")
         name="app-$port"
         wanted[$name]=1
+        svc_same "$name" && continue    # as the last `up` left it
         if pid=$(svc_pid "$name"); then
             if [[ -r $RUN/apps/$name.spec && $(<"$RUN/apps/$name.spec") == "$(app_spec "$port")" ]]; then
                 say "app:$port already running (pid $pid)"
@@ -305,6 +306,10 @@ nginx_new_workers() {
 nginx_up() {
     local n=$1 dir="$RUN/nginx" pid old i
     mkdir -p "$dir/logs" "$dir/tmp"
+    if svc_same nginx && ((APPS_STARTED == 0)); then
+        wait_for "nginx" "$STACK_TIMEOUT" - "$dir/logs/error.log" nginx_forwards "$n"
+        return 0
+    fi
     nginx_render "$n" >"$dir/nginx.conf.new"
     if pid=$(svc_pid nginx); then
         if cmp -s "$dir/nginx.conf.new" "$dir/nginx.conf" && ((APPS_STARTED == 0)); then

@@ -606,16 +606,18 @@ etcd_ready() {
 # so that the JVMs' start, InnoDB's recovery and etcd's election overlap
 # (and whatever `up` does in between, such as the build): `up` takes as
 # long as the slowest, not their sum. ZooKeeper, the slowest, starts first.
+# A kind whose servers are all as the last `up` left them (bench/stack,
+# all_same) is skipped, its ensemble's leader check too.
 backends_start() {
-    zk_start_all "$2"
-    etcd_start_all "$3"
-    mysql_start
-    redis_start "$1"
+    all_same zk "$2" || zk_start_all "$2"
+    all_same etcd "$3" || etcd_start_all "$3"
+    svc_same mysql || mysql_start
+    all_same redis "$1" || redis_start "$1"
 }
 
 backends_ready() {
-    mysql_ready
-    redis_ready
-    zk_ready "$2"
-    etcd_ready "$3"
+    svc_same mysql || mysql_ready
+    all_same redis "$1" || redis_ready
+    all_same zk "$2" || zk_ready "$2"
+    all_same etcd "$3" || etcd_ready "$3"
 }

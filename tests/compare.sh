@@ -16,7 +16,10 @@ T_NAME=compare
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=SCRIPTDIR/lib_page.sh
 . "$(dirname "$0")/lib_page.sh"
-t_setup
+# --ledger: the pause scenario below needs it (bench/compare would turn it
+# on, and off again after: two restarts of every instance), and sweep, etcd
+# and faults after this suite run with it too.
+t_setup --ledger
 
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
@@ -254,7 +257,7 @@ t_ok "$(grep -c 'one for all (lock:all)' "$grun/report.md") -eq 1" "... naming r
 # The pause scenario, small: redisson with and without ?fence=1 while
 # instance 0 is paused twice for 4 s, past its 3 s lease. The fenced run loses nothing
 # and ll-check finds its ledger clean; compare puts the stack back as it was
-# (no ledger, its own lease) at the end.
+# (its own lease; the ledger t_setup turned on stays) at the end.
 echo "== bench/compare --scenario pause"
 was=$(cksum < "$T_RUN/topology")
 "$T_ROOT/bench/compare" --scenario pause --strategies redisson --duration 13 --fault-ms 4000 \

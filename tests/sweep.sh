@@ -19,7 +19,8 @@ T_NAME=sweep
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=SCRIPTDIR/lib_page.sh
 . "$(dirname "$0")/lib_page.sh"
-t_setup
+# --ledger, as compare before it and etcd after it: no restart between them.
+t_setup --ledger
 
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT

@@ -21,6 +21,20 @@ class_url() { printf '%s/class/\n' "$LOCKLAB_URL"; }
 
 class_write() {
     local dir="$STACK_RUN/class"
-    mkdir -p "$dir"
+    [[ -d $dir ]] || mkdir -p "$dir"
     printf '%s\n' "$1" > "$dir/state.json.new" && mv -f "$dir/state.json.new" "$dir/state.json"
+}
+
+# json_str VAR S: VAR := S as a JSON string, in this shell (a lesson writes
+# the state a few times a run, and a jq costs 30-50 ms of CPU on a loaded
+# machine). The scripts' strings hold no control characters but newlines
+# and tabs.
+json_str() {
+    local s=$2
+    s=${s//\\/\\\\}
+    s=${s//\"/\\\"}
+    s=${s//$'\n'/\\n}
+    s=${s//$'\t'/\\t}
+    s=${s//$'\r'/\\r}
+    printf -v "$1" '"%s"' "$s"
 }

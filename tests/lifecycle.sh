@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# lifecycle.sh — `bench/stack down` and `bench/stack up` back to back, 4
-# times (LOCKLAB_LIFECYCLE_ROUNDS; 20 passed too, at about a minute a round
-# on a loaded machine: too much of the suite's 10 minutes for a check that
-# each round repeats), alternating two topologies, and 200 purchases through nginx the
-# moment each `up` returns: every one answered by the service, sold or sold
-# out, none refused, reset or answered 502 by nginx.
+# lifecycle.sh — `bench/stack down` and `bench/stack up` back to back, 20
+# times (LOCKLAB_LIFECYCLE_ROUNDS), alternating two topologies, and 200
+# purchases through nginx the moment each `up` returns: every one answered
+# by the service, sold or sold out, none refused, reset or answered 502 by
+# nginx. It runs on a stack of its own (stack-c, tests/other_stack.sh),
+# beside the two chains, so its rounds (about 12 s each on a quiet
+# machine) do not lengthen either chain; it stops that stack at the end.
 #
 # `up` returns only when every server it started answers: MariaDB (set
 # up), each Redis server, each ZooKeeper server and the ensemble's leader,
@@ -23,9 +24,7 @@
 # checks the instances' flags and the session ZooKeeper granted them.
 #
 # No assertion depends on how long down or up take: each is timed and
-# logged, never bounded (beyond bench/stack's own 90 s per server). The
-# stack is left as B; the `stack` fixture's set-up (tests/CMakeLists.txt)
-# then brings up the test topology.
+# logged, never bounded (beyond bench/stack's own 90 s per server).
 set -u
 T_NAME=lifecycle
 # shellcheck source=SCRIPTDIR/lib.sh
@@ -33,7 +32,7 @@ T_NAME=lifecycle
 t_need curl jq -- "the integration tests (curl, jq)" || t_done
 
 STACK=$T_ROOT/bench/stack
-ROUNDS=${LOCKLAB_LIFECYCLE_ROUNDS:-4}
+ROUNDS=${LOCKLAB_LIFECYCLE_ROUNDS:-20}
 TOPO_A="--instances 1 --redis 1 --zk 1 --etcd 1 --seed-timing"
 TOPO_B="--instances 3 --redis 1 --zk 3 --etcd 1"
 LOCKS=(mysql-update redisson curator etcd)
@@ -98,6 +97,9 @@ explain() {
         tail -n 5 "$log" | sed 's/^/      /'
     done
 }
+
+# The stack is this test's alone: stopped at the end, whatever happened.
+trap '"$STACK" down > /dev/null 2>&1' EXIT
 
 down_ms=0 up_ms=0
 for ((round = 1; round <= ROUNDS; round++)); do

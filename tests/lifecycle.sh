@@ -4,8 +4,9 @@
 # purchases through nginx the moment each `up` returns: every one answered
 # by the service, sold or sold out, none refused, reset or answered 502 by
 # nginx. It runs on a stack of its own (stack-c, tests/other_stack.sh),
-# beside the two chains, so its rounds (about 12 s each on a quiet
-# machine) do not lengthen either chain; it stops that stack at the end.
+# first in chain c, beside chains a and b, so its rounds (12-14 s each on a quiet
+# machine) do not lengthen chains a and b; it stops that stack at the end
+# (stack_up_c then starts chain c on it with the test topology).
 #
 # `up` returns only when every server it started answers: MariaDB (set
 # up), each Redis server, each ZooKeeper server and the ensemble's leader,

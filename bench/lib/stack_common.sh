@@ -105,16 +105,27 @@ proc_group() {
 
 # group_alive PGID: a process of group PGID is alive. Zombies do not count:
 # they are dead, and some init processes (a VM's or a container's) reap
-# orphans only every second or two.
+# orphans only every second or two. A process whose main thread has ended
+# shows as a zombie while its other threads still run, and those hold its
+# files, listening sockets included (an instance's exit under ASan showed
+# it: the next start found its port taken), so a zombie's threads are read
+# too.
 # kill -0 on the group first: once its last process is reaped it fails at
 # once, without reading every process's stat (hundreds of files, every
 # 0.1 s of a stop).
 group_alive() {
+    local out p
     kill -0 -- "-$1" 2>/dev/null || return 1
-    cat /proc/[0-9]*/stat 2>/dev/null | awk -v g="$1" '
+    out=$(cat /proc/[0-9]*/stat 2>/dev/null | awk -v g="$1" '
         { s = $0; sub(/^.*\) /, "", s); split(s, f, " ")
-          if (f[3] == g && f[1] != "Z") { alive = 1; exit } }
-        END { exit !alive }'
+          if (f[3] == g) { if (f[1] != "Z") { print "alive"; exit }; print $1 } }')
+    [[ $out == *alive* ]] && return 0
+    for p in $out; do           # zombies of the group: any thread left?
+        cat "/proc/$p/task/"*/stat 2>/dev/null | awk '
+            { s = $0; sub(/^.*\) /, "", s); if (s !~ /^[ZX]/) { alive = 1; exit } }
+            END { exit !alive }' && return 0
+    done
+    return 1
 }
 
 # svc_signal PID SIG: every server here leads its own session (spawn's

@@ -4,7 +4,7 @@
  * to send EXACTLY N purchases and count what came back, by HTTP status and
  * by the JSON "result" field of each answer. ll-load does only that:
  *
- *     ll-load [-c CONNECTIONS] [-n REQUESTS | -d SECONDS] [-m GET|POST]
+ *     ll-load [-c CONNECTIONS] [-n REQUESTS] [-d SECONDS] [-m GET|POST]
  *             [-t TIMEOUT_S] [--copies K] [--json] [--progress] URL [URL…]
  *
  * How it works. One thread per connection, each keeping one keep-alive TCP
@@ -12,7 +12,8 @@
  * request has a deadline). Before each request a thread takes a ticket from
  * one shared atomic counter, so with -n exactly N requests leave in total;
  * with -d the main thread raises a stop flag when the time is up and
- * requests already in flight finish. A thread (re)connects lazily, when it
+ * requests already in flight finish; with both, N requests at most and
+ * for S seconds at most (bench/compare's cap on a slow strategy's run). A thread (re)connects lazily, when it
  * has a ticket and no open connection, and closes after "Connection: close",
  * a close-delimited body, a timeout or any transport failure.
  *
@@ -50,7 +51,7 @@
  * Progress (--progress, or stderr a terminal): once a second, the requests
  * done, the 200s among them, the rate over the last second and the time
  * left: what the duration leaves, or with -n the requests still to send at
- * the rate so far. Each worker publishes its two counts with relaxed
+ * the rate so far (no more than a -d cap leaves). Each worker publishes its two counts with relaxed
  * atomic stores of its own counters; the main thread sums them.
  *
  * --bodies FILE writes every answer's body (its first BODY_CAP bytes), one
@@ -114,7 +115,7 @@ struct target {
 struct load_opts {
     int         conns;                  /* -c                                */
     uint64_t    requests;               /* -n; 0 in duration mode            */
-    int64_t     duration_ns;            /* -d; 0 in count mode               */
+    int64_t     duration_ns;            /* -d (with -n: a cap); 0: no bound   */
     int64_t     timeout_ns;             /* -t                                */
     const char *method;                 /* "GET" or "POST"                   */
     bool        json, progress;
@@ -207,12 +208,13 @@ static void sleep_ns(int64_t ns)
 /* ---------------------------------------------------------------- usage */
 
 static const char usage_text[] =
-    "usage: ll-load [-c CONNECTIONS] [-n REQUESTS | -d SECONDS] [-m GET|POST]\n"
+    "usage: ll-load [-c CONNECTIONS] [-n REQUESTS] [-d SECONDS] [-m GET|POST]\n"
     "               [-t TIMEOUT_S] [--copies K] [--json] [--progress] URL [URL...]\n"
     "\n"
     "  -c, --connections N  keep-alive connections, one thread each (default 64)\n"
     "  -n, --requests N     send exactly N requests in total (default 1000)\n"
-    "  -d, --duration S     send requests for S seconds instead of -n\n"
+    "  -d, --duration S     send requests for S seconds instead of -n; with -n,\n"
+    "                       stop after S seconds if the N are not all sent\n"
     "  -m, --method M       GET or POST (default GET)\n"
     "  -t, --timeout S      per-request timeout in seconds (default 30)\n"
     "      --copies K       send every purchase K times, its copies one after the\n"
@@ -423,9 +425,7 @@ static void opts_parse(int argc, char **argv, struct load_opts *o)
             usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (have_n && o->duration_ns)
-        usage_error("give -n or -d, not both");
-    if (o->duration_ns)
+    if (o->duration_ns && !have_n)
         o->requests = 0;
     if (optind == argc)
         usage_error("missing URL");
@@ -735,13 +735,19 @@ static double load_left(const struct load *l, int64_t now, uint64_t done)
     const struct load_opts *o = l->opts;
     double ran = (double)(now - l->start_ns) / (double)NS_PER_S;
 
+    double cap = -1, left;
+
     if (o->duration_ns) {
-        double left = (double)o->duration_ns / (double)NS_PER_S - ran;
-        return left > 0 ? left : 0;
+        cap = (double)o->duration_ns / (double)NS_PER_S - ran;
+        if (cap < 0)
+            cap = 0;
+        if (o->requests == 0)
+            return cap;
     }
     if (done == 0 || ran <= 0)
-        return -1;
-    return done >= o->requests ? 0 : (double)(o->requests - done) * ran / (double)done;
+        return cap;
+    left = done >= o->requests ? 0 : (double)(o->requests - done) * ran / (double)done;
+    return cap >= 0 && cap < left ? cap : left;
 }
 
 /* The progress line: overwritten in place on a terminal, one per second

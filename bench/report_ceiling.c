@@ -32,6 +32,7 @@
  */
 #include "report_private.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- derived */
@@ -127,8 +128,32 @@ static const char *fmt_close(enum fmt fmt)
     return fmt == FMT_HTML ? "</p>\n" : fmt == FMT_MD ? "\n\n" : "\n";
 }
 
-/* Under the table: what the rates are, which efficiencies are ranges, and
- * which runs came near their ceiling or passed it. */
+/* The runs that --max-seconds stopped before they had sent their
+ * purchases (ll-load -n with -d): each is named with what it sent. Its
+ * counts are as exact as any run's; only its stock was not sold out. */
+static void print_capped(FILE *f, const json_t *settings, const json_t *runs, enum fmt fmt)
+{
+    long long asked = strtoll(jstr(settings, "requests", "0"), NULL, 10);
+    const char *cap = jstr(settings, "max_seconds", "");
+    const json_t *run;
+    char label[48];
+    size_t i;
+
+    if (asked <= 0 || !*cap)
+        return;
+    json_array_foreach(runs, i, run) {
+        if (jint(run, "requests") >= asked)
+            continue;
+        run_label(run, label, sizeof label);
+        fprintf(f, "%s%s: %lld of %lld purchases sent: the run stopped at --max-seconds %s, "
+                "so its rates are over %s s and its stock was not sold out.%s", fmt_open(fmt),
+                label, jint(run, "requests"), asked, cap, cap, fmt_close(fmt));
+    }
+}
+
+/* Under the table: what the rates are, which efficiencies are ranges,
+ * which runs a time cap stopped, and which came near their ceiling or
+ * passed it. */
 void print_bounds(FILE *f, const json_t *res, enum fmt fmt)
 {
     const json_t *settings = json_object_get(res, "settings");
@@ -160,6 +185,7 @@ void print_bounds(FILE *f, const json_t *res, enum fmt fmt)
         fprintf(f, "%sAn efficiency lo..hi: its ceiling's trials spread more than %.0f %% "
                 "(the ceilings table), from its best trial to its slowest.%s", fmt_open(fmt),
                 HARNESS_SPREAD_MAX * 100, fmt_close(fmt));
+    print_capped(f, settings, runs, fmt);
     json_array_foreach(runs, i, run) {
         const json_t *b = json_object_get(run, "bound");
         const char *v = jstr(b, "verdict", "none");

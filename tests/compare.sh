@@ -40,6 +40,11 @@ rc=$?
 after=$(t_stock 1002)
 sed 's/^/    /' "$log"
 t_ok "$rc -eq 0" "bench/compare exits 0"
+# The seeds scenario's --max-seconds: ll-load with -n and -d stops at the
+# time (no machine sends 10^9 requests in a second).
+capped=$("$T_BUILD/ll-load" -c 2 -n 1000000000 -d 1 "$LOCKLAB_URL/health" | sed -n 's/^requests=//p')
+t_ok "${capped:-0} -gt 0 -a ${capped:-0} -lt 1000000000" \
+     "ll-load -n 1000000000 -d 1 stops after its second ($capped sent)"
 runs=("$OUT"/2*/)
 run=${runs[0]%/}
 t_ok "-d '$run'" "a timestamped run directory"

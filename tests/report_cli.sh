@@ -206,6 +206,15 @@ check "$(jq -c '[.runs[] | .seed.rps]' "$S/results.json")" '[null,231.5]' \
     "build: a run written before instances_served counts --instances"
 check "$(jq -c '[.runs[] | has("seed") or has("seed_elsewhere")]' "$B/results.json")" '[false]' \
     "build: another scenario has no seeds' figure at all"
+# A run that --max-seconds stopped: 12 of the 20 purchases asked were sent.
+printf 'scenario=seeds\nstock=10\nrequests=20\nmax_seconds=30\nconnections=4\ninstances=3\ninstances_served=3\n' \
+    > "$S/raw/settings.env"
+"$R" build "$S" > "$T/table" 2>&1
+check "$(grep -c '^mysql-for-update: 12 of 20 purchases sent: the run stopped at --max-seconds 30' "$T/table") $(grep -c 'mysql-for-update: 12 of 20 purchases sent' "$S/report.md") $(grep -c 'mysql-for-update: 12 of 20 purchases sent' "$S/report.html")" \
+    "1 1 1" "build: a run --max-seconds stopped is named with what it sent (table, report.md, report.html)"
+sed -i '/^max_seconds=/d' "$S/raw/settings.env"
+"$R" build "$S" > "$T/table" 2>&1
+check "$(grep -c 'purchases sent' "$T/table")" 0 "build: without --max-seconds, no such note"
 
 printf 'report_cli: %d passed, %d failed\n' "$passed" "$failed"
 [ "$failed" -eq 0 ]

@@ -79,18 +79,32 @@ t_ok "'$(value "$OUT/run.html" sold) $(value "$OUT/run.html" oversold) $(value "
 # the real bound is PAGE_TIMEOUT. The lesson starts once the page reads
 # the stack (instance 0 accepted two of its reads), so the browser's
 # start is not part of the race.
-o0=$(opened)
-# shellcheck disable=SC2317 # run through t_until
-page_reads() { [ "$(opened)" -ge $((o0 + 2)) ]; }
-PAGE_TIMEOUT=600 page_live "$PAGE?until=done" 86400000 "$SHOT" 1600 1000 > "$OUT/lesson.html" &
-browser=$!
-t_until 120 page_reads || t_log "the page never read instance 0's /stats"
-bash "$T_ROOT/bench/lesson" zk-herd > "$OUT/lesson.out" 2>&1
-rc=$?
+# watch: one browser, one run of the lesson; RC its status.
+watch() {
+    o0=$(opened)
+    # shellcheck disable=SC2317 # run through t_until
+    page_reads() { [ "$(opened)" -ge $((o0 + 2)) ]; }
+    PAGE_TIMEOUT=600 page_live "$PAGE?until=done" 86400000 "$SHOT" 1600 1000 > "$OUT/lesson.html" &
+    browser=$!
+    t_until 120 page_reads || t_log "the page never read instance 0's /stats"
+    bash "$T_ROOT/bench/lesson" zk-herd > "$OUT/lesson.out" 2>&1
+    rc=$?
+    wait "$browser"
+    grep -o '<li>[^<]*</li>' "$OUT/lesson.html" | sed 's/<[^>]*>//g' > "$OUT/trace"
+}
+# A run in which the page read fewer than three times during one of the two
+# runs (a machine so loaded that a reading takes a second: CI's sanitized
+# pass once read once in zk-herd's 2 s) cannot tell whether the numbers
+# moved: it is watched again, once.
+for try in 1 2; do
+    watch
+    nf=$(grep -c '^failure zk-herd ' "$OUT/trace") nx=$(grep -c '^fix zk-sequential ' "$OUT/trace")
+    [ "$nf" -ge 3 ] && [ "$nx" -ge 3 ] && break
+    t_log "try $try: the page read $nf times during the failure and $nx during the fix: too few to tell"
+done
 sed 's/^/    /' "$OUT/lesson.out"
 t_ok "$rc = 0" "bench/lesson zk-herd ran (the failure showed, the fix held)"
 t_ok "$(grep -c "the class page, live: $PAGE\$" "$OUT/lesson.out") = 1" "bench/lesson printed the page's address"
-wait "$browser"
 t_ok "'$(grep -o 'data-state="[a-z]*"' "$OUT/lesson.html")' = 'data-state=\"done\"'" \
      "the page followed the lesson to its end"
 
@@ -101,7 +115,6 @@ t_ok "'$(grep -o 'data-state="[a-z]*"' "$OUT/lesson.html")' = 'data-state=\"done
 # real time (its clock waits only for its fetches: 0.2 s a reading on the
 # loaded reference machine), about ten readings a run where two that
 # differ are asked for.
-grep -o '<li>[^<]*</li>' "$OUT/lesson.html" | sed 's/<[^>]*>//g' > "$OUT/trace"
 t_log "the page read: $(grep -c . "$OUT/trace") times, $(uniq "$OUT/trace" | grep -c .) readings in a row differ"
 # distinct PHASE STRATEGY: how many different (sold, stock) it read then.
 distinct() { grep "^$1 $2 " "$OUT/trace" | awk '{ print $3, $4 }' | sort -u | wc -l; }

@@ -32,6 +32,11 @@
  *   ll-report cost BEFORE AFTER         two snapshots of the stack's CPU
  *                                       time and context switches → the
  *                                       run's NN.cost.json (report_cost.c)
+ *   ll-report limits-merge BEFORE AFTER two passes of ll-limits (before and
+ *                                       after the runs) as one limits.json:
+ *                                       the faster pass's ceiling, both
+ *                                       passes' trials and their spread
+ *                                       (report_ceiling.c)
  *   ll-report get FILE|- KEY[.KEY...]   one value of a JSON document (an
  *                                       answer of the stack, for scripts)
  *   ll-report stocks STOCK.json...      the GET /stock answers of a run's
@@ -398,6 +403,7 @@ static const char usage[] =
 "       ll-report bounds RESULTS.json     (exact runs against their ceilings; 1 if above)\n"
 "       ll-report jtl RESULTS.csv [--stock S --final F]\n"
 "       ll-report cost BEFORE AFTER       (NN.cost.json from two snapshots)\n"
+"       ll-report limits-merge BEFORE AFTER (two passes of ll-limits as one limits.json)\n"
 "       ll-report get FILE|- KEY[.KEY...] (one value of a JSON document)\n"
 "       ll-report stocks STOCK.json...    (the products' GET /stock answers, summed)\n"
 "       ll-report sync-plan SYNC.json     (the synchronizers' runs, from GET /sync)\n"
@@ -427,6 +433,8 @@ int main(int argc, char **argv)
         return cmd_bounds(argv[2]);
     if (!strcmp(cmd, "cost") && argc == 4)
         return cmd_cost(argv[2], argv[3]);
+    if (!strcmp(cmd, "limits-merge") && argc == 4)
+        return cmd_limits_merge(argv[2], argv[3]);
     if (!strcmp(cmd, "get") && argc == 4)
         return cmd_get(argv[2], argv[3]);
     if (!strcmp(cmd, "stocks") && argc >= 3)

@@ -217,8 +217,10 @@ static const char ceilings_note[] =
     "the family's shortest critical section and times each hold, from the lock's answer "
     "to the release's; the ceiling is 1 ÷ the median hold, since no hand-off takes less "
     "than no time. concurrent: 32 clients. front: the HTTP tier itself (GET /health), "
-    "measured by compare. spread: (best − slowest) ÷ best over the trials, how far the "
-    "yardstick moved within this run; past 10 % the efficiencies against it are ranges.";
+    "measured by compare. Measured twice, before the runs and after them (trials "
+    "a, b, c / d, e, f), a ceiling is the best trial of both passes. spread: (best − "
+    "slowest) ÷ best over the trials, how far the yardstick moved while this run went "
+    "on; past 10 % the efficiencies against it are ranges.";
 
 /* The "measured" cell: the sweep of a plateau, the hold of a hold. */
 static void measured(char *buf, size_t n, const json_t *c)
@@ -262,7 +264,7 @@ void print_ceilings(FILE *f, const json_t *res, enum fmt fmt)
         char rate[24], spread[16], clients[16], trials[160] = "", meas[200], what[400];
         const char *v[8];
         const json_t *t = json_object_get(c, "trials");
-        size_t i, at = 0;
+        size_t i, at = 0, first;
 
         if (json_object_get(c, "error")) {
             snprintf(rate, sizeof rate, "n/a");
@@ -276,8 +278,11 @@ void print_ceilings(FILE *f, const json_t *res, enum fmt fmt)
         else
             snprintf(spread, sizeof spread, "-");
         snprintf(clients, sizeof clients, "%lld", jint(c, "connections"));
+        /* A second pass's trials after a slash (limits-merge's pass_trials). */
+        first = (size_t)json_integer_value(json_array_get(json_object_get(c, "pass_trials"), 0));
         for (i = 0; i < json_array_size(t); i++) {
-            int w = snprintf(trials + at, sizeof trials - at, "%s%.0f", i ? ", " : "",
+            int w = snprintf(trials + at, sizeof trials - at, "%s%.0f",
+                             i == 0 ? "" : i == first ? " / " : ", ",
                              json_number_value(json_array_get(t, i)));
             if (w < 0 || (size_t)w >= sizeof trials - at)
                 break;
@@ -339,4 +344,79 @@ int summarize_bounds(const json_t *res, const char *path)
            "by more than the ceiling's spread%s\n", exact, exact == 1 ? "" : "s", near, above,
            above ? " (not a bound)" : "");
     return above;
+}
+
+/* ---------------------------------------------------------------- two passes */
+
+/* One ceiling of two passes of ll-limits, before the runs and after them:
+ * the faster pass's entry, with every trial of both and their spread, so
+ * that the spread covers how far the ceiling moved while the runs went
+ * on, not only how far it moved within one pass (issue 34: across runs a
+ * ceiling moves 10-47 %, within one pass 1-33 %). "passes" keeps each
+ * pass's rate (null: it failed, its "error" under "pass_errors"). */
+static json_t *merge_ceiling(const json_t *a, const json_t *b)
+{
+    const json_t *pass[2] = { a, b }, *best = NULL, *t, *e;
+    json_t *out, *trials = json_array(), *rates = json_array(), *errors = json_array(),
+           *counts = json_array();
+    double v[128];
+    size_t i, k, n = 0;
+
+    for (k = 0; k < 2; k++) {
+        const json_t *p = pass[k];
+        int ok = p && !json_object_get(p, "error") && jnum(p, "rate") > 0;
+
+        json_array_append_new(rates, ok ? json_real(jnum(p, "rate")) : json_null());
+        e = p ? json_object_get(p, "error") : NULL;
+        json_array_append_new(errors, e ? json_incref((json_t *)e) : json_null());
+        json_array_append_new(counts, json_integer(ok ? (json_int_t)json_array_size(
+                                                   json_object_get(p, "trials")) : 0));
+        if (!ok)
+            continue;
+        if (!best || jnum(p, "rate") > jnum(best, "rate"))
+            best = p;
+        json_array_foreach(json_object_get(p, "trials"), i, t) {
+            json_array_append(trials, (json_t *)t);
+            if (n < sizeof v / sizeof v[0])
+                v[n++] = json_number_value(t);
+        }
+    }
+    out = json_deep_copy(best ? best : (a ? a : b));
+    json_object_set_new(out, "passes", rates);
+    json_object_set_new(out, "pass_errors", errors);
+    json_object_set_new(out, "pass_trials", counts);
+    if (best) {
+        json_object_del(out, "error");
+        json_object_set_new(out, "trials", trials);
+        json_object_set_new(out, "spread", json_real(harness_spread(v, n)));
+    } else {
+        json_decref(trials);
+    }
+    return out;
+}
+
+/* ll-report limits-merge BEFORE AFTER: the two passes as one limits.json
+ * (report.c; bench/compare measures half its --limits-seconds before the
+ * runs and half after). */
+int cmd_limits_merge(const char *before, const char *after)
+{
+    json_t *a = load_json(before), *b = load_json(after), *out = json_deep_copy(a);
+    json_t *all = json_object(), *ca = json_object_get(a, "ceilings"),
+           *cb = json_object_get(b, "ceilings"), *c;
+    const char *key;
+
+    json_object_foreach(ca, key, c)
+        json_object_set_new(all, key, merge_ceiling(c, json_object_get(cb, key)));
+    json_object_foreach(cb, key, c)
+        if (!json_object_get(ca, key))
+            json_object_set_new(all, key, merge_ceiling(NULL, c));
+    json_object_set_new(out, "ceilings", all);
+    json_object_set_new(out, "seconds", json_real(jnum(a, "seconds") + jnum(b, "seconds")));
+    json_object_set_new(out, "passes", json_pack("[s,s]", "before the runs", "after the runs"));
+    json_dumpf(out, stdout, JSON_INDENT(1));
+    putchar('\n');
+    json_decref(a);
+    json_decref(b);
+    json_decref(out);
+    return 0;
 }

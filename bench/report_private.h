@@ -149,6 +149,8 @@ int  check_bounds(const json_t *res, const char *path);
 /* ll-report bounds: one line on the exact runs against their ceilings;
  * the number above theirs by more than the spread. */
 int  summarize_bounds(const json_t *res, const char *path);
+/* ll-report limits-merge: two passes of ll-limits as one limits.json. */
+int  cmd_limits_merge(const char *before, const char *after);
 /* A duration-free load's steady rate from its --json (-1 without one). */
 double load_steady_rate(const json_t *load);
 

@@ -216,5 +216,26 @@ sed -i '/^max_seconds=/d' "$S/raw/settings.env"
 "$R" build "$S" > "$T/table" 2>&1
 check "$(grep -c 'purchases sent' "$T/table")" 0 "build: without --max-seconds, no such note"
 
+
+# limits-merge: compare's two passes of ll-limits, before and after the
+# runs, as one limits.json: the faster pass's rate, both passes' trials
+# (a slash between them in the ceilings table) and their spread; a pass
+# that failed leaves the other's, and says so.
+printf '{"seconds":1.5,"ceilings":{"serial_mysql":{"method":"hold","rate":1000,"hold_us":1000,"trials":[900,1000,950],"spread":0.1},"serial_zk":{"method":"hold","rate":500,"trials":[500]},"serial_redis":{"error":"redis down"}}}\n' > "$T/lim.a"
+printf '{"seconds":1.5,"ceilings":{"serial_mysql":{"method":"hold","rate":1200,"hold_us":833,"trials":[800,1200,1100],"spread":0.33},"serial_zk":{"error":"zk down"},"serial_redis":{"method":"hold","rate":300,"trials":[300,290]}}}\n' > "$T/lim.b"
+"$R" limits-merge "$T/lim.a" "$T/lim.b" > "$T/lim.json"
+check "$? $(jq -c '[.seconds, (.ceilings.serial_mysql | [.rate, .hold_us, .trials, (.spread * 100 | round), .passes, .pass_trials])]' "$T/lim.json")" \
+    '0 [3,[1200,833,[900,1000,950,800,1200,1100],33,[1000,1200],[3,3]]]' \
+    "limits-merge: the faster pass's ceiling, every trial of both, their spread"
+check "$(jq -c '.ceilings | [(.serial_zk | [.rate, .trials, .passes, .pass_errors, has("error")]), (.serial_redis | [.rate, .passes, .pass_errors[0]])]' "$T/lim.json")" \
+    '[[500,[500],[500,null],[null,"zk down"],false],[300,[null,300],"redis down"]]' \
+    "limits-merge: a failed pass leaves the other's rate and names its error"
+mkdir -p "$T/m/raw"
+cp -r "$B/raw/." "$T/m/raw/"
+cp "$T/lim.json" "$T/m/raw/limits.json"
+"$R" build "$T/m" > /dev/null 2>&1
+check "$(grep -c '| serial_mysql | hold | 1200 | 33% | [0-9]* | 900, 1000, 950 / 800, 1200, 1100 |' "$T/m/report.md")" 1 \
+    "build: the ceilings table shows the two passes' trials with a slash between them"
+
 printf 'report_cli: %d passed, %d failed\n' "$passed" "$failed"
 [ "$failed" -eq 0 ]

@@ -693,6 +693,29 @@ int db_exec_pending(struct lock_ctx *ctx, long long *rows, long long *value)
     return LL_OK;
 }
 
+int db_exec_repeat(struct lock_ctx *ctx, const char *sql, const long long *params, int n,
+                   int times, long long *rows, int *status)
+{
+    struct db *db = ctx->db;
+    struct db_pipe_answer a[DB_PIPE_REPEAT_MAX];
+    MYSQL_STMT *stmt;
+    int i, rc;
+
+    assert(!db->txn && times >= 1 && times <= DB_PIPE_REPEAT_MAX);
+    if ((rc = db_autocommit(ctx)) != LL_OK || (stmt = db_prepare(ctx, sql, &rc)) == NULL)
+        return rc;
+    assert((unsigned long)n == mysql_stmt_param_count(stmt) && mysql_stmt_field_count(stmt) == 0);
+    db_fault_lose_answer(ctx);
+    if (db_pipe_repeat(db->conn, stmt, params, n, times, (int)db_rw_timeout(db->cfg) * 1000,
+                       a) != 0)
+        return db_pipe_lost(ctx, &a[0], 1);
+    for (i = 0; i < times; i++) {
+        rows[i] = (long long)a[i].affected;
+        status[i] = a[i].err ? db_fail(ctx, a[i].err, a[i].msg, "execute") : LL_OK;
+    }
+    return LL_OK;
+}
+
 int db_exec_query(struct lock_ctx *ctx, const char *sql, long long *rows,
                   const long long *params, int n, const char *query_sql,
                   const long long *qparams, int m, long long *values, long long *found)

@@ -93,6 +93,16 @@ int db_exec_query(struct lock_ctx *ctx, const char *sql, long long *rows,
                   const long long *params, int n, const char *query_sql,
                   const long long *qparams, int m, long long *values, long long *found);
 
+/* Outside a transaction: `sql` (n long long parameters, no result) run
+ * `times` times in one round trip (db_pipe_repeat(), times ≤ 64), each run
+ * a statement that sells: rows[i] its affected rows, or status[i] its
+ * failure (the context then holds the last one's error). LL_OK when every
+ * answer came back; otherwise the exchange failed as a whole, the
+ * connection is closed, and since the statements may have run it is
+ * LL_UNKNOWN once they were sent (db_exec's '!'). */
+int db_exec_repeat(struct lock_ctx *ctx, const char *sql, const long long *params, int n,
+                   int times, long long *rows, int *status);
+
 unsigned db_errno(const struct lock_ctx *ctx);
 
 #endif /* LOCKLAB_DB_H */

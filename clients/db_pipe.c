@@ -1,4 +1,4 @@
-/* db_pipe.c — two prepared statements in one round trip (see db_pipe.h).
+/* db_pipe.c — prepared statements in one round trip (see db_pipe.h).
  *
  * The wire format, from MariaDB's client/server protocol: a packet is a
  * 3-byte little-endian payload length, a 1-byte sequence number (0 for the
@@ -277,6 +277,44 @@ int db_pipe2(MYSQL *conn, MYSQL_STMT *first, const long long *params, int n,
     len += pack_execute(out + len, second->stmt_id, NULL, 0);
     if (send_read2(conn, out, len, timeout_ms, a, &b) != 0)
         return -1;
+    if (b.have == 0)
+        return 0;
+    snprintf(a[0].msg, sizeof a[0].msg, "%zu bytes past the answers", b.have);
+    a[0].err = CR_MALFORMED_PACKET;
+    return -1;
+}
+
+int db_pipe_repeat(MYSQL *conn, MYSQL_STMT *stmt, const long long *params, int n, int times,
+                   int timeout_ms, struct db_pipe_answer *a)
+{
+    unsigned char out[DB_PIPE_REPEAT_MAX * (4 + 14 + 10 * DB_PIPE_PARAMS)];
+    struct db_pipe_buf b;
+    struct timespec deadline;
+    const unsigned char *p;
+    int fd = (int)mysql_get_socket(conn), i, sent;
+    size_t len = 0, at, plen;
+
+    memset(a, 0, (size_t)times * sizeof *a);
+    assert(n >= 0 && n <= DB_PIPE_PARAMS && times >= 1 && times <= DB_PIPE_REPEAT_MAX);
+    if (refuse_tls(conn, &a[0]) != 0)
+        return -1;
+    for (i = 0; i < times; i++)
+        len += pack_execute(out + len, stmt->stmt_id, params, n);
+    set_deadline(&deadline, timeout_ms);
+    b.have = 0;
+    if (send_all(fd, out, len, &deadline, &sent) != 0)
+        return sent ? lost(&a[0]) : gone(&a[0]);
+    /* One answer at a time, each moved out of the buffer once read: the
+     * buffer holds at most one answer and the start of the next. */
+    for (i = 0; i < times; i++) {
+        at = 0;
+        if (next_packet(fd, &b, &at, &deadline, &p, &plen, &a[0]) != 0)
+            return -1;
+        if (parse_answer(conn, p, plen, &a[i]) != 0)
+            return malformed(&a[0], "a malformed answer to a pipelined statement");
+        memmove(b.data, b.data + at, b.have - at);
+        b.have -= at;
+    }
     if (b.have == 0)
         return 0;
     snprintf(a[0].msg, sizeof a[0].msg, "%zu bytes past the answers", b.have);

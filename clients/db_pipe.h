@@ -1,4 +1,4 @@
-/* db_pipe.h — two prepared statements in one round trip.
+/* db_pipe.h — prepared statements in one round trip: two, or one repeated.
  *
  * libmariadb sends a statement and waits for its answer before it will
  * send another. MariaDB reads a connection's commands one after the other
@@ -76,6 +76,17 @@ int db_pipe2_then(MYSQL *conn, MYSQL_STMT *first, const long long *params, int n
  * pending afterwards. */
 int db_pipe_row(MYSQL *conn, MYSQL_STMT *stmt, struct db_pipe_buf *rest, int timeout_ms,
                 long long *values, int *found, struct db_pipe_answer *a);
+
+/* One statement (n parameters, no result set) run `times` times in one
+ * write, 1 ≤ times ≤ DB_PIPE_REPEAT_MAX, and every answer read: a[i] is
+ * the i-th run's, an OK with its affected rows or an ERR (the runs after
+ * a failed one still ran). mysql-update sends the UPDATEs of its row queue
+ * this way: they run one after the other on the server with no trip back
+ * to the client in between, and the instance wakes once for all of them.
+ * Returns as db_pipe2(), why in a[0]. */
+#define DB_PIPE_REPEAT_MAX 64
+int db_pipe_repeat(MYSQL *conn, MYSQL_STMT *stmt, const long long *params, int n, int times,
+                   int timeout_ms, struct db_pipe_answer *a);
 
 /* `first` (n parameters, no result set) and `query` (m parameters, a row
  * of integers as db_pipe_row() reads) in one round trip, both answers

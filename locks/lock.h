@@ -84,7 +84,8 @@
 
 #define LOCK_CEILINGS(X) \
     X(LOCK_CEIL_UPDATE_PEAK, "plateau", "UPDATE … SET count = count − 1 WHERE id = ? AND " \
-      "count > 0 (autocommit), from the best of 1, 2, 3, 4, 6, 8 clients: the most the row takes") \
+      "count > 0 (autocommit), 64 in one write as mysql-update pipelines them, from the best " \
+      "of 1, 2, 3, 4, 6, 8 clients: the most the row takes") \
     X(LOCK_CEIL_FOR_UPDATE, "plateau", "SELECT … FOR UPDATE, then UPDATE, COMMIT and the next " \
       "SELECT … FOR UPDATE in one write (mysql-for-update's pipeline), from the best of 1, 2, " \
       "3, 4, 6, 8 clients") \

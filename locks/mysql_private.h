@@ -17,13 +17,16 @@ typedef int (*mysql_sell_fn)(struct lock_ctx *ctx, const struct product *prod,
 /* The sell hook of the strategies that sell through the row's queue in
  * this instance (mysql_queue.c), by name in their table, with a struct
  * mysql_queue_conf as the table's conf: the first in line runs `sell` for
- * its purchase alone, or, when batch > 1, one conditional UPDATE for up to
- * `batch` purchases of the same row and sell. LL_OK, LL_SOLD_OUT,
- * LL_TIMEOUT (the deadline passed in line) or the sale's failure. */
+ * its purchase alone, or, when batch > 1, for up to `batch` purchases of
+ * the same row and sell: one conditional UPDATE for all of them, or with
+ * `pipeline` one UPDATE each, all in one write (db_exec_repeat()). LL_OK,
+ * LL_SOLD_OUT, LL_TIMEOUT (the deadline passed in line) or the sale's
+ * failure. */
 #define MYSQL_QUEUE_MAX 64
 struct mysql_queue_conf {
-    int           batch;        /* purchases one statement may sell, 1..MAX */
-    mysql_sell_fn sell;         /* one purchase alone                       */
+    int           batch;        /* purchases one round trip may sell, 1..MAX */
+    int           pipeline;     /* a statement each, pipelined, not one for all */
+    mysql_sell_fn sell;         /* one purchase alone                        */
 };
 int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long *remaining);
 void mysql_queue_ctx_free(struct lock_ctx *ctx);    /* frees ctx->mysql */

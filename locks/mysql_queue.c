@@ -22,7 +22,12 @@
  *
  * sells all n or none. None means fewer than n are left: the leader then
  * sells them one unit at a time until one is refused, and the rest of the
- * batch is sold out too (stock only falls during a sale).
+ * batch is sold out too (stock only falls during a sale). A pipelined
+ * queue (mysql-update) sends instead each purchase's own statement, n of
+ * them in one write: MariaDB runs them one after the other, each its own
+ * autocommitted sale, with no trip back to the instance in between, and
+ * the instance wakes once for the n answers. A purchase with a fault
+ * switch on is sold alone, so that its fault is its own.
  * A leader may also pass the row on: mysql_queue_claim() takes the next
  * purchase in line for its row and sale, and mysql_queue_pass() either
  * hands it the leader's connection, its transaction already begun, and
@@ -131,6 +136,12 @@ static void unlink_purchase(struct queue *q, struct purchase *p)
     }
 }
 
+/* May ctx's purchase share a batch: one unit, no fault switch. */
+static int alone_ok(const struct lock_ctx *ctx)
+{
+    return ctx->qty == 1 && !ctx->hold_ms && !ctx->late_ms && !ctx->crash && !ctx->lose_answer;
+}
+
 /* Take me and up to max − 1 purchases of my row and kind, in order.
  * A batch sells units, one a purchase: a purchase of several (POST /order's
  * qty) is sold alone. Under q->lock. */
@@ -141,11 +152,11 @@ static int take_batch(struct queue *q, struct purchase *me, struct purchase **ba
 
     unlink_purchase(q, me);
     batch[n++] = me;
-    if (me->ctx->qty != 1)
+    if (!alone_ok(me->ctx))
         max = 1;
     for (p = q->head; p && n < max; p = next) {
         next = p->next;
-        if (p->prod->id != me->prod->id || p->sell != me->sell || p->ctx->qty != 1)
+        if (p->prod->id != me->prod->id || p->sell != me->sell || !alone_ok(p->ctx))
             continue;
         unlink_purchase(q, p);
         p->taken = 1;
@@ -185,12 +196,14 @@ static int sell_ledger(struct lock_ctx *ctx, const struct product *prod, long lo
     return rc;
 }
 
-/* One unit, the seeds' statement (seed 001); a purchase of qty units
- * (POST /order) sells them all or none, seed 003's statement. */
+/* The seeds' statement (seed 001): one unit. */
+static const char sql_sell_one[] =
+    "UPDATE db_stock SET count = count - 1 WHERE id = ? AND count >= 1";
+
+/* One unit, sql_sell_one; a purchase of qty units (POST /order) sells them
+ * all or none, seed 003's statement. */
 int mysql_sell_one(struct lock_ctx *ctx, const struct product *prod, long long *remaining)
 {
-    static const char sql[] =
-        "UPDATE db_stock SET count = count - 1 WHERE id = ? AND count >= 1";
     long long rows = 0;
     int rc;
 
@@ -200,7 +213,7 @@ int mysql_sell_one(struct lock_ctx *ctx, const struct product *prod, long long *
     if (ctx->qty > 1)
         return sell_n(ctx, prod->id, ctx->qty);
     ctx->backend_ops++;
-    rc = db_exec(ctx, sql, &rows, "!l", prod->id);
+    rc = db_exec(ctx, sql_sell_one, &rows, "!l", prod->id);
     return rc != LL_OK ? rc : rows == 1 ? LL_OK : LL_SOLD_OUT;
 }
 
@@ -218,14 +231,32 @@ static int sell_n(struct lock_ctx *ctx, long long id, long long n)
     return rc != LL_OK ? rc : rows == 1 ? LL_OK : LL_SOLD_OUT;
 }
 
+/* A pipelined batch: sql_sell_one n times in one round trip, an answer
+ * each; a failed exchange is every purchase's answer. */
+static void run_pipeline(struct purchase **batch, int n, int *status)
+{
+    struct lock_ctx *ctx = batch[0]->ctx;
+    long long rows[MYSQL_QUEUE_MAX], id = batch[0]->prod->id;
+    int st[MYSQL_QUEUE_MAX], i, rc;
+
+    ctx->backend_ops++;
+    rc = db_exec_repeat(ctx, sql_sell_one, &id, 1, n, rows, st);
+    for (i = 0; i < n; i++)
+        status[i] = rc != LL_OK ? rc : st[i] != LL_OK ? st[i] : rows[i] == 1 ? LL_OK : LL_SOLD_OUT;
+}
+
 /* The leader's work, without q->lock: an answer for each of batch[0..n). */
-static void run_batch(struct purchase **batch, int n, int *status)
+static void run_batch(struct purchase **batch, int n, int pipeline, int *status)
 {
     struct purchase *me = batch[0];
     int i, rc;
 
     if (n == 1) {
         status[0] = me->sell(me->ctx, me->prod, &me->remaining);
+        return;
+    }
+    if (pipeline) {
+        run_pipeline(batch, n, status);
         return;
     }
     rc = sell_n(me->ctx, me->prod->id, n);
@@ -248,7 +279,7 @@ static void run_batch(struct purchase **batch, int n, int *status)
  * outlives the request, so signalling a purchase that has already read its
  * answer and gone is harmless, and no woken thread blocks again on the
  * leader's mutex. */
-static void lead(struct queue *q, struct purchase *me, int max)
+static void lead(struct queue *q, struct purchase *me, int max, int pipeline)
 {
     struct purchase *batch[MYSQL_QUEUE_MAX];
     struct wait_cond *wake[MYSQL_QUEUE_MAX + 1];
@@ -258,7 +289,7 @@ static void lead(struct queue *q, struct purchase *me, int max)
     q->busy = 1;
     n = take_batch(q, me, batch, max);
     pthread_mutex_unlock(&q->lock);
-    run_batch(batch, n, status);
+    run_batch(batch, n, pipeline, status);
     pthread_mutex_lock(&q->lock);
     for (i = 0; i < n; i++) {
         batch[i]->status = status[i];
@@ -345,7 +376,7 @@ int mysql_queue_sell(struct lock_ctx *ctx, const struct product *prod, long long
     slot->queued = &me;
     while (me.status == PENDING) {
         if (me.lead || (!me.taken && !q->busy && q->head == &me)) {
-            lead(q, &me, max);              /* answers me, frees q->lock */
+            lead(q, &me, max, conf->pipeline);  /* answers me, frees q->lock */
             slot->queued = NULL;
             *remaining = me.remaining;
             return me.status;

@@ -12,20 +12,26 @@
  * resolved from (product_code, stock_code) once: the same row, found
  * through the primary key instead of the unique secondary one.
  *
- * Within one instance the statements on one row go one at a time, through
- * the row's queue (mysql_queue.c, batch 1): waiting there is far cheaper
- * than waiting for InnoDB's row lock.
+ * Within one instance the statements on one row go through the row's
+ * queue (mysql_queue.c): waiting there is far cheaper than waiting for
+ * InnoDB's row lock. The purchases waiting in it when the row is free are
+ * sent together, up to 64, each its own UPDATE, in one write on one
+ * connection (pipelined): MariaDB runs them back to back, each an
+ * autocommitted sale, and one round trip serves them all. Each sale is
+ * still the seeds' one statement, answered by its own affected rows.
  */
 #include "mysql_private.h"
 
-static const struct mysql_queue_conf update_queue = { .batch = 1, .sell = mysql_sell_one };
+static const struct mysql_queue_conf update_queue = {
+    .batch = MYSQL_QUEUE_MAX, .pipeline = 1, .sell = mysql_sell_one,
+};
 
 const struct lock_ops lock_mysql_update = {
     .name    = "mysql-update",
     .family  = "mysql",
-    .summary = "one conditional UPDATE ... WHERE count >= 1: the row lock is the lock (seed 001); one statement per row per instance at a time",
+    .summary = "one conditional UPDATE ... WHERE count >= 1: the row lock is the lock (seed 001); an instance's waiting purchases pipelined, a statement each",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling = LOCK_CEIL_UPDATE_PEAK,
-    .hold_rtts = LOCK_HOLD_PER_INSTANCE(1), /* its row queue: one UPDATE in flight */
+    .hold_rtts = 0,     /* none a sale: a round trip carries up to 64 of them */
     MYSQL_QUEUE_METHODS(&update_queue),
 };

@@ -3,7 +3,8 @@
  * first statement, a killed connection, and libmariadb still in step with
  * the connection afterwards; a third statement behind the two, a query
  * whose answer db_pipe_row() reads: a row, no row, a lock wait timeout;
- * a statement and a query read at once (db_pipe_exec_query()). Works on
+ * a statement and a query read at once (db_pipe_exec_query()); one
+ * statement 64 times in one write (db_pipe_repeat()). Works on
  * product 1002 (the one ll-limits uses) and puts its count back at the
  * end.
  *
@@ -201,6 +202,37 @@ static void suite(int tcp)
         CHECK(run(nowait, &id, 1, &err) == was && err == 0);       /* committed */
         CHECK(run(find, NULL, 0, &err) == id && err == 0);         /* in step */
         mysql_stmt_close(row2);
+    }
+
+    /* One statement run 64 times in one write (mysql-update's pipeline),
+     * in autocommit: 64 answers, each its own sale; a conditional one
+     * that runs out answers 0 rows from then on; a failing statement
+     * fails each run alone; libmariadb in step afterwards. */
+    {
+        MYSQL_STMT *dec = prepare(m, "UPDATE db_stock SET count = count - 1 "
+                                     "WHERE id = ? AND count >= 1");
+        struct db_pipe_answer r[DB_PIPE_REPEAT_MAX];
+        long long ten[2] = { 10, id };
+        int sold = 0, none = 0;
+
+        CHECK(mysql_autocommit(m, 1) == 0);
+        CHECK(run(write, ten, 2, &err) == 1 && err == 0);
+        CHECK(db_pipe_repeat(m, dec, &id, 1, DB_PIPE_REPEAT_MAX, 5000, r) == 0);
+        for (i = 0; i < DB_PIPE_REPEAT_MAX; i++) {
+            sold += r[i].err == 0 && r[i].affected == 1;
+            none += r[i].err == 0 && r[i].affected == 0 && i >= 10;
+        }
+        CHECK(sold == 10 && none == DB_PIPE_REPEAT_MAX - 10);
+        CHECK(run(nowait, &id, 1, &err) == 0 && err == 0);         /* committed, each */
+        p[0] = 1002, p[1] = 5;
+        CHECK(db_pipe_repeat(m, dup, p, 2, 3, 5000, r) == 0);
+        CHECK(r[0].err == 1062 && r[1].err == 1062 && r[2].err == 1062);
+        CHECK(db_pipe_repeat(m, dec, &id, 1, 1, 5000, r) == 0 && r[0].affected == 0);
+        CHECK(run(find, NULL, 0, &err) == id && err == 0);         /* in step */
+        p[0] = was, p[1] = id;                     /* put back (was may be 0) */
+        run(write, p, 2, &err);
+        CHECK(err == 0 && run(nowait, &id, 1, &err) == was && err == 0);
+        mysql_stmt_close(dec);
     }
 
     /* The server ends the connection: lost, not an answer. Gone when the

@@ -158,6 +158,10 @@ static inline int lock_poll_announce(int *streak)
     return 0;
 }
 int  lock_poll(struct lock_ctx *ctx, const char *key);
+/* Before a request's first try of key: when others of this instance wait
+ * in its room, join them and wait for this request's turn there (as
+ * lock_poll, without counting a retry); else return at once. */
+int  lock_poll_first(struct lock_ctx *ctx, const char *key);
 void lock_poll_done(struct lock_ctx *ctx);
 void lock_poll_released(const struct lock_ctx *ctx, const char *key);
 /* How many requests wait in the room of ops and key (for tests). */

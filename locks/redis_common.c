@@ -207,6 +207,8 @@ int redis_spin(struct lock_ctx *ctx, const char *key, const char *type, redis_tr
     int64_t sent;
     int got;
 
+    if (lock_poll_first(ctx, key) != LL_OK)
+        return redis_timeout(ctx, 0, key, type);
     for (;;) {
         sent = now_us();
         redis_set_of(ctx)->wrongtype = 0;

@@ -82,6 +82,15 @@ size_t strlcopy(char *dst, const char *src, size_t size)
     return len;
 }
 
+uint32_t str_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+
+    while (*s)
+        h = (h ^ (unsigned char)*s++) * 16777619u;
+    return h;
+}
+
 int parse_int(const char *s, long long min, long long max, long long *out)
 {
     char *end;

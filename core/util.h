@@ -25,6 +25,9 @@ int64_t  rand_range(int64_t lo, int64_t hi);
 /* Copy at most size-1 bytes and always terminate. Returns strlen(src). */
 size_t strlcopy(char *dst, const char *src, size_t size);
 
+/* FNV-1a of a string: which stripe or room a key falls in. */
+uint32_t str_hash(const char *s);
+
 /* Is s 1 to max characters of [A-Za-z0-9_-] (a product code, an order
  * number, a user)? */
 int word_valid(const char *s, size_t max);

@@ -80,19 +80,10 @@ static void rooms_init(void)
     }
 }
 
-static unsigned key_hash(const char *key)
-{
-    unsigned h = 2166136261u;           /* FNV-1a */
-
-    while (*key)
-        h = (h ^ (unsigned char)*key++) * 16777619u;
-    return h;
-}
-
 /* The room of key; with `make`, a free one is taken for it. Under rooms_mu. */
 static struct lock_room *room_find(const struct lock_ops *ops, const char *key, int make)
 {
-    unsigned i, h = key_hash(key);
+    unsigned i, h = str_hash(key);
     struct lock_room *r, *free_room = NULL;
 
     for (i = 0; i < ROOMS; i++) {

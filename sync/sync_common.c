@@ -103,12 +103,8 @@ static struct wait_mutex stripes[STRIPES] = {
 
 int sync_local_lock(struct lock_ctx *ctx, const char *key, void **held)
 {
-    uint32_t h = 2166136261u;           /* FNV-1a */
-    struct wait_mutex *m;
+    struct wait_mutex *m = &stripes[str_hash(key) % STRIPES];
 
-    for (; *key; key++)
-        h = (h ^ (unsigned char)*key) * 16777619u;
-    m = &stripes[h % STRIPES];
     *held = NULL;
     if (!wait_mutex_lock(m, now_us() + lock_time_left(ctx) * 1000))
         return lock_timeout(ctx);

@@ -61,6 +61,8 @@ static _Atomic unsigned db_epoch;
 
 struct db {
     const struct config *cfg;
+    const char     *host, *sock;    /* where: cfg's primary, or its replica */
+    int             port;
     char            where[128];     /* "127.0.0.1:13306" or the socket   */
     unsigned        epoch;          /* db_epoch when last known good     */
     MYSQL          *conn;           /* NULL while disconnected           */
@@ -169,15 +171,32 @@ static void nb_stmt_close(MYSQL *m, MYSQL_STMT *stmt)
 
 /* ---------------------------------------------------------------- connections */
 
-struct db *db_new(const struct config *cfg)
+static struct db *db_at(const struct config *cfg, const char *host, int port,
+                        const char *sock)
 {
     struct db *db = xcalloc(1, sizeof *db);
     db->cfg = cfg;
-    if (cfg->mysql_socket)
-        snprintf(db->where, sizeof db->where, "%s", cfg->mysql_socket);
+    db->host = host;
+    db->port = port;
+    db->sock = sock;
+    if (sock)
+        snprintf(db->where, sizeof db->where, "%s", sock);
     else
-        snprintf(db->where, sizeof db->where, "%s:%d", cfg->mysql_host, cfg->mysql_port);
+        snprintf(db->where, sizeof db->where, "%s:%d", host, port);
     return db;
+}
+
+struct db *db_new(const struct config *cfg)
+{
+    return db_at(cfg, cfg->mysql_host, cfg->mysql_port, cfg->mysql_socket);
+}
+
+struct db *db_new_replica(const struct config *cfg)
+{
+    assert(cfg->mysql_replica != NULL);
+    if (cfg->mysql_replica[0] == '/')
+        return db_at(cfg, NULL, 0, cfg->mysql_replica);
+    return db_at(cfg, cfg->replica.host, cfg->replica.port, NULL);
 }
 
 static void db_disconnect(struct db *db)
@@ -334,9 +353,9 @@ static int db_connect(struct lock_ctx *ctx)
     mysql_options(db->conn, MYSQL_OPT_RECONNECT, &off);
     mysql_options(db->conn, MYSQL_OPT_NONBLOCK, 0);
     /* With a socket, libmariadb takes host "localhost" to mean: use it. */
-    if (!nb_connect(db->conn, cfg->mysql_socket ? "localhost" : cfg->mysql_host,
+    if (!nb_connect(db->conn, db->sock ? "localhost" : db->host,
                     cfg->mysql_user, cfg->mysql_password, cfg->mysql_db,
-                    (unsigned)cfg->mysql_port, cfg->mysql_socket)) {
+                    (unsigned)db->port, db->sock)) {
         unsigned err = mysql_errno(db->conn);
         char msg[128];
         strlcopy(msg, mysql_error(db->conn), sizeof msg);

@@ -154,6 +154,9 @@ mysql_start() {
     if pid=$(svc_pid mysql) && ! bind_ok "$RUN/mysql/bind"; then
         say "mariadb: listening addresses changed to $(backend_binds), restarting it"
         svc_stop mysql 60
+    elif pid=$(svc_pid mysql) && ! binlog_ok; then     # --read-replica (stack_mysql_replica.sh)
+        say "mariadb: binary log now $(mysql_binlog_flags | tr '\n' ' '), restarting it"
+        svc_stop mysql 60
     fi
     if pid=$(svc_pid mysql); then
         say "mariadb already running (pid $pid)"
@@ -163,13 +166,15 @@ mysql_start() {
     mysql_init
     rm -f "$sock" "$(pid_file mysql)"
     ((EUID == 0)) && as_user=(--user=root)
+    mysql_binlog_flags >"$RUN/mysql/binlog"
+    # shellcheck disable=SC2046 # one word per flag
     MYSQL_STARTED=$(spawn "$log" "${BACKEND_PRIO[@]}" mariadbd --no-defaults "${as_user[@]}" \
         --datadir="$RUN/mysql/data" --tmpdir="$(mysql_tmpdir)" \
         --socket="$sock" --port="$MYSQL_PORT" --bind-address="$(backend_binds | tr ' ' ,)" \
         --pid-file="$(pid_file mysql)" --log-error="$log" \
         --skip-name-resolve --max-connections=1000 --max-connect-errors=1000000 \
         --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 \
-        --skip-log-bin --innodb-lock-wait-timeout=10 --performance-schema=OFF)
+        $(mysql_binlog_flags) --innodb-lock-wait-timeout=10 --performance-schema=OFF)
 }
 
 mysql_ready() {

@@ -390,9 +390,9 @@ static int request_read(struct request *r, const struct config *cfg, struct sale
     if (strcmp(v, "replica") != 0)
         return request_fail(r, 400, "bad_request", P_READ, "read must be primary or replica");
     if (lock_sells(out->ops))
-        return request_fail(r, 400, "bad_request", P_READ, "%s reads the stock as its lock or "
-                            "its check, in its own sale on the primary: it never reads a "
-                            "replica", out->ops->name);
+        return request_fail(r, 400, "bad_request", P_READ, "%s has a sale of its own, whose "
+                            "read is its lock or its check (on the primary), or not "
+                            "MariaDB's: it never reads a replica", out->ops->name);
     if (cfg->mysql_replica == NULL)
         return request_fail(r, 400, "bad_request", P_READ, "this server has no read replica "
                             "(--mysql-replica; bench/stack up --read-replica)");

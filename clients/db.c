@@ -69,6 +69,7 @@ struct db {
     int64_t         retry_at_ms;    /* no connect attempt before this    */
     unsigned        last_errno;
     int             manual;         /* autocommit is off on this conn    */
+    int             galera;         /* the server is a Galera node       */
     int             txn;            /* between db_begin and commit/roll. */
     MYSQL_STMT     *pending;        /* its answer not read yet: rest has
                                      * what came of it                   */
@@ -255,8 +256,11 @@ static int db_fail(struct lock_ctx *ctx, unsigned err, const char *error, const 
         return lock_error(ctx, LL_UNAVAILABLE, "mysql", "mysql %s: %s (%u)",
                           db->where, msg, err);
     }
-    if (err == ER_LOCK_DEADLOCK)
+    if (err == ER_LOCK_DEADLOCK) {
         ctx->deadlocks++;
+        if (db->galera)             /* certification, or a brute-force abort */
+            ctx->cert_failures++, ctx->cert_failed = 1;
+    }
     if (err == ER_LOCK_WAIT_TIMEOUT || err == ER_LOCK_DEADLOCK)
         return lock_error(ctx, LL_TIMEOUT, "mysql", "mysql %s: %s (%u)", what, msg, err);
     return lock_error(ctx, LL_ERROR, "mysql", "mysql %s: %s (%u)", what, msg, err);
@@ -311,6 +315,29 @@ static int db_set_lock_wait(MYSQL *conn, long long seconds)
         rc = 0;
     nb_stmt_close(conn, stmt);
     return rc;
+}
+
+/* SELECT @@wsrep_on: 1 on a node of a Galera cluster, where a 1213 is most
+ * often the cluster's (a transaction that lost certification at its COMMIT,
+ * or was aborted by a replicated one that won), not InnoDB's own deadlock.
+ * A server that has no such variable is no Galera node. */
+static int db_is_galera(MYSQL *conn)
+{
+    static const char sql[] = "SELECT @@wsrep_on";
+    MYSQL_STMT *stmt = mysql_stmt_init(conn);
+    MYSQL_BIND b;
+    long long on = 0;
+
+    if (stmt == NULL)
+        return 0;
+    memset(&b, 0, sizeof b);
+    b.buffer_type = MYSQL_TYPE_LONGLONG;
+    b.buffer = &on;
+    if (nb_prepare(conn, stmt, sql, sizeof sql - 1) != 0 || nb_execute(conn, stmt) != 0 ||
+        mysql_stmt_bind_result(stmt, &b) != 0 || nb_fetch(conn, stmt) != 0)
+        on = 0;
+    nb_stmt_close(conn, stmt);
+    return on == 1;
 }
 
 /* How long a statement may take before its connection counts as lost. */
@@ -370,6 +397,7 @@ static int db_connect(struct lock_ctx *ctx)
     /* A row lock may be waited for as long as a lock of any other kind. */
     if (db_set_lock_wait(db->conn, cfg->lock_wait_ms / 1000 > 0 ? cfg->lock_wait_ms / 1000 : 1) != 0)
         return db_fail(ctx, mysql_errno(db->conn), mysql_error(db->conn), "session setup");
+    db->galera = db_is_galera(db->conn);
     db->epoch = atomic_load(&db_epoch);
     return LL_OK;
 }
@@ -489,6 +517,8 @@ int db_exec(struct lock_ctx *ctx, const char *sql, long long *rows, const char *
     /* Read the whole (one-row) result so the connection is ready again. */
     while ((rc = nb_fetch(ctx->db->conn, stmt)) == 0 || rc == MYSQL_DATA_TRUNCATED)
         found = 1;
+    if (rc != MYSQL_NO_DATA && mysql_stmt_errno(stmt) == 0)     /* the connection's */
+        return db_fail(ctx, mysql_errno(ctx->db->conn), mysql_error(ctx->db->conn), "fetch");
     if (rc != MYSQL_NO_DATA)
         return db_fail(ctx, mysql_stmt_errno(stmt), mysql_stmt_error(stmt), "fetch");
     if (rows)

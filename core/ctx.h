@@ -92,6 +92,11 @@ struct lock_ctx {
     unsigned    wakeups;            /* watch / pub-sub wake-ups (stats)       */
     unsigned    deadlocks;          /* MariaDB's deadlock errors (1213) met
                                      * by this request (clients/db.c; stats)     */
+    unsigned    cert_failures;      /* ... of them on a Galera node: a
+                                     * certification failure or a brute-force
+                                     * abort, the transaction rolled back     */
+    int         cert_failed;        /* the last attempt ended in one: the sale
+                                     * may run again (server/sale.c)           */
     unsigned    foreign;            /* tries that found the lock's key held by
                                      * another strategy's kind of lock (a Redis
                                      * key of another type; stats)            */

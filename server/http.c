@@ -270,6 +270,8 @@ static struct lock_ctx *borrow(int wait_ms)
         ctx->qty = 1;
         ctx->order = NULL;
         ctx->retries = ctx->backend_ops = ctx->wakeups = ctx->deadlocks = ctx->foreign = 0;
+        ctx->cert_failures = 0;
+        ctx->cert_failed = 0;
         ctx->held_us = -1;
         ctx->err = 0;
         ctx->backend = NULL;
@@ -339,6 +341,8 @@ static enum MHD_Result sale(struct exchange *x, struct request *r)
     json_object_set_new(body, "lock", json_string(a.ops->name));
     if (ctx->deadlocks > 0)
         json_object_set_new(body, "deadlocks", json_integer(ctx->deadlocks));
+    if (ctx->cert_failures > 0)
+        json_object_set_new(body, "cert_failures", json_integer(ctx->cert_failures));
     if (status_code(rc) == MHD_HTTP_INTERNAL_SERVER_ERROR)
         log_failure(a.ops->name, ctx->errstr);
     stats_record(lock_index(a.ops), rc, now_us() - t0, ctx, release_failed);

@@ -135,6 +135,7 @@ app_args() {
     [[ $TOPO_LEDGER == 1 ]] && printf '%s\n' --ledger
     [[ $TOPO_REDIS_REPLICA == 1 ]] && printf '%s\n' --redis-sentinel "$(replica_host):$SENTINEL_PORT"
     [[ $TOPO_READ_REPLICA == 1 ]] && printf '%s\n' --mysql-replica "$(mysql_replica_addr)"
+    ((TOPO_GALERA == 0)) || galera_app_args "$port"     # after --mysql-*: they win
     return 0
 }
 

@@ -361,8 +361,9 @@ void stats_metrics(struct metrics *m)
                  "MariaDB deadlocks (error 1213) the purchases met and retried "
                  "(mysql-share-mode).", offsetof(struct lock_stats, deadlocks));
     per_strategy(m, "locklab_cert_failures_total",
-                 "Of those, the ones met on a Galera node: certification failures and "
-                 "brute-force aborts, each sale's attempt rolled back and run again.",
+                 "MariaDB deadlock errors (1213) met on a Galera node: certification "
+                 "failures and brute-force aborts, each sale's attempt rolled back and run "
+                 "again.",
                  offsetof(struct lock_stats, cert_failures));
     per_strategy(m, "locklab_foreign_locks_total",
                  "Purchases that found their lock's key held by another strategy's kind of "

@@ -139,23 +139,16 @@ galera_start() {
 # interleave the nodes' values (auto_increment_offset), which would not
 # order tokens drawn on different nodes.
 galera_setup() {
-    local pw user sql="" sum
-    pw=$(secret mysql-password)
-    sum=$(cat "$ROOT/sql/schema.sql" "$ROOT/sql/seed.sql" - <<<"$pw" | sha256sum | cut -c1-16)
-    [[ -r $RUN/galera/setup.sum && $(<"$RUN/galera/setup.sum") == "$sum" ]] && return 0
-    for user in "'locklab'@'127.0.0.1'" "'locklab'@'localhost'" "'locklab'@'10.77.%'"; do
-        sql+="CREATE USER IF NOT EXISTS $user IDENTIFIED BY '$pw';
-              ALTER USER $user IDENTIFIED BY '$pw';
-              REVOKE ALL PRIVILEGES, GRANT OPTION FROM $user;
-              GRANT SELECT, INSERT, UPDATE, DELETE ON locklab.* TO $user;"
-    done
+    setup_fresh "$RUN/galera" && return 0
     {
-        printf '%s\n' "CREATE DATABASE IF NOT EXISTS locklab CHARACTER SET utf8mb4; $sql" "USE locklab;"
+        printf '%s\n' "CREATE DATABASE IF NOT EXISTS locklab CHARACTER SET utf8mb4;"
+        mysql_users_sql "SELECT, INSERT, UPDATE, DELETE"
+        printf '%s\n' "USE locklab;"
         sed 's/^CREATE SEQUENCE IF NOT EXISTS db_lock_fence;/CREATE SEQUENCE IF NOT EXISTS db_lock_fence NOCACHE;/' \
             "$ROOT/sql/schema.sql"
         cat "$ROOT/sql/seed.sql"
     } | galera_root 1 --batch || die "galera: could not set up locklab on node 1"
-    printf '%s\n' "$sum" >"$RUN/galera/setup.sum"
+    setup_done "$RUN/galera"
 }
 
 # galera_up N: the cluster of N nodes, every one Synced.

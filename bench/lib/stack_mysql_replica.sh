@@ -122,8 +122,7 @@ mysql_replica_start() {
 # replica_seed: the replica from a dump of the primary at a GTID position,
 # then linked to it from there.
 replica_seed() {
-    local pw rpw
-    pw=$(secret mysql-password)
+    local rpw
     rpw=$(secret repl-password)
     say "mysql-replica: copying locklab from the primary and linking it (GTID)"
     printf '%s\n' "STOP SLAVE; RESET SLAVE ALL;" | mysql_replica_root --batch ||
@@ -134,12 +133,7 @@ replica_seed() {
     {
         sed -n 's/^-- \(SET GLOBAL gtid_slave_pos=.*\)$/\1/p' "$RUN/mysql-replica/seed.sql"
         cat "$RUN/mysql-replica/seed.sql"
-        for user in "'locklab'@'127.0.0.1'" "'locklab'@'localhost'" "'locklab'@'10.77.%'"; do
-            printf '%s\n' "CREATE USER IF NOT EXISTS $user IDENTIFIED BY '$pw';" \
-                "ALTER USER $user IDENTIFIED BY '$pw';" \
-                "REVOKE ALL PRIVILEGES, GRANT OPTION FROM $user;" \
-                "GRANT SELECT ON locklab.* TO $user;"
-        done
+        mysql_users_sql SELECT
         printf '%s\n' "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=$MYSQL_PORT," \
             "MASTER_USER='locklab_repl', MASTER_PASSWORD='$rpw', MASTER_USE_GTID=slave_pos," \
             "MASTER_CONNECT_RETRY=1;" "START SLAVE;"

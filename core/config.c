@@ -235,6 +235,8 @@ int config_parse(struct config *cfg, int argc, char **argv, char *err, int errle
                  "most %d)", cfg->redis_sentinel, CONFIG_MAX_SERVERS);
         return -1;
     }
+    if (cfg->mysql_replica && cfg->mysql_replica[0] == '\0')
+        cfg->mysql_replica = NULL;      /* empty: none (docker-compose.yml's default) */
     if (cfg->mysql_replica && cfg->mysql_replica[0] != '/' &&
         config_parse_servers(cfg->mysql_replica, &cfg->replica, 1) != 1) {
         snprintf(err, errlen, "--mysql-replica: '%s' is neither a socket path nor host:port",

@@ -5,7 +5,9 @@
 #   1. row locks do not exclude across nodes: node 1 holds SELECT … FOR
 #      UPDATE on the row, node 2's SELECT … FOR UPDATE, UPDATE and COMMIT
 #      go through at once, and node 1's transaction ends in 1213 (the
-#      certification / brute-force abort): one update, none lost;
+#      brute-force abort, which also cuts its SLEEP(10) short: on one
+#      server node 2 would wait for the row and give up after 1 s): one
+#      update, none lost;
 #   2. the MySQL strategies (and redisson, whose guarded sale reads the
 #      count on its instance's node) sell exactly: each certification
 #      failure rolls the sale back and runs it again (cert_failures in
@@ -25,11 +27,11 @@ STACK=$T_ROOT/bench/stack
 t_ok "'${LOCKLAB_GALERA:-}' != ''" "the stack names its nodes (LOCKLAB_GALERA=${LOCKLAB_GALERA:-})"
 node() { mariadb --no-defaults --socket="$T_RUN/galera/$1/mysqld.sock" -u root locklab "${@:2}"; }
 
-echo "== SELECT … FOR UPDATE on two nodes: no exclusion, the loser's COMMIT fails (1213)"
+echo "== SELECT … FOR UPDATE on two nodes: no exclusion, the loser aborted (1213)"
 t_reset 100
 id=$(node 1 -N -e "SELECT id FROM db_stock WHERE product_code = '1001' AND stock_code = '001'")
 node 1 -e "SET SESSION innodb_lock_wait_timeout = 1; BEGIN;
-    SELECT count FROM db_stock WHERE id = $id FOR UPDATE; SELECT SLEEP(3);
+    SELECT count FROM db_stock WHERE id = $id FOR UPDATE; SELECT SLEEP(10);
     UPDATE db_stock SET count = count - 1 WHERE id = $id; COMMIT;" >/tmp/galera1.$$ 2>&1 &
 n1=$!
 # shellcheck disable=SC2317 # run through t_until

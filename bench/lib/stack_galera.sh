@@ -129,6 +129,7 @@ galera_start() {
         --wsrep-retry-autocommit=4 --wsrep-sync-wait=1 --wsrep-slave-threads=2 \
         "${first[@]}")
     printf '%s\n' "$pid" >"$(pid_file "galera-$k")"
+    backend_binds >"$dir/bind"
     printf '%s\n' "$pid"
 }
 
@@ -157,6 +158,14 @@ galera_up() {
     mkdir -p "$RUN/galera"
     for ((k = n + 1; k <= 9; k++)); do
         svc_running "galera-$k" && svc_stop "galera-$k" 60
+    done
+    # A node listening elsewhere than --netns now asks is started again
+    # (all of them: the cluster bootstraps again from node 1).
+    for ((k = 1; k <= n; k++)); do
+        if svc_running "galera-$k" && ! bind_ok "$(galera_dir "$k")/bind"; then
+            say "galera:$k: listening addresses changed to $(backend_binds), restarting it"
+            svc_stop "galera-$k" 60
+        fi
     done
     for ((k = 1; k <= n; k++)); do svc_running "galera-$k" && running=$((running + 1)); done
     if ((running == 0)); then

@@ -61,12 +61,15 @@ static _Atomic unsigned db_epoch;
 
 struct db {
     const struct config *cfg;
+    const char     *host, *sock;    /* where: cfg's primary, or its replica */
+    int             port;
     char            where[128];     /* "127.0.0.1:13306" or the socket   */
     unsigned        epoch;          /* db_epoch when last known good     */
     MYSQL          *conn;           /* NULL while disconnected           */
     int64_t         retry_at_ms;    /* no connect attempt before this    */
     unsigned        last_errno;
     int             manual;         /* autocommit is off on this conn    */
+    int             galera;         /* the server is a Galera node       */
     int             txn;            /* between db_begin and commit/roll. */
     MYSQL_STMT     *pending;        /* its answer not read yet: rest has
                                      * what came of it                   */
@@ -169,15 +172,32 @@ static void nb_stmt_close(MYSQL *m, MYSQL_STMT *stmt)
 
 /* ---------------------------------------------------------------- connections */
 
-struct db *db_new(const struct config *cfg)
+static struct db *db_at(const struct config *cfg, const char *host, int port,
+                        const char *sock)
 {
     struct db *db = xcalloc(1, sizeof *db);
     db->cfg = cfg;
-    if (cfg->mysql_socket)
-        snprintf(db->where, sizeof db->where, "%s", cfg->mysql_socket);
+    db->host = host;
+    db->port = port;
+    db->sock = sock;
+    if (sock)
+        snprintf(db->where, sizeof db->where, "%s", sock);
     else
-        snprintf(db->where, sizeof db->where, "%s:%d", cfg->mysql_host, cfg->mysql_port);
+        snprintf(db->where, sizeof db->where, "%s:%d", host, port);
     return db;
+}
+
+struct db *db_new(const struct config *cfg)
+{
+    return db_at(cfg, cfg->mysql_host, cfg->mysql_port, cfg->mysql_socket);
+}
+
+struct db *db_new_replica(const struct config *cfg)
+{
+    assert(cfg->mysql_replica != NULL);
+    if (cfg->mysql_replica[0] == '/')
+        return db_at(cfg, NULL, 0, cfg->mysql_replica);
+    return db_at(cfg, cfg->replica.host, cfg->replica.port, NULL);
 }
 
 static void db_disconnect(struct db *db)
@@ -236,8 +256,11 @@ static int db_fail(struct lock_ctx *ctx, unsigned err, const char *error, const 
         return lock_error(ctx, LL_UNAVAILABLE, "mysql", "mysql %s: %s (%u)",
                           db->where, msg, err);
     }
-    if (err == ER_LOCK_DEADLOCK)
+    if (err == ER_LOCK_DEADLOCK) {
         ctx->deadlocks++;
+        if (db->galera)             /* certification, or a brute-force abort */
+            ctx->cert_failures++, ctx->cert_failed = 1;
+    }
     if (err == ER_LOCK_WAIT_TIMEOUT || err == ER_LOCK_DEADLOCK)
         return lock_error(ctx, LL_TIMEOUT, "mysql", "mysql %s: %s (%u)", what, msg, err);
     return lock_error(ctx, LL_ERROR, "mysql", "mysql %s: %s (%u)", what, msg, err);
@@ -294,6 +317,29 @@ static int db_set_lock_wait(MYSQL *conn, long long seconds)
     return rc;
 }
 
+/* SELECT @@wsrep_on: 1 on a node of a Galera cluster, where a 1213 is most
+ * often the cluster's (a transaction that lost certification at its COMMIT,
+ * or was aborted by a replicated one that won), not InnoDB's own deadlock.
+ * A server that has no such variable is no Galera node. */
+static int db_is_galera(MYSQL *conn)
+{
+    static const char sql[] = "SELECT @@wsrep_on";
+    MYSQL_STMT *stmt = mysql_stmt_init(conn);
+    MYSQL_BIND b;
+    long long on = 0;
+
+    if (stmt == NULL)
+        return 0;
+    memset(&b, 0, sizeof b);
+    b.buffer_type = MYSQL_TYPE_LONGLONG;
+    b.buffer = &on;
+    if (nb_prepare(conn, stmt, sql, sizeof sql - 1) != 0 || nb_execute(conn, stmt) != 0 ||
+        mysql_stmt_bind_result(stmt, &b) != 0 || nb_fetch(conn, stmt) != 0)
+        on = 0;
+    nb_stmt_close(conn, stmt);
+    return on == 1;
+}
+
 /* How long a statement may take before its connection counts as lost. */
 static unsigned db_rw_timeout(const struct config *cfg)
 {
@@ -334,9 +380,9 @@ static int db_connect(struct lock_ctx *ctx)
     mysql_options(db->conn, MYSQL_OPT_RECONNECT, &off);
     mysql_options(db->conn, MYSQL_OPT_NONBLOCK, 0);
     /* With a socket, libmariadb takes host "localhost" to mean: use it. */
-    if (!nb_connect(db->conn, cfg->mysql_socket ? "localhost" : cfg->mysql_host,
+    if (!nb_connect(db->conn, db->sock ? "localhost" : db->host,
                     cfg->mysql_user, cfg->mysql_password, cfg->mysql_db,
-                    (unsigned)cfg->mysql_port, cfg->mysql_socket)) {
+                    (unsigned)db->port, db->sock)) {
         unsigned err = mysql_errno(db->conn);
         char msg[128];
         strlcopy(msg, mysql_error(db->conn), sizeof msg);
@@ -351,6 +397,7 @@ static int db_connect(struct lock_ctx *ctx)
     /* A row lock may be waited for as long as a lock of any other kind. */
     if (db_set_lock_wait(db->conn, cfg->lock_wait_ms / 1000 > 0 ? cfg->lock_wait_ms / 1000 : 1) != 0)
         return db_fail(ctx, mysql_errno(db->conn), mysql_error(db->conn), "session setup");
+    db->galera = db_is_galera(db->conn);
     db->epoch = atomic_load(&db_epoch);
     return LL_OK;
 }
@@ -470,6 +517,8 @@ int db_exec(struct lock_ctx *ctx, const char *sql, long long *rows, const char *
     /* Read the whole (one-row) result so the connection is ready again. */
     while ((rc = nb_fetch(ctx->db->conn, stmt)) == 0 || rc == MYSQL_DATA_TRUNCATED)
         found = 1;
+    if (rc != MYSQL_NO_DATA && mysql_stmt_errno(stmt) == 0)     /* the connection's */
+        return db_fail(ctx, mysql_errno(ctx->db->conn), mysql_error(ctx->db->conn), "fetch");
     if (rc != MYSQL_NO_DATA)
         return db_fail(ctx, mysql_stmt_errno(stmt), mysql_stmt_error(stmt), "fetch");
     if (rows)

@@ -25,6 +25,8 @@ struct config;
 #define DB_ER_LOCK_DEADLOCK 1213
 
 struct db *db_new(const struct config *cfg);
+/* A connection to cfg's read replica (--mysql-replica; it must be set). */
+struct db *db_new_replica(const struct config *cfg);
 void       db_free(struct db *db);
 
 /* fmt: one letter a parameter — 'l' long long, 's' const char * — then,

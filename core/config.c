@@ -37,6 +37,7 @@ static const struct opt opts[] = {
     { "--mysql-password", "LOCKLAB_MYSQL_PASSWORD", OPT_STR,  F(mysql_password), "locklab", 0, 0 },
     { "--mysql-db",       "LOCKLAB_MYSQL_DB",       OPT_STR,  F(mysql_db),       "locklab", 0, 0 },
     { "--mysql-socket",   "LOCKLAB_MYSQL_SOCKET",   OPT_STR,  F(mysql_socket),   NULL, 0, 0 },
+    { "--mysql-replica",  "LOCKLAB_MYSQL_REPLICA",  OPT_STR,  F(mysql_replica),  NULL, 0, 0 },
     { "--redis",          "LOCKLAB_REDIS",          OPT_SERVERS, F(redis),       "127.0.0.1:6379", 0, 0 },
     { "--redis-sentinel", "LOCKLAB_REDIS_SENTINEL", OPT_STR, F(redis_sentinel), NULL, 0, 0 },
     { "--zk",             "LOCKLAB_ZK",             OPT_STR,  F(zk),             "127.0.0.1:2181", 0, 0 },
@@ -68,6 +69,10 @@ const char config_usage[] =
 "                         command line is visible to every user of the machine)\n"
 "  --mysql-socket PATH    reach MariaDB on this machine through its Unix socket\n"
 "                         instead of host:port (fewer µs a round trip)\n"
+"  --mysql-replica PATH|H:P  an asynchronous read replica of that MariaDB (its\n"
+"                         socket or host:port, the same account): a purchase\n"
+"                         with ?read=replica reads the count there, as read/write\n"
+"                         splitting does (off: read=replica answers 400)\n"
 "  --redis H:P[,H:P...]   Redis servers; Redlock uses all of them (127.0.0.1:6379)\n"
 "  --redis-sentinel H:P[,H:P...]\n"
 "                         Sentinels that name the current master of the first\n"
@@ -228,6 +233,14 @@ int config_parse(struct config *cfg, int argc, char **argv, char *err, int errle
                                                CONFIG_MAX_SERVERS)) <= 0) {
         snprintf(err, errlen, "--redis-sentinel: '%s' is not host:port[,host:port...] (at "
                  "most %d)", cfg->redis_sentinel, CONFIG_MAX_SERVERS);
+        return -1;
+    }
+    if (cfg->mysql_replica && cfg->mysql_replica[0] == '\0')
+        cfg->mysql_replica = NULL;      /* empty: none (docker-compose.yml's default) */
+    if (cfg->mysql_replica && cfg->mysql_replica[0] != '/' &&
+        config_parse_servers(cfg->mysql_replica, &cfg->replica, 1) != 1) {
+        snprintf(err, errlen, "--mysql-replica: '%s' is neither a socket path nor host:port",
+                 cfg->mysql_replica);
         return -1;
     }
     if (config_parse_servers(cfg->etcd, (struct hostport[CONFIG_MAX_SERVERS]){ 0 },

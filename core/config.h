@@ -25,6 +25,9 @@ struct config {
     const char *mysql_password;
     const char *mysql_db;
     const char *mysql_socket;    /* Unix socket: used instead of host:port */
+    const char *mysql_replica;   /* --mysql-replica: a read replica, as given
+                                  * (a socket path, or host:port), or NULL */
+    struct hostport replica;     /* ... host:port parsed (port 0: a socket) */
 
     struct hostport redis[CONFIG_MAX_SERVERS];   /* --redis a:p,b:q   */
     int             nredis;

@@ -57,6 +57,8 @@ struct lock_ctx {
     int                  slot;      /* worker slot number: the seeds' thread  */
     const struct config *cfg;
     struct db           *db;        /* this slot's MariaDB connection         */
+    struct db           *replica;   /* its read replica's (--mysql-replica),
+                                     * made at the first ?read=replica        */
 
     /* Each family's state of this slot, one typed slot per family: made by
      * the family's shared code at its first use, freed by its ctx_free
@@ -80,6 +82,8 @@ struct lock_ctx {
                                      * lock_ops.release_pause says (once)     */
     int         clock_skew_ms;      /* fault: the wall clock this request
                                      * reads runs N ms ahead (redis_wall_ms)  */
+    int         read_replica;       /* ?read=replica: the guarded sale reads
+                                     * the count on the replica (stock.c)     */
     int         qty;                /* units this purchase takes: 1, or what
                                      * POST /order's qty asks (all or none)   */
     struct order *order;            /* POST /order's order, or NULL           */
@@ -88,6 +92,11 @@ struct lock_ctx {
     unsigned    wakeups;            /* watch / pub-sub wake-ups (stats)       */
     unsigned    deadlocks;          /* MariaDB's deadlock errors (1213) met
                                      * by this request (clients/db.c; stats)     */
+    unsigned    cert_failures;      /* ... of them on a Galera node: a
+                                     * certification failure or a brute-force
+                                     * abort, the transaction rolled back     */
+    int         cert_failed;        /* the last attempt ended in one: the sale
+                                     * may run again (server/sale.c)           */
     unsigned    foreign;            /* tries that found the lock's key held by
                                      * another strategy's kind of lock (a Redis
                                      * key of another type; stats)            */

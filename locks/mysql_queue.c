@@ -295,8 +295,10 @@ static void lead(struct queue *q, struct purchase *me, int max, int pipeline)
         batch[i]->status = status[i];
         if (batch[i] == me)
             continue;
-        if (status[i] != LL_OK && status[i] != LL_SOLD_OUT)
+        if (status[i] != LL_OK && status[i] != LL_SOLD_OUT) {
             lock_error(batch[i]->ctx, status[i], me->ctx->backend, "%s", me->ctx->errstr);
+            batch[i]->ctx->cert_failed = me->ctx->cert_failed;  /* may run again */
+        }
         wake[nwake++] = &batch[i]->slot->wake;
     }
     if (!me->passed) {                      /* else the row is the next's */

@@ -263,13 +263,15 @@ static struct lock_ctx *borrow(int wait_ms)
         ctx->deadline_ms = deadline_ms;
         ctx->wait_ms = wait_ms;
         ctx->hold_ms = ctx->late_ms = ctx->crash = ctx->lose_answer = ctx->fence = 0;
-        ctx->release_pause_ms = ctx->clock_skew_ms = 0;
+        ctx->release_pause_ms = ctx->clock_skew_ms = ctx->read_replica = 0;
         ctx->lease_until_us = ctx->held_since_us = 0;
         ctx->token = 0;
         ctx->token_src = NULL;
         ctx->qty = 1;
         ctx->order = NULL;
         ctx->retries = ctx->backend_ops = ctx->wakeups = ctx->deadlocks = ctx->foreign = 0;
+        ctx->cert_failures = 0;
+        ctx->cert_failed = 0;
         ctx->held_us = -1;
         ctx->err = 0;
         ctx->backend = NULL;
@@ -301,6 +303,7 @@ static struct lock_ctx *borrow_for(const struct sale_args *a)
     ctx->lose_answer = a->lose_answer;
     ctx->release_pause_ms = a->release_pause_ms;
     ctx->clock_skew_ms = a->clock_skew_ms;
+    ctx->read_replica = a->read_replica;
     if (a->consumer_crash)
         redis_stock_consumer_crash();
     return ctx;
@@ -338,6 +341,8 @@ static enum MHD_Result sale(struct exchange *x, struct request *r)
     json_object_set_new(body, "lock", json_string(a.ops->name));
     if (ctx->deadlocks > 0)
         json_object_set_new(body, "deadlocks", json_integer(ctx->deadlocks));
+    if (ctx->cert_failures > 0)
+        json_object_set_new(body, "cert_failures", json_integer(ctx->cert_failures));
     if (status_code(rc) == MHD_HTTP_INTERNAL_SERVER_ERROR)
         log_failure(a.ops->name, ctx->errstr);
     stats_record(lock_index(a.ops), rc, now_us() - t0, ctx, release_failed);

@@ -48,6 +48,7 @@ void pool_free(void)
     for (i = 0; i < nslots; i++) {
         lock_ctx_free(&slots[i]);
         db_free(slots[i].db);
+        db_free(slots[i].replica);
     }
     free(slots);
     free(free_stack);

@@ -153,6 +153,7 @@ static const char *const param_names[P_MAX] = {
     [P_PERMIT] = "permit", [P_DELTA] = "delta", [P_VERSION] = "version",
     [P_VALUE] = "value", [P_RELEASE_PAUSE_MS] = "release_pause_ms",
     [P_ALLOW_DEADLOCK] = "allow_deadlock", [P_CLOCK_SKEW_MS] = "clock_skew_ms",
+    [P_READ] = "read",
 };
 
 _Static_assert(P_MAX <= 32, "struct route's params is a 32-bit mask");
@@ -164,7 +165,8 @@ _Static_assert(P_MAX <= 32, "struct route's params is a 32-bit mask");
 
 static const struct route routes[] = {
     { ROUTE_SALE,        "GET",  "/check/lock",  0,
-      BIT(P_LOCK) | BIT(P_PRODUCT) | BIT(P_REENTRY) | BIT(P_WAIT_MS) | BIT(P_FENCE) | FAULTS },
+      BIT(P_LOCK) | BIT(P_PRODUCT) | BIT(P_REENTRY) | BIT(P_WAIT_MS) | BIT(P_FENCE) | FAULTS |
+      BIT(P_READ) },
     { ROUTE_STOCK,       "GET",  "/stock",       0, BIT(P_PRODUCT) },
     { ROUTE_STOCK_RESET, "POST", "/stock/reset", 1, BIT(P_COUNT) | BIT(P_PRODUCT) },
     { ROUTE_LOCKS,       "GET",  "/locks",       0, 0 },
@@ -372,6 +374,32 @@ int request_product(struct request *r, const char **code)
 
 /* ---------------------------------------------------------------- a purchase */
 
+/* read=primary|replica: where the guarded sale (server/sale.c) reads the
+ * count. A replica read is read/write splitting (seed 000 §1.6.3, mycat):
+ * the count may be behind the primary's, and the write built on it loses
+ * updates under any lock. Only the guarded sale reads apart from its
+ * write; a strategy with its own sale (mysql-update, for-update, the
+ * optimistic lock, the Redis stock...) reads as its lock or its check, on
+ * the primary, so it is refused rather than silently left on the primary. */
+static int request_read(struct request *r, const struct config *cfg, struct sale_args *out)
+{
+    const char *v = r->param[P_READ];
+
+    if (v == NULL || strcmp(v, "primary") == 0)
+        return 0;
+    if (strcmp(v, "replica") != 0)
+        return request_fail(r, 400, "bad_request", P_READ, "read must be primary or replica");
+    if (lock_sells(out->ops))
+        return request_fail(r, 400, "bad_request", P_READ, "%s has a sale of its own, whose "
+                            "read is its lock or its check (on the primary), or not "
+                            "MariaDB's: it never reads a replica", out->ops->name);
+    if (cfg->mysql_replica == NULL)
+        return request_fail(r, 400, "bad_request", P_READ, "this server has no read replica "
+                            "(--mysql-replica; bench/stack up --read-replica)");
+    out->read_replica = 1;
+    return 0;
+}
+
 int request_sale(struct request *r, const struct config *cfg, struct sale_args *out)
 {
     const char *name = r->param[P_LOCK] ? r->param[P_LOCK] : cfg->lock;
@@ -415,6 +443,8 @@ int request_sale(struct request *r, const struct config *cfg, struct sale_args *
         return request_fail(r, 400, "bad_request", P_REENTRY, "%s is not reentrant: with "
                             "reentry=%lld a purchase would wait for the lock it holds",
                             out->ops->name, reentry);
+    if (request_read(r, cfg, out) != 0)
+        return r->status;
     out->reentry = (int)reentry;
     out->wait_ms = (int)wait_ms;
     out->hold_ms = (int)hold_ms;

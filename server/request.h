@@ -72,6 +72,7 @@ enum param_id {
     P_NAME, P_NAMES, P_BACKEND, P_LEASE_MS, P_UNLOCK, P_PERMITS, P_MEMBERS,
     P_MEMBER, P_PERMIT, P_DELTA, P_VERSION, P_VALUE,
     P_RELEASE_PAUSE_MS, P_ALLOW_DEADLOCK, P_CLOCK_SKEW_MS,  /* fault switches */
+    P_READ,                                         /* read=replica */
     P_MAX
 };
 
@@ -143,6 +144,8 @@ struct sale_args {
                                      * not reentrant: it waits for itself */
     int         clock_skew_ms;      /* fault: this request's wall clock runs
                                      * N ms ahead (locks that read it)     */
+    int         read_replica;       /* read=replica: the guarded sale's read
+                                     * on the read replica (--mysql-replica) */
 };
 
 /* GET /check/lock's parameters, checked against cfg: a known strategy, a

@@ -74,8 +74,8 @@ again:
     return rc;
 }
 
-int sale_run(struct lock_ctx *ctx, const struct lock_ops *ops,
-               const struct product *p, int reentry, long long *remaining)
+static int sale_once(struct lock_ctx *ctx, const struct lock_ops *ops,
+                     const struct product *p, int reentry, long long *remaining)
 {
     int held = 0, rc = LL_OK, rrc, why_saved = 0;
     struct { int err; const char *backend; char errstr[sizeof ctx->errstr]; } why;
@@ -122,4 +122,28 @@ int sale_run(struct lock_ctx *ctx, const struct lock_ops *ops,
     if (why_saved)
         lock_error(ctx, why.err, why.backend, "%s", why.errstr);
     return rc;
+}
+
+/* On Galera a transaction can fail at its COMMIT (or be aborted before
+ * it) when a transaction of another node on the same row was certified
+ * first: error 1213, everything rolled back, nothing sold, whatever lock
+ * the sale held released (sale_once releases on every path). The sale
+ * then runs again, from the acquire, after a jittered pause
+ * (lock_backoff), until its deadline: a certification failure costs time,
+ * never a lost update. Only those failures (ctx->cert_failed, set by
+ * clients/db.c on a Galera node) are retried, never a single server's
+ * deadlock or a lock wait timeout, whose answer stays lock_timeout. */
+int sale_run(struct lock_ctx *ctx, const struct lock_ops *ops,
+             const struct product *p, int reentry, long long *remaining)
+{
+    int rc;
+
+    for (;;) {
+        ctx->cert_failed = 0;
+        rc = sale_once(ctx, ops, p, reentry, remaining);
+        if (rc != LL_TIMEOUT || !ctx->cert_failed || lock_time_left(ctx) <= 0)
+            return rc;
+        if (lock_backoff(ctx) != LL_OK)
+            return rc;
+    }
 }

@@ -24,6 +24,7 @@ struct lock_stats {
     _Atomic uint64_t status[LL_STATUS_MAX];
     _Atomic uint64_t retries, backend_ops, wakeups, release_errors;
     _Atomic uint64_t deadlocks;         /* MariaDB's 1213s met (mysql-share-mode …) */
+    _Atomic uint64_t cert_failures;     /* ... on a Galera node (sale.c retries) */
     _Atomic uint64_t foreign;           /* purchases that found their lock's key held
                                          * by another strategy's kind of lock     */
     _Atomic uint64_t holds, held_us;    /* purchases that got the lock, and how long */
@@ -128,6 +129,7 @@ void stats_record(int lock, int status, int64_t latency_us,
         atomic_fetch_add_explicit(&s->backend_ops, ctx->backend_ops, memory_order_relaxed);
         atomic_fetch_add_explicit(&s->wakeups, ctx->wakeups, memory_order_relaxed);
         atomic_fetch_add_explicit(&s->deadlocks, ctx->deadlocks, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->cert_failures, ctx->cert_failures, memory_order_relaxed);
         if (ctx->foreign)
             atomic_fetch_add_explicit(&s->foreign, 1, memory_order_relaxed);
         if (ctx->held_us >= 0) {
@@ -162,6 +164,7 @@ void stats_reset(void)
         atomic_store(&s->backend_ops, 0);
         atomic_store(&s->wakeups, 0);
         atomic_store(&s->deadlocks, 0);
+        atomic_store(&s->cert_failures, 0);
         atomic_store(&s->foreign, 0);
         atomic_store(&s->release_errors, 0);
         atomic_store(&s->holds, 0);
@@ -217,6 +220,8 @@ static json_t *one_json(struct lock_stats *s)
         "p99", (double)hist_percentile(&h, 0.99) / 1000.0,
         "max", (double)h.max_us / 1000.0);
     json_object_set_new(o, "deadlocks", json_integer((json_int_t)atomic_load(&s->deadlocks)));
+    json_object_set_new(o, "cert_failures",
+                        json_integer((json_int_t)atomic_load(&s->cert_failures)));
     return o;
 }
 
@@ -355,6 +360,11 @@ void stats_metrics(struct metrics *m)
     per_strategy(m, "locklab_deadlocks_total",
                  "MariaDB deadlocks (error 1213) the purchases met and retried "
                  "(mysql-share-mode).", offsetof(struct lock_stats, deadlocks));
+    per_strategy(m, "locklab_cert_failures_total",
+                 "MariaDB deadlock errors (1213) met on a Galera node: certification "
+                 "failures and brute-force aborts, each sale's attempt rolled back and run "
+                 "again.",
+                 offsetof(struct lock_stats, cert_failures));
     per_strategy(m, "locklab_foreign_locks_total",
                  "Purchases that found their lock's key held by another strategy's kind of "
                  "lock (two strategies mixed on one product).",

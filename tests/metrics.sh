@@ -39,6 +39,7 @@ stats_flat() {
         "locklab_wakeups_total{strategy=\"\($s)\"} \(.wakeups)",
         "locklab_release_errors_total{strategy=\"\($s)\"} \(.release_errors)",
         "locklab_deadlocks_total{strategy=\"\($s)\"} \(.deadlocks)",
+        "locklab_cert_failures_total{strategy=\"\($s)\"} \(.cert_failures)",
         "locklab_foreign_locks_total{strategy=\"\($s)\"} \(.foreign)",
         "locklab_request_duration_seconds_count{strategy=\"\($s)\"} \(.requests)",
         "locklab_lock_hold_seconds_count{strategy=\"\($s)\"} \(.holds)"'

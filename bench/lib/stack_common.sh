@@ -326,6 +326,7 @@ STACK_NEEDS=(
     cmd:mariadb:mariadb-client cmd:mariadb-admin:mariadb-client
     cmd:redis-server:redis-server cmd:redis-cli:redis-server
     cmd:redis-sentinel:redis-sentinel
+    file:/usr/lib/galera/libgalera_smm.so:galera-4 cmd:rsync:rsync
     file:/usr/share/java/zookeeper.jar:zookeeper
     file:/usr/share/java/slf4j-log4j12.jar:zookeeper
     file:/usr/share/java/log4j-1.2.jar:zookeeper

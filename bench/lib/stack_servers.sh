@@ -118,27 +118,40 @@ mysql_init() {
 # of it is idempotent, and REVOKE first means a widened grant is narrowed.
 # The account's password is the stack's random secret (stack_common.sh),
 # sent on the client's standard input, never on its command line.
-mysql_setup() {
-    local user pw sql="" sum
+# mysql_users_sql PRIVILEGES: the SQL that makes the account locklab, with
+# PRIVILEGES on locklab.* and nothing else, from 127.0.0.1, the socket and,
+# for the namespaced instances of --netns (stack_net.sh), 10.77.% (MariaDB
+# listens there only in that mode). The replica and Galera's node 1 run it too.
+mysql_users_sql() {
+    local user pw
     pw=$(secret mysql-password)
+    for user in "'locklab'@'127.0.0.1'" "'locklab'@'localhost'" "'locklab'@'10.77.%'"; do
+        printf '%s\n' "CREATE USER IF NOT EXISTS $user IDENTIFIED BY '$pw';" \
+            "ALTER USER $user IDENTIFIED BY '$pw';" \
+            "REVOKE ALL PRIVILEGES, GRANT OPTION FROM $user;" "GRANT $1 ON locklab.* TO $user;"
+    done
+}
+
+# setup_fresh DIR: this schema, seed and password were set up already for
+# the server of DIR (DIR/setup.sum); setup_done DIR records it.
+setup_sum() {
+    cat "$ROOT/sql/schema.sql" "$ROOT/sql/seed.sql" - <<<"$(secret mysql-password)" | sha256sum | cut -c1-16
+}
+setup_fresh() { [[ -r $1/setup.sum && $(<"$1/setup.sum") == "$(setup_sum)" ]]; }
+setup_done() { setup_sum >"$1/setup.sum"; }
+
+mysql_setup() {
     # Done already for this schema, seed and password: a test run calls
     # `up` dozens of times on a running MariaDB.
-    sum=$(cat "$ROOT/sql/schema.sql" "$ROOT/sql/seed.sql" - <<<"$pw" | sha256sum | cut -c1-16)
-    [[ -r $RUN/mysql/setup.sum && $(<"$RUN/mysql/setup.sum") == "$sum" ]] && return 0
-    # 10.77.%: the namespaced instances of --netns (stack_net.sh); MariaDB
-    # listens there only in that mode.
-    for user in "'locklab'@'127.0.0.1'" "'locklab'@'localhost'" "'locklab'@'10.77.%'"; do
-        sql+="CREATE USER IF NOT EXISTS $user IDENTIFIED BY '$pw';
-              ALTER USER $user IDENTIFIED BY '$pw';
-              REVOKE ALL PRIVILEGES, GRANT OPTION FROM $user;
-              GRANT SELECT, INSERT, UPDATE, DELETE ON locklab.* TO $user;"
-    done
+    setup_fresh "$RUN/mysql" && return 0
     # One client for all of it.
     {
-        printf '%s\n' "CREATE DATABASE IF NOT EXISTS locklab CHARACTER SET utf8mb4; $sql" "USE locklab;"
+        printf '%s\n' "CREATE DATABASE IF NOT EXISTS locklab CHARACTER SET utf8mb4;"
+        mysql_users_sql "SELECT, INSERT, UPDATE, DELETE"
+        printf '%s\n' "USE locklab;"
         cat "$ROOT/sql/schema.sql" "$ROOT/sql/seed.sql"
     } | mysql_root --batch || die "could not create the locklab database and user, or load sql/schema.sql and sql/seed.sql"
-    printf '%s\n' "$sum" >"$RUN/mysql/setup.sum"
+    setup_done "$RUN/mysql"
 }
 
 # mysql_start: start MariaDB unless it runs (MYSQL_STARTED: its pid, or
@@ -154,6 +167,9 @@ mysql_start() {
     if pid=$(svc_pid mysql) && ! bind_ok "$RUN/mysql/bind"; then
         say "mariadb: listening addresses changed to $(backend_binds), restarting it"
         svc_stop mysql 60
+    elif pid=$(svc_pid mysql) && ! binlog_ok; then     # --read-replica (stack_mysql_replica.sh)
+        say "mariadb: binary log now $(mysql_binlog_flags | tr '\n' ' '), restarting it"
+        svc_stop mysql 60
     fi
     if pid=$(svc_pid mysql); then
         say "mariadb already running (pid $pid)"
@@ -163,13 +179,15 @@ mysql_start() {
     mysql_init
     rm -f "$sock" "$(pid_file mysql)"
     ((EUID == 0)) && as_user=(--user=root)
+    mysql_binlog_flags >"$RUN/mysql/binlog"
+    # shellcheck disable=SC2046 # one word per flag
     MYSQL_STARTED=$(spawn "$log" "${BACKEND_PRIO[@]}" mariadbd --no-defaults "${as_user[@]}" \
         --datadir="$RUN/mysql/data" --tmpdir="$(mysql_tmpdir)" \
         --socket="$sock" --port="$MYSQL_PORT" --bind-address="$(backend_binds | tr ' ' ,)" \
         --pid-file="$(pid_file mysql)" --log-error="$log" \
         --skip-name-resolve --max-connections=1000 --max-connect-errors=1000000 \
         --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 \
-        --skip-log-bin --innodb-lock-wait-timeout=10 --performance-schema=OFF)
+        $(mysql_binlog_flags) --innodb-lock-wait-timeout=10 --performance-schema=OFF)
 }
 
 mysql_ready() {

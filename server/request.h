@@ -72,6 +72,7 @@ enum param_id {
     P_NAME, P_NAMES, P_BACKEND, P_LEASE_MS, P_UNLOCK, P_PERMITS, P_MEMBERS,
     P_MEMBER, P_PERMIT, P_DELTA, P_VERSION, P_VALUE,
     P_RELEASE_PAUSE_MS, P_ALLOW_DEADLOCK, P_CLOCK_SKEW_MS,  /* fault switches */
+    P_BUCKETS,                                      /* POST /stock/reset's */
     P_MAX
 };
 

@@ -477,10 +477,10 @@ static enum MHD_Result route_stock(struct exchange *x, struct request *r)
         return no_slot(x);
     own = stock_bucket_share(count, (int)buckets, 0);   /* the product's own row's */
     rc = stock_find(ctx, code, &prod);
-    if (rc == LL_OK && reset)   /* the Redis stock's new epoch first: redis_stock.h */
-        rc = redis_stock_reset_begin(ctx, &prod, &epoch);
     if (rc == LL_OK && reset)   /* the other buckets' rows and epochs (locks/buckets.h) */
         rc = buckets_reset_begin(ctx, &prod, (int)buckets, &br);
+    if (rc == LL_OK && reset)   /* the Redis stock's new epoch first: redis_stock.h */
+        rc = redis_stock_reset_begin(ctx, &prod, &epoch);
     if (rc == LL_OK)
         rc = reset ? stock_set(ctx, &prod, own) : stock_read(ctx, &prod, &count);
     if (rc == LL_OK && !reset)  /* in K > 1 buckets: the total */

@@ -347,3 +347,9 @@ const struct lock_ops lock_redis_decr = {
     .nofence  = "no lock to fence: one Lua script on stock:P is the whole sale, atomic in Redis",
     .sell     = decr_sell,
 };
+
+/* redis-buckets sells each bucket as redis-decr sells a product. */
+int rs_decr_sell(struct lock_ctx *ctx, const struct product *p, long long *remaining)
+{
+    return decr_sell(ctx, p, remaining);
+}

@@ -54,6 +54,7 @@
  */
 #include "redis_stock_private.h"
 #include "../clients/db.h"
+#include "../store/buckets.h"
 #include "../core/util.h"
 #include "../core/wait.h"
 
@@ -432,7 +433,8 @@ static void refresh_streams(void)
                 break;
         if (k < cons.nstreams || cons.nstreams == CONSUMER_STREAMS)
             continue;
-        if (stock_find(ctx, code, &s->p) != LL_OK)
+        if ((stock_bucket_named(code) ? stock_bucket_find(ctx, code, &s->p)
+                                      : stock_find(ctx, code, &s->p)) != LL_OK)
             continue;                   /* not a product of this database */
         rs_keys(&s->k, code, NULL);
         cons.nstreams++;

@@ -68,4 +68,7 @@ void rs_unwatch(struct lock_ctx *ctx);
  * loaded). */
 int rs_precheck(struct lock_ctx *ctx, struct rs_sale *s, int *done);
 
+/* redis-decr's sale of one purchase of p (redis_decr.c), for redis-buckets. */
+int rs_decr_sell(struct lock_ctx *ctx, const struct product *p, long long *remaining);
+
 #endif /* LOCKLAB_REDIS_STOCK_PRIVATE_H */

@@ -41,6 +41,7 @@
 #include "../core/loop.h"
 #include "../core/util.h"
 #include "../core/wait.h"
+#include "../locks/buckets.h"
 #include "../locks/lock.h"
 #include "../locks/redis_stock.h"
 #include "../store/stock.h"
@@ -461,9 +462,10 @@ static enum MHD_Result route_stock(struct exchange *x, struct request *r)
     int reset = r->route->id == ROUTE_STOCK_RESET;
     struct lock_ctx *ctx;
     struct product prod;
+    struct buckets_reset br;
     const char *code;
-    long long count = 0, epoch = 0;
-    json_t *body;
+    long long count = 0, epoch = 0, buckets = 1, own = 0;
+    json_t *body, *split = NULL, *redis = NULL;
     int rc;
 
     if (request_product(r, &code) != 0)
@@ -472,16 +474,22 @@ static enum MHD_Result route_stock(struct exchange *x, struct request *r)
         request_fail(r, 400, "bad_request", P_COUNT, "count is required");
         return reply_refused(x, r);
     }
-    if (reset && request_int(r, P_COUNT, 0, 1000000000, 0, &count) != 0)
+    if (reset && (request_int(r, P_COUNT, 0, 1000000000, 0, &count) != 0 ||
+                  request_int(r, P_BUCKETS, 1, STOCK_BUCKETS_MAX, 1, &buckets) != 0))
         return reply_refused(x, r);
     ctx = borrow(cfg->lock_wait_ms);
     if (ctx == NULL)
         return no_slot(x);
+    own = stock_bucket_share(count, (int)buckets, 0);   /* the product's own row's */
     rc = stock_find(ctx, code, &prod);
+    if (rc == LL_OK && reset)   /* the other buckets' rows and epochs (locks/buckets.h) */
+        rc = buckets_reset_begin(ctx, &prod, (int)buckets, &br);
     if (rc == LL_OK && reset)   /* the Redis stock's new epoch first: redis_stock.h */
         rc = redis_stock_reset_begin(ctx, &prod, &epoch);
     if (rc == LL_OK)
-        rc = reset ? stock_set(ctx, &prod, count) : stock_read(ctx, &prod, &count);
+        rc = reset ? stock_set(ctx, &prod, own) : stock_read(ctx, &prod, &count);
+    if (rc == LL_OK && !reset)  /* in K > 1 buckets: the total */
+        rc = buckets_stock(ctx, &prod, &count, &split, &redis);
     if (rc == LL_OK && reset)   /* a new sale: one order per user again */
         rc = order_reset(ctx, &prod);
     if (rc != LL_OK)
@@ -492,9 +500,15 @@ static enum MHD_Result route_stock(struct exchange *x, struct request *r)
     else
         body = json_pack("{s:s,s:s,s:I,s:o}", "result", "reset", "product", prod.code,
                          "count", (json_int_t)count, "cleared", reset_locks(ctx, &prod));
+    if (rc == LL_OK && split)
+        json_object_set_new(body, "buckets", split);
     if (rc == LL_OK)            /* the stock in Redis: loaded, or read */
-        json_object_set_new(body, "redis", reset ? redis_stock_load(ctx, &prod, count, epoch)
-                                                 : redis_stock_json(ctx, &prod));
+        json_object_set_new(body, "redis", reset ? redis_stock_load(ctx, &prod, own, epoch)
+                                         : redis ? redis : redis_stock_json(ctx, &prod));
+    if (rc == LL_OK && reset && (rc = buckets_reset_end(ctx, &br, count, body)) != LL_OK) {
+        json_decref(body);
+        body = failure_json(rc, ctx);
+    }
     pool_put(ctx);
     if (rc == LL_OK && reset) {
         stats_reset();

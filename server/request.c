@@ -154,6 +154,7 @@ static const char *const param_names[P_MAX] = {
     [P_VALUE] = "value", [P_RELEASE_PAUSE_MS] = "release_pause_ms",
     [P_ALLOW_DEADLOCK] = "allow_deadlock", [P_CLOCK_SKEW_MS] = "clock_skew_ms",
     [P_READ] = "read",
+    [P_BUCKETS] = "buckets",
 };
 
 _Static_assert(P_MAX <= 32, "struct route's params is a 32-bit mask");
@@ -168,7 +169,8 @@ static const struct route routes[] = {
       BIT(P_LOCK) | BIT(P_PRODUCT) | BIT(P_REENTRY) | BIT(P_WAIT_MS) | BIT(P_FENCE) | FAULTS |
       BIT(P_READ) },
     { ROUTE_STOCK,       "GET",  "/stock",       0, BIT(P_PRODUCT) },
-    { ROUTE_STOCK_RESET, "POST", "/stock/reset", 1, BIT(P_COUNT) | BIT(P_PRODUCT) },
+    { ROUTE_STOCK_RESET, "POST", "/stock/reset", 1,
+      BIT(P_COUNT) | BIT(P_PRODUCT) | BIT(P_BUCKETS) },
     { ROUTE_LOCKS,       "GET",  "/locks",       0, 0 },
     { ROUTE_STATS,       "GET",  "/stats",       0, 0 },
     { ROUTE_STATS_RESET, "POST", "/stats/reset", 1, 0 },

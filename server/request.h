@@ -73,6 +73,7 @@ enum param_id {
     P_MEMBER, P_PERMIT, P_DELTA, P_VERSION, P_VALUE,
     P_RELEASE_PAUSE_MS, P_ALLOW_DEADLOCK, P_CLOCK_SKEW_MS,  /* fault switches */
     P_READ,                                         /* read=replica */
+    P_BUCKETS,                                      /* POST /stock/reset's */
     P_MAX
 };
 

@@ -139,3 +139,13 @@ CREATE TABLE IF NOT EXISTS db_order (
     UNIQUE KEY uk_order_no (order_no),
     UNIQUE KEY uk_user (stock_id, user_key)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+
+-- A product's stock split in K buckets (POST /stock/reset?buckets=K, the
+-- strategies mysql-buckets and redis-buckets): its rows in warehouses 001
+-- to K of db_stock, 001 being the product's own. `buckets` is K; no row
+-- means 1. Rows past K are never deleted (their ids stay), only emptied.
+CREATE TABLE IF NOT EXISTS db_bucket (
+    product_code  VARCHAR(32)  NOT NULL,
+    buckets       INT          NOT NULL,
+    PRIMARY KEY (product_code)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;

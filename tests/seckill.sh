@@ -91,7 +91,8 @@ for lock in redis-decr redis-watch redis-lock-stock; do
     redis_exact "$lock"
 done
 t_ok "$(t_curl "$LOCKLAB_URL/locks" | jq -r '[.strategies[] | select(.stock == "redis") | .name] | join(",")')
-      = redis-decr,redis-watch,redis-lock-stock" "GET /locks: the three sell from Redis"
+      = redis-decr,redis-watch,redis-lock-stock,redis-buckets" \
+     "GET /locks: the three, and redis-buckets (tests/buckets.sh), sell from Redis"
 
 echo "== redis-decr: an instance's waiting purchases go to Redis together"
 t_reset 100000

@@ -5,6 +5,7 @@
 #
 #   --sweep connections=1,4,16,64,256   the load's concurrent connections
 #   --sweep instances=1,2,3             how many instances nginx balances
+#   --buckets 1,2,4,8                   the hot item's buckets (--sweep buckets=)
 #
 # Each point is a whole bench/compare of its own, with the options this
 # one was given (less --sweep and --out) plus the point's value, into
@@ -41,7 +42,7 @@ mkdir -p "$SWEEP_RUN/points"
 sweep_args=()
 set -- "${ARGS[@]}"
 while [ $# -ge 2 ]; do
-    case $1 in --sweep|--out) ;; *) sweep_args+=("$1" "$2") ;; esac
+    case $1 in --sweep|--out|--buckets) ;; *) sweep_args+=("$1" "$2") ;; esac
     shift 2
 done
 
@@ -63,6 +64,7 @@ for v in "${SWEEP_AT[@]}"; do
     point=("${sweep_args[@]}")
     case $SWEEP_PARAM in
         connections) point+=(--connections "$v") ;;
+        buckets) point+=(--buckets "$v") ;;
         instances)
             "$ROOT/bench/stack" up --instances "$v" > /dev/null ||
                 die "bench/stack up --instances $v failed"

@@ -134,6 +134,7 @@ app_args() {
     [[ $TOPO_FAULTS == 1 ]] && printf '%s\n' --allow-faults
     [[ $TOPO_LEDGER == 1 ]] && printf '%s\n' --ledger
     [[ $TOPO_REDIS_REPLICA == 1 ]] && printf '%s\n' --redis-sentinel "$(replica_host):$SENTINEL_PORT"
+    ((TOPO_REDIS_CLUSTER)) && printf '%s\n' --redis-cluster "$(rcluster_list "$TOPO_REDIS_CLUSTER" "$host")"
     return 0
 }
 
@@ -158,7 +159,7 @@ app_start() {
     mkdir -p "$RUN/apps"
     # The Sentinel comes from the topology (app_args), never from a
     # LOCKLAB_REDIS_SENTINEL the caller exported from an older stack.env.
-    pid=$(cd "$ROOT" && unset LOCKLAB_REDIS_SENTINEL &&
+    pid=$(cd "$ROOT" && unset LOCKLAB_REDIS_SENTINEL LOCKLAB_REDIS_CLUSTER &&
         LOCKLAB_MYSQL_PASSWORD=$(secret mysql-password) &&
         LOCKLAB_ADMIN_TOKEN=$(secret admin-token) &&
         export LOCKLAB_MYSQL_PASSWORD LOCKLAB_ADMIN_TOKEN &&

@@ -14,8 +14,8 @@
  * said it is stale: a MOVED (whose own slot is set at once), a node lost,
  * CLUSTERDOWN. Asking is a bare connection of its own, every wait through
  * the wait layer (a coroutine parks), outside the mutex; whoever finds the
- * map stale asks, and a caller that finds a loaded map while another
- * asks uses it as it is.
+ * map stale asks, a caller that finds a loaded map while another asks
+ * uses it as it is, and one that finds none asks as well.
  *
  * One state per configuration (an instance has one; a test may have two),
  * shared by the loop and any threads under one mutex.
@@ -279,7 +279,10 @@ int redis_cluster_node(struct lock_ctx *ctx, int slot)
 
     pthread_mutex_lock(&mu);
     c = state_of(ctx->cfg);
-    ask = (!c->loaded || c->stale) && !c->asking && now_ms() >= c->next_ask_ms;
+    /* No map yet: ask too when another is asking (its answer would come
+     * too late for this caller); a loaded map serves while one asks. */
+    ask = c->loaded ? c->stale && !c->asking && now_ms() >= c->next_ask_ms
+                    : c->asking || now_ms() >= c->next_ask_ms;
     pthread_mutex_unlock(&mu);
     if (ask)
         map_ask(c);

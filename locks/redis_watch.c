@@ -24,6 +24,8 @@ static int watch_sell(struct lock_ctx *ctx, const struct product *p, long long *
     struct rs_sale s;
     int rc, done, committed, lost;
 
+    if ((rc = rs_cluster_refused(ctx)) != LL_OK)
+        return rc;
     rs_sale_init(&s, ctx, p);
     *remaining = -1;
     for (lost = 0;; lost++) {

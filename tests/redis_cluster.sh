@@ -4,7 +4,9 @@
 # --redis-cluster and follow its slot map, clients/redis_cluster.c):
 #
 #   1. every Redis lock strategy that runs on a cluster sells exactly
-#      through nginx; Redlock answers 400 naming the cluster;
+#      through nginx; Redlock answers 400 naming the cluster, and so does
+#      the Redis stock (not on a cluster yet); Redisson's synchronizers
+#      answer their bench operation;
 #   2. two products whose locks live on two different masters: each
 #      fencing counter (locklab_fence:{lock:P}, the lock's own slot) is on
 #      its lock's master, and the unlock messages reach the waiters
@@ -65,6 +67,19 @@ answer=$(t_curl -w ' %{http_code}' "$LOCKLAB_URL/check/lock?lock=redlock")
 t_ok "'${answer##* }' = 400" "redlock answers 400 on a cluster"
 [[ $answer == *"Redis Cluster"* ]]
 t_ok "$? = 0" "... naming the cluster: ${answer% *}"
+
+answer=$(t_curl -w ' %{http_code}' "$LOCKLAB_URL/check/lock?lock=redis-decr")
+t_ok "'${answer##* }' = 400" "redis-decr (the Redis stock) answers 400 on a cluster: $(t_jq "${answer% *}" .error | cut -c1-90)"
+
+echo "== Redisson's synchronizers on the cluster (their bench operation, 24 times each)"
+while IFS=$'\t' read -r prim bench; do
+    ok=0
+    for i in $(seq 24); do
+        code=$(t_curl -o /dev/null -w '%{http_code}' "$LOCKLAB_URL/sync/$prim/${bench%%\?*}?name=cl-$prim-$((i % 3))&${bench#*\?}")
+        [[ $code == 200 ]] && ok=$((ok + 1))
+    done
+    t_ok "$ok = 24" "sync/$prim/${bench%%\?*}: $ok of 24 answered 200"
+done < <(t_curl "$LOCKLAB_URL/sync" | jq -r '.synchronizers[] | select(.backend == "redisson") | [.primitive, .bench] | @tsv')
 
 echo "== two products on two masters: the fencing counter beside its lock, wake-ups"
 for p in "$P1" "$P2"; do

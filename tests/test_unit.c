@@ -41,6 +41,9 @@ static void test_config(void)
     char *help[] = { "locklab", "--help" };
     char *sentinel[] = { "locklab", "--redis-sentinel", "127.0.0.1:26379,h:2" };
     char *badsentinel[] = { "locklab", "--redis-sentinel", "26379" };
+    char *cluster[] = { "locklab", "--redis", "127.0.0.1:1,127.0.0.1:2", "--redis-cluster",
+                        "127.0.0.1:7000,127.0.0.1:7001" };
+    char *both[] = { "locklab", "--redis-cluster", "h:1", "--redis-sentinel", "h:2" };
 
     unsetenv("LOCKLAB_PORT");
     unsetenv("LOCKLAB_REDIS_SENTINEL");
@@ -62,6 +65,11 @@ static void test_config(void)
     CHECK(parse(&cfg, err, 3, sentinel) == 0 && cfg.nsentinel == 2);
     CHECK(cfg.sentinel[0].port == 26379 && !strcmp(cfg.sentinel[1].host, "h"));
     CHECK(parse(&cfg, err, 3, badsentinel) == -1 && strstr(err, "--redis-sentinel"));
+    unsetenv("LOCKLAB_REDIS_CLUSTER");
+    CHECK(parse(&cfg, err, 5, cluster) == 0 && cfg.ncluster == 2);
+    CHECK(cfg.nredis == 1 && cfg.redis[0].port == 7000);    /* server 0 is the cluster */
+    CHECK(parse(&cfg, err, 5, both) == -1 && strstr(err, "--redis-cluster"));
+    CHECK(parse(&cfg, err, 2, help) == 1 && cfg.ncluster == 0);
 
     setenv("LOCKLAB_PORT", "9000", 1);
     CHECK(parse(&cfg, err, 1, help) == 0 && cfg.port == 9000);       /* env fallback */

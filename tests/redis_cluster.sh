@@ -126,9 +126,12 @@ t_reset 300 "$P1"
     move_slot
 ) &
 mover=$!
-t_load "lock=redisson&product=$P1" 600 16
+bodies=$(mktemp)
+t_load_urls "lock=redisson&product=$P1" 600 16 --bodies "$bodies" "$LOCKLAB_URL/check/lock?lock=redisson&product=$P1"
 wait "$mover"
 t_exact "redisson while slot $SLOT moved from $FROM to $TO"
+grep -v '"result":"sold' "$bodies" | sort | uniq -c | sed 's/^/   not sold: /' | cut -c1-220
+rm -f "$bodies"
 t_ok "'$(master_of "$SLOT")' = '$TO'" "slot $SLOT is served by $TO now"
 t_reset 20 "$P1"
 t_load "lock=redis-lua&product=$P1" 40 4

@@ -174,7 +174,13 @@ while :; do
 done
 t_ok "-n '$promoted'" "the replica on $REPLICA was promoted ${promoted:-never} ms after the kill"
 held=$(rc "$REPLICA" EXISTS "lock:$P1")
-t_ok "'${pttl:-x}' -gt 0" "the lock had reached the replica: ${pttl:-?} ms of lease left there at the kill"
+# Measured, not asserted: replication is asynchronous, and whether the
+# lock got there in time is what this part shows, not a property.
+if [[ ${pttl:-x} =~ ^[0-9]+$ ]]; then
+    echo "   the lock had reached the replica: $pttl ms of lease left there at the kill"
+else
+    echo "   the lock had NOT reached the replica at the kill (PTTL ${pttl:-?}): a second holder could take it"
+fi
 echo "   at the promotion the lock was $([[ $held == 1 ]] && echo "still there: the holder keeps it" || echo "gone: its lease ran out during the failover (no renewal reached a master)")"
 wait "$holder"
 echo "   the holder's answer: $(jq -r '.result + " " + (.error // "")' "$out/holder" | cut -c1-140)"

@@ -15,6 +15,13 @@
  * caller parks until its replies are there. redis_pipe_send() and _recv()
  * choose by the rule of redis.h; the rest of this file does not care.
  *
+ * On a cluster (redis.h) a pipeline keeps its commands and where each
+ * begins: its send asks redis_cluster.c for the node of their slot, and
+ * its reading follows the redirections, each command so answered sent
+ * again alone (ASKING before it for an ASK) to the node named, and
+ * TRYAGAIN to the same node after a pause, at most REDIS_CLUSTER_HOPS
+ * times (follow_one()).
+ *
  * Scripts run with EVALSHA; the SHA1 comes once per process from SCRIPT
  * LOAD, and a NOSCRIPT answer (a restarted server, another server of
  * Redlock) falls back to EVAL, which caches the script again.
@@ -30,6 +37,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define REDIS_CLUSTER_HOPS 100      /* tries of one command redirected       */
+#define REDIS_TRYAGAIN_MS  10       /* ... apart, from the third (1 s in all) */
 
 /* ---------------------------------------------------------------- the slot */
 
@@ -62,6 +72,13 @@ void redis_ctx_free(struct lock_ctx *ctx)
     ctx->redis = NULL;
 }
 
+/* The connection index of "server" i: on a cluster, the node ctx's last
+ * command went to. */
+static int node_of(struct lock_ctx *ctx, int server)
+{
+    return redis_cluster_on(ctx->cfg) ? redis_set_of(ctx)->last_node : server;
+}
+
 void redis_pin(struct lock_ctx *ctx, int on)
 {
     redis_set_of(ctx)->pinned = on;
@@ -69,7 +86,7 @@ void redis_pin(struct lock_ctx *ctx, int on)
 
 unsigned redis_own_gen(struct lock_ctx *ctx, int server)
 {
-    struct redis_link *l = &redis_set_of(ctx)->link[server];
+    struct redis_link *l = &redis_set_of(ctx)->link[node_of(ctx, server)];
 
     return l->c ? l->gen : 0;
 }
@@ -99,6 +116,7 @@ static redisContext *own_link(struct lock_ctx *ctx, int server, int timeout_ms)
 
 int redis_connect(struct lock_ctx *ctx, int server, int timeout_ms)
 {
+    server = node_of(ctx, server);
     if (!use_shared(ctx))
         return own_link(ctx, server, timeout_ms) ? LL_OK : ctx->err;
     return redis_shared_connect(ctx, server, timeout_ms);
@@ -118,11 +136,37 @@ void redis_pipe_init(struct redis_pipe *p, struct lock_ctx *ctx, int server, int
     p->timeout_ms = timeout_ms;
     p->own = via == REDIS_OWN || !use_shared(ctx);
     p->what = what;
+    p->cluster = redis_cluster_on(ctx->cfg);
+    p->node = server;
+    p->to = p->slot = -1;
+}
+
+/* On a cluster: where the command begins, and its slot. */
+static void pipe_mark(struct redis_pipe *p, const char *cmd, int len)
+{
+    int slot = redis_cmd_slot(cmd, (size_t)len);
+
+    size_t *off;
+
+    if ((p->n & (p->n - 1)) == 0) {     /* 0, 1, 2, 4 …: room for twice as many */
+        off = xmalloc((size_t)(p->n ? 2 * p->n : 1) * sizeof *off);
+        if (p->n)
+            memcpy(off, p->off, (size_t)p->n * sizeof *off);
+        free(p->off);
+        p->off = off;
+    }
+    p->off[p->n] = p->len;
+    if (slot >= 0 && p->slot < 0)
+        p->slot = slot;
+    else if (slot >= 0 && slot != p->slot)
+        p->cross = 1;
 }
 
 static void pipe_append(struct redis_pipe *p, const char *cmd, int len)
 {
     assert(len > 0);            /* a format hiredis cannot read is a bug here */
+    if (p->cluster)
+        pipe_mark(p, cmd, len);
     if (p->len + (size_t)len > p->cap) {
         size_t cap = p->cap ? p->cap : 256;
         char *buf;
@@ -172,11 +216,36 @@ void redis_pipe_argv(struct redis_pipe *p, int argc, const char **argv)
 static int own_failed(struct redis_pipe *p, const char *why)
 {
     struct redis_set *rs = redis_set_of(p->ctx);
-    struct redis_link *l = &rs->link[p->server];
+    struct redis_link *l = &rs->link[p->node];
 
     redis_link_forget(l, why);
-    return lock_error(p->ctx, LL_UNAVAILABLE, rs->name[p->server], "%s on %s failed: %s",
-                      p->what, rs->name[p->server], l->lasterr);
+    if (p->cluster)
+        redis_cluster_stale(p->ctx->cfg);
+    return lock_error(p->ctx, LL_UNAVAILABLE, rs->name[p->node], "%s on %s failed: %s",
+                      p->what, rs->name[p->node], l->lasterr);
+}
+
+/* On a cluster: the node p goes to (its slot's master, a redirection's
+ * node, or for no key the last one), its commands kept to send again.
+ * LL_OK, or the failure on ctx. */
+static int pipe_route(struct redis_pipe *p)
+{
+    struct redis_set *rs = redis_set_of(p->ctx);
+
+    if (p->cross)
+        return lock_error(p->ctx, LL_ERROR, "redis cluster", "%s: keys of two slots in one "
+                          "pipeline (CROSSSLOT): a bug of the caller", p->what);
+    if (p->to >= 0)
+        p->node = p->to;
+    else if (p->slot >= 0 && (p->node = redis_cluster_node(p->ctx, p->slot)) < 0)
+        return p->ctx->err;
+    else if (p->slot < 0)
+        p->node = rs->last_node;
+    rs->last_node = p->node;
+    p->keep = xmalloc(p->len);
+    memcpy(p->keep, p->buf, p->len);
+    p->keep_len = p->len;
+    return LL_OK;
 }
 
 int redis_pipe_send(struct redis_pipe *p)
@@ -186,17 +255,25 @@ int redis_pipe_send(struct redis_pipe *p)
     int rc;
 
     assert(p->n > 0);
+    if (p->cluster && (rc = pipe_route(p)) != LL_OK)
+        return rc;
     p->deadline_us = now_us() + p->timeout_ms * 1000LL;
     if (!p->own) {
-        rc = redis_shared_send(p->ctx, p->server, p->timeout_ms, p->buf, p->len, p->n,
+        rc = redis_shared_send(p->ctx, p->node, p->timeout_ms, p->buf, p->len, p->n,
                                &p->entry);
         p->buf = NULL;                      /* the entry's now, or freed */
-        if (rc != 0)
+        if (rc != 0) {
             p->ctx->backend = redis_name(p->ctx, p->server);    /* the slot's copy */
+            if (p->cluster)
+                redis_cluster_stale(p->ctx->cfg);
+        }
         return rc ? p->ctx->err : LL_OK;
     }
-    if ((c = own_link(p->ctx, p->server, p->timeout_ms)) == NULL)
+    if ((c = own_link(p->ctx, p->node, p->timeout_ms)) == NULL) {
+        if (p->cluster)
+            redis_cluster_stale(p->ctx->cfg);
         return p->ctx->err;
+    }
     p->ctx->backend_ops++;
     redisAppendFormattedCommand(c, p->buf, p->len);
     free(p->buf);
@@ -207,9 +284,9 @@ int redis_pipe_send(struct redis_pipe *p)
     return LL_OK;
 }
 
-int redis_pipe_recv(struct redis_pipe *p, redisReply **r)
+static int pipe_recv(struct redis_pipe *p, redisReply **r)
 {
-    redisContext *c = redis_set_of(p->ctx)->link[p->server].c;
+    redisContext *c = redis_set_of(p->ctx)->link[p->node].c;
     struct redis_wait_entry *e = p->entry;
     const char *name;
     char why[128];
@@ -221,6 +298,8 @@ int redis_pipe_recv(struct redis_pipe *p, redisReply **r)
                               sizeof why) == 0)
             return LL_OK;
         name = redis_name(p->ctx, p->server);
+        if (p->cluster)
+            redis_cluster_stale(p->ctx->cfg);
         return lock_error(p->ctx, LL_UNAVAILABLE, name, "%s on %s failed: %s", p->what,
                           name, why);
     }
@@ -233,6 +312,90 @@ int redis_pipe_recv(struct redis_pipe *p, redisReply **r)
             return own_failed(p, why);
         }
     return LL_OK;
+}
+
+/* Command i of p (its protocol text) to `node`, after ASKING for an ASK:
+ * its reply, whatever it is, replaces *r (q does not follow it: follow()
+ * does). LL_OK, or the failure on ctx (*r left). */
+static int resend(struct redis_pipe *p, int i, int node, int ask, redisReply **r)
+{
+    size_t end = i + 1 < p->n ? p->off[i + 1] : p->keep_len;
+    redisReply *rr[2] = { NULL, NULL };
+    struct redis_pipe q;
+    int rc;
+
+    redis_pipe_init(&q, p->ctx, p->server, p->timeout_ms, p->own ? REDIS_OWN : REDIS_ANY, p->what);
+    q.to = node;
+    q.resent = 1;
+    if (ask)
+        redis_pipe_add(&q, "ASKING");
+    pipe_append(&q, p->keep + p->off[i], (int)(end - p->off[i]));
+    q.slot = -1;                        /* q.to decides */
+    if ((rc = redis_pipe_run(&q, rr)) != LL_OK)
+        return rc;
+    freeReplyObject(*r);
+    *r = rr[ask];
+    if (ask)
+        freeReplyObject(rr[0]);
+    return LL_OK;
+}
+
+/* Follow command i's reply until it is neither MOVED, ASK nor TRYAGAIN:
+ * MOVED and ASK to the node named (MOVED also sets the slot's node),
+ * TRYAGAIN (a multi-key command in a slot being migrated, some keys not
+ * there yet) to the same node after a pause, with ASKING again if that
+ * was an ASK's. From the third try on each waits REDIS_TRYAGAIN_MS first
+ * (while a slot changes hands, source and target may point at each other
+ * for a moment); REDIS_CLUSTER_HOPS tries in all. */
+static int follow_one(struct redis_pipe *p, int i, redisReply **r)
+{
+    int node = p->node, ask = 0, hops = 0, moved;
+
+    for (;;) {
+        moved = redis_is_error(*r, "MOVED ");
+        if (!moved && !redis_is_error(*r, "ASK ") && !redis_is_error(*r, "TRYAGAIN"))
+            return LL_OK;
+        if (++hops > REDIS_CLUSTER_HOPS)
+            return lock_error(p->ctx, LL_UNAVAILABLE, "redis cluster", "%s: still redirected "
+                              "after %d tries (%s)", p->what, REDIS_CLUSTER_HOPS, (*r)->str);
+        if (!redis_is_error(*r, "TRYAGAIN")) {
+            ask = !moved;
+            if ((node = redis_cluster_redirect(p->ctx->cfg, (*r)->str, moved)) < 0)
+                return lock_error(p->ctx, LL_ERROR, "redis cluster", "%s: a redirection "
+                                  "not understood: %s", p->what, (*r)->str);
+        }
+        if (hops > 2 || redis_is_error(*r, "TRYAGAIN"))
+            sleep_us(REDIS_TRYAGAIN_MS * 1000LL);
+        if (resend(p, i, node, ask, r) != LL_OK)
+            return p->ctx->err;
+    }
+}
+
+/* On a cluster: every reply followed (follow_one()). LL_OK, or the
+ * failure on ctx (r freed). */
+static int follow(struct redis_pipe *p, redisReply **r)
+{
+    int i, rc;
+
+    for (i = 0; i < p->n; i++)
+        if ((rc = follow_one(p, i, &r[i])) != LL_OK) {
+            redis_replies_free(r, p->n);
+            return rc;
+        }
+    return LL_OK;
+}
+
+int redis_pipe_recv(struct redis_pipe *p, redisReply **r)
+{
+    int rc = pipe_recv(p, r);
+
+    if (rc == LL_OK && p->cluster && !p->resent)
+        rc = follow(p, r);
+    free(p->keep);
+    free(p->off);
+    p->keep = NULL;
+    p->off = NULL;
+    return rc;
 }
 
 int redis_pipe_run(struct redis_pipe *p, redisReply **r)
@@ -249,12 +412,15 @@ int redis_pipe_run(struct redis_pipe *p, redisReply **r)
 void redis_pipe_free(struct redis_pipe *p)
 {
     free(p->buf);
-    p->buf = NULL;
+    free(p->keep);
+    free(p->off);
+    p->buf = p->keep = NULL;
+    p->off = NULL;
     if (p->entry) {
         redis_shared_abandon(p->entry);
         p->entry = NULL;
-    } else if (p->own && p->sent && redis_set_of(p->ctx)->link[p->server].c) {
-        redis_link_forget(&redis_set_of(p->ctx)->link[p->server], "replies left unread");
+    } else if (p->own && p->sent && redis_set_of(p->ctx)->link[p->node].c) {
+        redis_link_forget(&redis_set_of(p->ctx)->link[p->node], "replies left unread");
     }
 }
 
@@ -266,7 +432,7 @@ int redis_pipe_drop(struct redis_pipe *p)
     if (p->own) {
         rc = own_failed(p, "dropped (?lose_answer)");
     } else {
-        redis_shared_fail(p->ctx, p->server, "dropped (?lose_answer)");
+        redis_shared_fail(p->ctx, p->node, "dropped (?lose_answer)");
         name = redis_name(p->ctx, p->server);
         rc = lock_error(p->ctx, LL_UNAVAILABLE, name, "%s on %s failed: dropped", p->what,
                         name);
@@ -403,6 +569,7 @@ const char *redis_name(struct lock_ctx *ctx, int server)
 {
     struct redis_set *rs = redis_set_of(ctx);
 
+    server = node_of(ctx, server);
     if (use_shared(ctx))
         snprintf(rs->name[server], sizeof rs->name[server], "%s",
                  redis_shared_name(ctx, server));
@@ -411,9 +578,11 @@ const char *redis_name(struct lock_ctx *ctx, int server)
 
 int redis_drop(struct lock_ctx *ctx, int server, const char *what)
 {
-    struct redis_link *l = &redis_set_of(ctx)->link[server];
     const char *name = redis_name(ctx, server);
+    struct redis_link *l;
 
+    server = node_of(ctx, server);
+    l = &redis_set_of(ctx)->link[server];
     if (use_shared(ctx)) {
         redis_shared_fail(ctx, server, "dropped");
         return lock_error(ctx, LL_UNAVAILABLE, name, "%s on %s failed: dropped", what, name);
@@ -434,13 +603,19 @@ int redis_reply_error(struct lock_ctx *ctx, int server, redisReply *r, const cha
     else if (redis_is_error(r, "LOADING") || redis_is_error(r, "BUSY") ||
              redis_is_error(r, "MASTERDOWN"))
         rc = lock_error(ctx, LL_UNAVAILABLE, name, "%s: %s", name, r->str);
+    else if (redis_is_error(r, "CLUSTERDOWN") || redis_is_error(r, "TRYAGAIN")) {
+        rc = lock_error(ctx, LL_UNAVAILABLE, name, "%s: %s", name, r->str);
+        redis_cluster_stale(ctx->cfg);      /* a failover: ask for the map again */
+    }
     else if (redis_is_error(r, "READONLY")) {      /* a demoted master: ask again */
         rc = lock_error(ctx, LL_UNAVAILABLE, name, "%s is a replica now (a failover): %s",
                         name, r->str);
+        if (redis_cluster_on(ctx->cfg))
+            redis_cluster_stale(ctx->cfg);
         if (use_shared(ctx))
-            redis_shared_fail(ctx, server, "a replica now (READONLY)");
+            redis_shared_fail(ctx, node_of(ctx, server), "a replica now (READONLY)");
         else
-            redis_link_forget(&redis_set_of(ctx)->link[server], r->str);
+            redis_link_forget(&redis_set_of(ctx)->link[node_of(ctx, server)], r->str);
     } else
         rc = lock_error(ctx, LL_ERROR, name, "%s on %s: %s", key, name,
                         r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply type");

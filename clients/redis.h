@@ -33,6 +33,16 @@
  * Server 0 with --redis-sentinel is whatever master the Sentinels name,
  * asked at every connect to it (redis_server_addr()).
  *
+ * With --redis-cluster, server 0 is a Redis Cluster (redis_cluster.h):
+ * each pipeline goes to the master of its commands' slot (they must share
+ * one; a pipeline without a key to the node ctx used last), on that
+ * node's connection (the slot's own one, or the loop's shared one); a
+ * reply MOVED sets the slot's node and the command is sent there again,
+ * a reply ASK sends ASKING and the command to the node named, once; a
+ * failure on a node has the map asked for again. What names "server 0"
+ * after a command (redis_name(), redis_reply_error(), redis_drop()) names
+ * the node it went to.
+ *
  * The code: redis.c (this header: slots, pipelines, commands, scripts,
  * errors) over redis_shared.c (the loop's shared connections) over
  * redis_link.c (one connection, the timeouts, where server 0 is; its
@@ -41,6 +51,7 @@
 #ifndef LOCKLAB_REDIS_H
 #define LOCKLAB_REDIS_H
 
+#include "redis_cluster.h"
 #include "redis_link.h"
 #include "../core/config.h"
 #include "../core/ctx.h"
@@ -62,6 +73,7 @@ struct redis_set {
     struct redis_hold *hold;        /* freed with the set                      */
     int                wrongtype;   /* the last error reply redis_reply_error()
                                      * recorded was WRONGTYPE                  */
+    int                last_node;   /* on a cluster: where the last command went */
 };
 
 /* A Lua script run by SHA1; sha is filled once per process (SCRIPT LOAD). */
@@ -114,6 +126,14 @@ struct redis_pipe {
     int              sent;          /* they may have reached the server      */
     int64_t          deadline_us;   /* from the send                         */
     struct redis_wait_entry *entry; /* on the shared connection, until read  */
+    /* On a cluster: */
+    int              cluster;       /* ctx runs on one                       */
+    int              node;          /* the node it went to (else: server)    */
+    int              to;            /* a redirection's node, or -1           */
+    int              slot, cross;   /* its commands' slot; two slots seen    */
+    int              resent;        /* a redirection's: its replies as they are */
+    char            *keep;          /* the commands, to send again           */
+    size_t           keep_len, *off;/* ... and where each begins             */
 };
 
 void redis_pipe_init(struct redis_pipe *p, struct lock_ctx *ctx, int server, int timeout_ms,

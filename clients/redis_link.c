@@ -25,6 +25,7 @@
  * last named, or else the address given, is used.
  */
 #include "redis_link.h"
+#include "redis_cluster.h"
 #include "../core/util.h"
 #include "../core/wait.h"
 
@@ -153,6 +154,10 @@ void redis_server_addr(const struct config *cfg, int server, struct hostport *ou
 {
     int i;
 
+    if (redis_cluster_on(cfg)) {       /* server is a node of the cluster */
+        redis_cluster_addr(cfg, server, out);
+        return;
+    }
     *out = cfg->redis[server];
     if (server != 0 || cfg->nsentinel == 0)
         return;

@@ -42,7 +42,8 @@ int redis_link_read(redisContext *c, int64_t deadline_us, redisReply **out,
 
 /* Where server i is now: --redis's address, but for server 0 with
  * --redis-sentinel the master the Sentinels name (or last named, when none
- * answers). May wait for the Sentinels' answer. */
+ * answers); with --redis-cluster, node i of the cluster's table
+ * (redis_cluster.h). May wait for the Sentinels' answer. */
 void redis_server_addr(const struct config *cfg, int server, struct hostport *out);
 
 /* Connect l to server i (its name, "redis HOST:PORT", into `name`): 0, or

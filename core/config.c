@@ -40,6 +40,7 @@ static const struct opt opts[] = {
     { "--mysql-replica",  "LOCKLAB_MYSQL_REPLICA",  OPT_STR,  F(mysql_replica),  NULL, 0, 0 },
     { "--redis",          "LOCKLAB_REDIS",          OPT_SERVERS, F(redis),       "127.0.0.1:6379", 0, 0 },
     { "--redis-sentinel", "LOCKLAB_REDIS_SENTINEL", OPT_STR, F(redis_sentinel), NULL, 0, 0 },
+    { "--redis-cluster",  "LOCKLAB_REDIS_CLUSTER",  OPT_STR, F(redis_cluster),  NULL, 0, 0 },
     { "--zk",             "LOCKLAB_ZK",             OPT_STR,  F(zk),             "127.0.0.1:2181", 0, 0 },
     { "--etcd",           "LOCKLAB_ETCD",           OPT_STR,  F(etcd),           "127.0.0.1:2379", 0, 0 },
     { "--threads",        "LOCKLAB_THREADS",        OPT_INT,  F(threads),        "16", 1, 1024 },
@@ -79,6 +80,10 @@ const char config_usage[] =
 "                         --redis server (master name 'locklab'): every\n"
 "                         connection to it asks them first, so a failover is\n"
 "                         followed (off: the address given)\n"
+"  --redis-cluster H:P[,H:P...]\n"
+"                         seed nodes of a Redis Cluster: every Redis strategy\n"
+"                         then runs on it (the slot map, MOVED, ASK), --redis\n"
+"                         is unused, Redlock refuses (off)\n"
 "  --zk H:P[,H:P...]      ZooKeeper connect string (127.0.0.1:2181)\n"
 "  --etcd H:P[,H:P...]    etcd endpoints, tried in turn (127.0.0.1:2379)\n"
 "  --threads N            worker slots, each with its own backend connections (16)\n"
@@ -242,6 +247,20 @@ int config_parse(struct config *cfg, int argc, char **argv, char *err, int errle
         snprintf(err, errlen, "--mysql-replica: '%s' is neither a socket path nor host:port",
                  cfg->mysql_replica);
         return -1;
+    }
+    if (cfg->redis_cluster) {
+        if ((cfg->ncluster = config_parse_servers(cfg->redis_cluster, cfg->cluster,
+                                                  CONFIG_MAX_SERVERS)) <= 0) {
+            snprintf(err, errlen, "--redis-cluster: '%s' is not host:port[,host:port...] (at "
+                     "most %d)", cfg->redis_cluster, CONFIG_MAX_SERVERS);
+            return -1;
+        }
+        if (cfg->nsentinel) {
+            snprintf(err, errlen, "--redis-cluster and --redis-sentinel: one or the other");
+            return -1;
+        }
+        cfg->redis[0] = cfg->cluster[0];    /* server 0 is the cluster */
+        cfg->nredis = 1;
     }
     if (config_parse_servers(cfg->etcd, (struct hostport[CONFIG_MAX_SERVERS]){ 0 },
                              CONFIG_MAX_SERVERS) <= 0) {

@@ -35,6 +35,10 @@ struct config {
     struct hostport sentinel[CONFIG_MAX_SERVERS]; /* ... parsed: server 0 is
                                   * the master they name (locks/redis_conn.c) */
     int             nsentinel;
+    const char     *redis_cluster;   /* --redis-cluster, as given, or NULL */
+    struct hostport cluster[CONFIG_MAX_SERVERS];  /* ... parsed: its seed nodes;
+                                  * server 0 is then the cluster (clients/redis_cluster.c) */
+    int             ncluster;
     const char     *zk;          /* ZooKeeper connect string, as given   */
     const char     *etcd;        /* etcd endpoints, host:port[,…]        */
 

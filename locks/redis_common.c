@@ -172,13 +172,13 @@ static struct redis_script set_fenced = {
 static int set_try(struct lock_ctx *ctx, const char *key, const char *value,
                    const char *unit, int ttl)
 {
-    char counter[LOCK_KEY_MAX + 8], ttls[16];
+    char counter[LOCK_KEY_MAX + 24], ttls[16];
     const char *argv[5];
     redisReply *r;
     int got;
 
     if (ctx->fence) {
-        snprintf(counter, sizeof counter, "%s" REDIS_FENCE_SUFFIX, key);
+        snprintf(counter, sizeof counter, REDIS_FENCE_KEY, key);
         snprintf(ttls, sizeof ttls, "%d", ttl);
         argv[0] = key, argv[1] = counter, argv[2] = value;
         argv[3] = unit ? unit : "", argv[4] = ttls;

@@ -321,6 +321,8 @@ static int decr_sell(struct lock_ctx *ctx, const struct product *p, long long *r
     struct purchase me = { .ctx = ctx, .remaining = -1, .status = PENDING };
     int rc, done;
 
+    if ((rc = rs_cluster_refused(ctx)) != LL_OK)
+        return rc;
     pthread_once(&lines_once, lines_init);
     me.slot = slot_of(ctx);
     me.alone = ctx->lose_answer;

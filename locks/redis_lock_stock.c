@@ -32,6 +32,8 @@ static int lock_sale_run(struct lock_ctx *ctx, const struct product *p,
     int rc, rrc, done = 0, committed;
     int64_t got;
 
+    if ((rc = rs_cluster_refused(ctx)) != LL_OK)
+        return rc;
     rs_sale_init(&s, ctx, p);
     *remaining = -1;
     rc = lock_redis_lua.acquire(ctx, p->key);

@@ -34,10 +34,13 @@
 #define REDIS_TOKEN_MAX      96     /* "<instance uuid>:<slot>:<seq>" and more */
 
 /* Fencing tokens of the plain Redis locks (?fence=1): INCR of the counter
- * "<key>:fence" in the step that takes the lock; they compare among the
- * locks that share the counter, whose service lock_ops.fence calls "redis". */
+ * "locklab_fence:{<key>}" in the step that takes the lock; they compare
+ * among the locks that share the counter, whose service lock_ops.fence
+ * calls "redis". The name is Redisson's cluster trick: the lock key keeps
+ * its name and its companion carries it as a hash tag, so both live in
+ * one slot of a Redis Cluster (one script may touch both). */
 #define REDIS_FENCE          "redis"
-#define REDIS_FENCE_SUFFIX   ":fence"
+#define REDIS_FENCE_KEY      "locklab_fence:{%s}"
 
 /* A slot's state of the lock it is taking or holding (redis_set->hold). */
 struct redis_hold {

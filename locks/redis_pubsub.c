@@ -193,7 +193,10 @@ static void dispatcher_connect(void)
     char why[128];
     redisContext *c;
 
-    redis_server_addr(ps.cfg, 0, &hp);          /* the master now (Sentinel) */
+    if (redis_cluster_on(ps.cfg))               /* PUBLISH reaches every node */
+        redis_cluster_any_addr(ps.cfg, &hp);
+    else
+        redis_server_addr(ps.cfg, 0, &hp);      /* the master now (Sentinel) */
     c = redis_connect_to(hp.host, hp.port, now_us() + REDIS_CMD_TIMEOUT_MS * 1000LL,
                          why, sizeof why);
     pthread_mutex_lock(&ps.mu);

@@ -62,7 +62,7 @@ static int reentrant_try(struct lock_ctx *ctx, const char *key, const void *arg)
 
 static int reentrant_acquire(struct lock_ctx *ctx, const char *key)
 {
-    char owner[80], lease[16], counter[LOCK_KEY_MAX + 8];
+    char owner[80], lease[16], counter[LOCK_KEY_MAX + 24];
     const struct reentrant_args a = { owner, lease };
     int rc;
 
@@ -71,7 +71,7 @@ static int reentrant_acquire(struct lock_ctx *ctx, const char *key)
     /* EXPIRE rounds up: the lease is at least lease_ms */
     if ((rc = redis_spin(ctx, key, "hash", reentrant_try, &a, ctx->cfg->lease_ms)) != LL_OK)
         return rc;
-    snprintf(counter, sizeof counter, "%s" REDIS_FENCE_SUFFIX, key);
+    snprintf(counter, sizeof counter, REDIS_FENCE_KEY, key);
     if (ctx->fence && (rc = redis_watch_token(ctx, key, owner, counter, REDIS_FENCE)) != LL_OK)
         return rc;
     redis_watch(ctx, key, owner, WATCH_SECONDS);

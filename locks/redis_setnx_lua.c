@@ -12,7 +12,7 @@
  * rounded up. The value is an owner token (the seed passes one as ARGV[1])
  * and the release deletes only the slot's own lock, as the seed's unlock
  * script does. With ?fence=1 the script also takes a fencing token, INCR of
- * lock:P:fence when it sets the key (REDIS_FENCE), in the same step.
+ * locklab_fence:{lock:P} when it sets the key (REDIS_FENCE), in the same step.
  *
  * What it still gets wrong, as redis-lua: nothing renews the expiry, so a
  * holder slower than it is overtaken and two sales overlap (its release
@@ -40,12 +40,12 @@ struct setnx_lua_try {
 static int setnx_lua_try(struct lock_ctx *ctx, const char *key, const void *arg)
 {
     const struct setnx_lua_try *t = arg;
-    char counter[LOCK_KEY_MAX + 8];
+    char counter[LOCK_KEY_MAX + 24];
     const char *argv[5] = { key, counter, t->token, t->seconds, ctx->fence ? "1" : "0" };
     redisReply *r;
     int got;
 
-    snprintf(counter, sizeof counter, "%s" REDIS_FENCE_SUFFIX, key);
+    snprintf(counter, sizeof counter, REDIS_FENCE_KEY, key);
     if ((r = redis_eval(ctx, 0, &setnx_expire, 2, 5, argv)) == NULL)
         return -1;
     if (r->type != REDIS_REPLY_INTEGER)

@@ -38,6 +38,13 @@ void rs_keys(struct rs_keys *k, const char *product, const char *order_no)
     snprintf(k->order, sizeof k->order, "order:%s", order_no ? order_no : "");
 }
 
+int rs_cluster_refused(struct lock_ctx *ctx)
+{
+    if (!redis_cluster_on(ctx->cfg))
+        return LL_OK;
+    return lock_error(ctx, LL_BADREQ, NULL, "%s: %s", ctx->ops->name, RS_CLUSTER_REASON);
+}
+
 void rs_sale_init(struct rs_sale *s, struct lock_ctx *ctx, const struct product *p)
 {
     const struct order *o = ctx->order;
@@ -291,6 +298,8 @@ json_t *redis_stock_load(struct lock_ctx *ctx, const struct product *p, long lon
     redisReply *r;
     int rc;
 
+    if (redis_cluster_on(ctx->cfg))
+        return json_pack("{s:s, s:s}", "result", "off", "reason", RS_CLUSTER_REASON);
     rs_keys(&k, p->code, NULL);
     snprintf(n, sizeof n, "%lld", count);
     snprintf(e, sizeof e, "%lld", epoch);
@@ -390,6 +399,8 @@ json_t *redis_stock_json(struct lock_ctx *ctx, const struct product *p)
     json_t *out;
     int rc, loaded, reconciled;
 
+    if (redis_cluster_on(ctx->cfg))
+        return json_pack("{s:s, s:s}", "result", "off", "reason", RS_CLUSTER_REASON);
     rs_keys(&k, p->code, NULL);
     ctx->err = 0;
     if ((rc = mysql_side(ctx, p, &m_count, &m_epoch, &applied)) != LL_OK)

@@ -586,6 +586,8 @@ static void consumer_main(void *arg)
 
 void redis_stock_consumer_start(const struct config *cfg)
 {
+    if (redis_cluster_on(cfg))          /* the Redis stock is off there */
+        return;
     cons.ctx.slot = -1;
     cons.ctx.cfg = cfg;
     cons.ctx.qty = 1;

@@ -42,6 +42,14 @@ struct rs_sale {
 };
 
 /* The purchase ctx is making (its order, if any, and ctx->qty). */
+/* On a Redis Cluster the Redis stock does not run (yet): its keys (stock:P,
+ * its companions, order:O, locklab:stocks) span slots, and the consumer
+ * reads every product's stream in one XREADGROUP. LL_BADREQ with the
+ * reason on ctx there, else LL_OK. */
+int rs_cluster_refused(struct lock_ctx *ctx);
+#define RS_CLUSTER_REASON "the Redis stock does not run on a Redis Cluster (--redis-cluster) " \
+    "yet: its keys span slots and its consumer reads every product's stream at once"
+
 void rs_sale_init(struct rs_sale *s, struct lock_ctx *ctx, const struct product *p);
 
 /* The read step of redis-watch and redis-lock-stock, one round trip:

@@ -72,6 +72,8 @@ static int watch_attempts(struct lock_ctx *ctx, const struct product *p, long lo
     struct rs_sale s;
     int rc, done, committed, lost;
 
+    if ((rc = rs_cluster_refused(ctx)) != LL_OK)
+        return rc;
     rs_sale_init(&s, ctx, p);
     *remaining = -1;
     for (lost = 0;; lost++) {

@@ -183,6 +183,11 @@ static int redlock_acquire(struct lock_ctx *ctx, const char *key)
 {
     int got, rc;
 
+    if (redis_cluster_on(ctx->cfg))
+        return lock_error(ctx, LL_BADREQ, NULL, "redlock needs independent Redis masters; "
+                          "this instance runs on a Redis Cluster (--redis-cluster), where %s "
+                          "lives on one master", key);
+
     for (;;) {
         if ((rc = redlock_round(ctx, key, &got)) != LL_OK || got)
             return rc;

@@ -150,7 +150,7 @@ t_env() {
 t_setup() {
     t_need curl jq -- "the integration tests (curl, jq)" || t_done
     "$T_ROOT/bench/stack" up --allow-faults --redis-aof everysec --no-ledger --no-netns \
-        --no-redis-replica --no-read-replica --galera 0 --no-prometheus --zk-session-ms 0 "$@" >/dev/null || { echo "stack up $* failed"; exit 1; }
+        --no-redis-replica --redis-cluster 0 --no-read-replica --galera 0 --no-prometheus --zk-session-ms 0 "$@" >/dev/null || { echo "stack up $* failed"; exit 1; }
     t_env
 }
 

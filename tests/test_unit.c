@@ -1,8 +1,9 @@
 /* test_unit.c — the pieces that need no server: flag parsing, integer
  * parsing, the latency histogram, GET /metrics's text, product codes, the
  * registry and its ceilings, POST /order's parameters, and the polling
- * locks' waiting room. */
+ * locks' waiting room, a Redis Cluster's key slots. */
 #include "check.h"
+#include "../clients/redis_cluster.h"
 #include "../bench/harness.h"
 #include "../core/config.h"
 #include "../core/util.h"
@@ -40,6 +41,9 @@ static void test_config(void)
     char *help[] = { "locklab", "--help" };
     char *sentinel[] = { "locklab", "--redis-sentinel", "127.0.0.1:26379,h:2" };
     char *badsentinel[] = { "locklab", "--redis-sentinel", "26379" };
+    char *cluster[] = { "locklab", "--redis", "127.0.0.1:1,127.0.0.1:2", "--redis-cluster",
+                        "127.0.0.1:7000,127.0.0.1:7001" };
+    char *both[] = { "locklab", "--redis-cluster", "h:1", "--redis-sentinel", "h:2" };
 
     unsetenv("LOCKLAB_PORT");
     unsetenv("LOCKLAB_REDIS_SENTINEL");
@@ -61,6 +65,11 @@ static void test_config(void)
     CHECK(parse(&cfg, err, 3, sentinel) == 0 && cfg.nsentinel == 2);
     CHECK(cfg.sentinel[0].port == 26379 && !strcmp(cfg.sentinel[1].host, "h"));
     CHECK(parse(&cfg, err, 3, badsentinel) == -1 && strstr(err, "--redis-sentinel"));
+    unsetenv("LOCKLAB_REDIS_CLUSTER");
+    CHECK(parse(&cfg, err, 5, cluster) == 0 && cfg.ncluster == 2);
+    CHECK(cfg.nredis == 1 && cfg.redis[0].port == 7000);    /* server 0 is the cluster */
+    CHECK(parse(&cfg, err, 5, both) == -1 && strstr(err, "--redis-cluster"));
+    CHECK(parse(&cfg, err, 2, help) == 1 && cfg.ncluster == 0);
 
     setenv("LOCKLAB_PORT", "9000", 1);
     CHECK(parse(&cfg, err, 1, help) == 0 && cfg.port == 9000);       /* env fallback */
@@ -577,8 +586,46 @@ static void test_sync_registry(void)
     CHECK(!sync_name_valid("a/b") && !sync_name_valid("{x}") && !sync_name_valid("a b"));
 }
 
+/* The slots CLUSTER KEYSLOT of Redis 7.0 gives for these keys, and the
+ * slot of a command as the client routes it. */
+static void test_cluster_slots(void)
+{
+    static const struct { const char *key; int slot; } v[] = {
+        { "123456789", 12739 },         /* the Redis Cluster specification's */
+        { "foo", 12182 }, { "bar", 5061 }, { "", 0 },
+        { "{user1000}.following", 3443 },
+        { "foo{}{bar}", 8363 },         /* an empty tag: the whole key       */
+        { "foo{{bar}}zap", 4015 },      /* the tag is "{bar"                  */
+        { "foo{bar}{zap}", 5061 },      /* the first tag: "bar"               */
+        { "lock:1001", 6194 },
+        { "redisson_lock__channel:{lock:1001}", 6194 },
+    };
+    char *cmd = NULL;
+    size_t i;
+    int len;
+
+    for (i = 0; i < sizeof v / sizeof v[0]; i++)
+        CHECK(redis_key_slot(v[i].key, strlen(v[i].key)) == v[i].slot);
+    len = redisFormatCommand(&cmd, "SET %s %s", "foo", "x");
+    CHECK(redis_cmd_slot(cmd, (size_t)len) == 12182);
+    redisFreeCommand(cmd);
+    len = redisFormatCommand(&cmd, "EVALSHA %s %d %s %s", "abc", 1, "{lock:1001}:fence", "x");
+    CHECK(redis_cmd_slot(cmd, (size_t)len) == 6194);
+    redisFreeCommand(cmd);
+    len = redisFormatCommand(&cmd, "EVALSHA %s %d", "abc", 0);
+    CHECK(redis_cmd_slot(cmd, (size_t)len) == -1);
+    redisFreeCommand(cmd);
+    len = redisFormatCommand(&cmd, "MULTI");
+    CHECK(redis_cmd_slot(cmd, (size_t)len) == -1);
+    redisFreeCommand(cmd);
+    len = redisFormatCommand(&cmd, "XREADGROUP GROUP g c COUNT 10 STREAMS %s >", "bar");
+    CHECK(redis_cmd_slot(cmd, (size_t)len) == 5061);
+    redisFreeCommand(cmd);
+}
+
 int main(void)
 {
+    test_cluster_slots();
     test_config();
     test_parse_int();
     test_hist();

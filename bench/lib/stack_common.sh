@@ -324,7 +324,7 @@ http_ok() {
 STACK_NEEDS=(
     cmd:mariadbd:mariadb-server cmd:mariadb-install-db:mariadb-server
     cmd:mariadb:mariadb-client cmd:mariadb-admin:mariadb-client
-    cmd:redis-server:redis-server cmd:redis-cli:redis-server
+    cmd:redis-server:redis-server cmd:redis-cli:redis-tools
     cmd:redis-sentinel:redis-sentinel
     file:/usr/lib/galera/libgalera_smm.so:galera-4 cmd:rsync:rsync
     file:/usr/share/java/zookeeper.jar:zookeeper

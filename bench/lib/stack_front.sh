@@ -136,6 +136,7 @@ app_args() {
     [[ $TOPO_REDIS_REPLICA == 1 ]] && printf '%s\n' --redis-sentinel "$(replica_host):$SENTINEL_PORT"
     [[ $TOPO_READ_REPLICA == 1 ]] && printf '%s\n' --mysql-replica "$(mysql_replica_addr)"
     ((TOPO_GALERA == 0)) || galera_app_args "$port"     # after --mysql-*: they win
+    ((TOPO_REDIS_CLUSTER)) && printf '%s\n' --redis-cluster "$(rcluster_list "$TOPO_REDIS_CLUSTER" "$host")"
     return 0
 }
 
@@ -160,7 +161,7 @@ app_start() {
     mkdir -p "$RUN/apps"
     # The Sentinel comes from the topology (app_args), never from a
     # LOCKLAB_REDIS_SENTINEL the caller exported from an older stack.env.
-    pid=$(cd "$ROOT" && unset LOCKLAB_REDIS_SENTINEL LOCKLAB_MYSQL_REPLICA &&
+    pid=$(cd "$ROOT" && unset LOCKLAB_REDIS_SENTINEL LOCKLAB_MYSQL_REPLICA LOCKLAB_REDIS_CLUSTER &&
         LOCKLAB_MYSQL_PASSWORD=$(secret mysql-password) &&
         LOCKLAB_ADMIN_TOKEN=$(secret admin-token) &&
         export LOCKLAB_MYSQL_PASSWORD LOCKLAB_ADMIN_TOKEN &&

@@ -248,6 +248,8 @@ int config_parse(struct config *cfg, int argc, char **argv, char *err, int errle
                  cfg->mysql_replica);
         return -1;
     }
+    if (cfg->redis_cluster && cfg->redis_cluster[0] == '\0')
+        cfg->redis_cluster = NULL;      /* empty: none (docker-compose.yml's default) */
     if (cfg->redis_cluster) {
         if ((cfg->ncluster = config_parse_servers(cfg->redis_cluster, cfg->cluster,
                                                   CONFIG_MAX_SERVERS)) <= 0) {

@@ -70,6 +70,9 @@ static void test_config(void)
     CHECK(cfg.nredis == 1 && cfg.redis[0].port == 7000);    /* server 0 is the cluster */
     CHECK(parse(&cfg, err, 5, both) == -1 && strstr(err, "--redis-cluster"));
     CHECK(parse(&cfg, err, 2, help) == 1 && cfg.ncluster == 0);
+    setenv("LOCKLAB_REDIS_CLUSTER", "", 1);     /* docker-compose.yml's default: none */
+    CHECK(parse(&cfg, err, 2, help) == 1 && cfg.ncluster == 0 && cfg.redis_cluster == NULL);
+    unsetenv("LOCKLAB_REDIS_CLUSTER");
 
     setenv("LOCKLAB_PORT", "9000", 1);
     CHECK(parse(&cfg, err, 1, help) == 0 && cfg.port == 9000);       /* env fallback */

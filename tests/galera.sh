@@ -5,7 +5,7 @@
 #   1. row locks do not exclude across nodes: node 1 holds SELECT … FOR
 #      UPDATE on the row, node 2's SELECT … FOR UPDATE, UPDATE and COMMIT
 #      go through at once, and node 1's transaction ends in 1213 (the
-#      brute-force abort, which also cuts its SLEEP(10) short: on one
+#      brute-force abort, which also cuts its SLEEP(30) short: on one
 #      server node 2 would wait for the row and give up after 1 s): one
 #      update, none lost;
 #   2. the MySQL strategies (and redisson, whose guarded sale reads the
@@ -28,15 +28,38 @@ t_ok "'${LOCKLAB_GALERA:-}' != ''" "the stack names its nodes (LOCKLAB_GALERA=${
 node() { mariadb --no-defaults --socket="$T_RUN/galera/$1/mysqld.sock" -u root locklab "${@:2}"; }
 
 echo "== SELECT … FOR UPDATE on two nodes: no exclusion, the loser aborted (1213)"
-t_reset 100
-id=$(node 1 -N -e "SELECT id FROM db_stock WHERE product_code = '1001' AND stock_code = '001'")
-node 1 -e "SET SESSION innodb_lock_wait_timeout = 1; BEGIN;
-    SELECT count FROM db_stock WHERE id = $id FOR UPDATE; SELECT SLEEP(10);
-    UPDATE db_stock SET count = count - 1 WHERE id = $id; COMMIT;" >/tmp/galera1.$$ 2>&1 &
-n1=$!
+# Node 1's own session must hold the row before node 2 starts: its
+# transaction, found by its thread, has the row locked and its statement
+# is the SLEEP. Seen on a loaded machine (CI, and beside it): node 1's
+# session sleeping after its SELECT … FOR UPDATE with no transaction of
+# its own left in InnoDB, as if rolled back at once, and then committing
+# its UPDATE on its own (in about half the tries just after the suite's
+# start, never when tried by hand). Why is not known; such a try is
+# started again (ten at most), and the demonstration runs on one that
+# holds the row.
 # shellcheck disable=SC2317 # run through t_until
-held() { [[ $(node 1 -N -e "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_rows_locked > 0") -ge 1 ]]; }
-t_until 10 held
+held() {
+    [[ $(node 1 -N -e "SELECT COUNT(*) FROM information_schema.innodb_trx t
+        JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id
+        WHERE t.trx_rows_locked > 0 AND p.info LIKE 'SELECT SLEEP%'") -ge 1 ]]
+}
+holding=0
+for try in $(seq 10); do
+    t_reset 100
+    id=$(node 1 -N -e "SELECT id FROM db_stock WHERE product_code = '1001' AND stock_code = '001'")
+    node 1 -e "SET SESSION innodb_lock_wait_timeout = 1; BEGIN;
+        SELECT count FROM db_stock WHERE id = $id FOR UPDATE; SELECT SLEEP(30);
+        UPDATE db_stock SET count = count - 1 WHERE id = $id; COMMIT;" >/tmp/galera1.$$ 2>&1 &
+    n1=$!
+    t_until 5 held && { holding=1; break; }
+    echo "  try $try: node 1's session does not hold the row; again"
+    sed 's/^/    node 1: /' /tmp/galera1.$$
+    sid=$(node 1 -N -e "SELECT id FROM information_schema.processlist WHERE info LIKE 'SELECT SLEEP%' LIMIT 1")
+    [ -n "$sid" ] && node 1 -e "KILL $sid" 2>/dev/null
+    kill "$n1" 2>/dev/null
+    wait "$n1" 2>/dev/null
+done
+t_ok "$holding = 1" "node 1 holds the row (SELECT … FOR UPDATE) and sleeps in its transaction (try $try)"
 out2=$(node 2 -N -e "SET SESSION innodb_lock_wait_timeout = 1; BEGIN;
     SELECT count FROM db_stock WHERE id = $id FOR UPDATE;
     UPDATE db_stock SET count = count - 1 WHERE id = $id; COMMIT; SELECT 'committed'" 2>&1)

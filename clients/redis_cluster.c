@@ -243,7 +243,7 @@ static void map_load(struct cluster *c, const redisReply *r, const struct hostpo
 static void map_ask(struct cluster *c)
 {
     struct hostport hp[CONFIG_MAX_SERVERS];
-    char why[128] = "no node known";
+    char why[112] = "no node known";   /* fits lasterr with its words */
     redisReply *r = NULL;
     int i, n, first, k = 0;
 

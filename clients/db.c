@@ -2,9 +2,11 @@
  *
  * A slot owns one MYSQL connection and up to DB_MAX_STMTS prepared
  * statements, found by the address of their SQL text. Reconnection is lazy:
- * a dead connection is closed at once, and the next db_exec() after
- * DB_RETRY_MS tries again, so a stopped server costs a request one refused
- * connect, not a stuck thread. Autocommit is on, as in the seeds' MyBatis
+ * a lost connection is closed at once and the next db_exec() connects
+ * again (the server may be well: a connection lost on its own must not
+ * make the slot refuse the next request); a connect that fails holds the
+ * slot off for DB_RETRY_MS, so a stopped server costs a request one
+ * refused connect, not a stuck thread. Autocommit is on, as in the seeds' MyBatis
  * service: only mysql-for-update opens transactions, with db_begin().
  *
  * Transactions are Spring's @Transactional, not START TRANSACTION: begin
@@ -252,7 +254,6 @@ static int db_fail(struct lock_ctx *ctx, unsigned err, const char *error, const 
     if (db_is_unavailable(err) || db->conn == NULL) {
         atomic_fetch_add(&db_epoch, 1);
         db_disconnect(db);
-        db->retry_at_ms = now_ms() + DB_RETRY_MS;
         return lock_error(ctx, LL_UNAVAILABLE, "mysql", "mysql %s: %s (%u)",
                           db->where, msg, err);
     }

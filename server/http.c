@@ -11,9 +11,10 @@
  * suspended (MHD_ALLOW_SUSPEND_RESUME) and the loop serves the others; at
  * its end it leaves the answer on its exchange and resumes the connection,
  * and at the turn's end libmicrohttpd sends every answer made in the turn.
- * A connection costs a descriptor and its 16 KiB of memory, never a
- * thread: its header must come within HTTP_HEADER_S, after which it may
- * idle HTTP_IDLE_S between requests. Connections are bounded by
+ * A connection costs a descriptor and its 4 KiB of memory, never a
+ * thread, and is closed once it has been idle HTTP_IDLE_S: a header that
+ * does not come within that time, or a keep-alive connection that sends
+ * no next request. Connections are bounded by
  * --max-connections (past it, a prompt 503 "overloaded" that closes the
  * connection), backend connections separately by the --threads worker
  * slots (pool.c), and every wait by --max-wait-ms.
@@ -64,10 +65,22 @@
 #include <time.h>
 #include <unistd.h>
 
-/* An idle keep-alive connection is closed after this many seconds. The
- * stack's nginx lets its idle upstream connections go sooner (10 s), so it
- * never sends a request on one this side is closing. */
-#define HTTP_IDLE_S 15
+/* A connection idle this many seconds is closed: a new one whose header
+ * has not come (a half-open connection costs a descriptor and a few
+ * kilobytes, never a thread, and is gone after this), or a keep-alive one
+ * between requests. The stack's nginx lets its idle upstream connections
+ * go sooner (4 s), so it never sends a request on one this side is
+ * closing.
+ *
+ * One time-out for both, the daemon's: libmicrohttpd keeps the
+ * connections that have it in a list sorted by their last activity and
+ * looks at the oldest only, but walks every connection given a time-out
+ * of its own (MHD_CONNECTION_OPTION_TIMEOUT) at each MHD_run(). With a
+ * longer keep-alive time-out set per connection once its header came, that
+ * walk over nginx's upstream connections took 14.5 % of the machine's CPU
+ * samples (half of the instances') under `wrk -c2000` on /health, and 2.2
+ * % without it (docs/measurements.md, 2026-11-28). */
+#define HTTP_IDLE_S 5
 
 /* The listen backlog, TCP and Unix socket alike. nginx may open up to 2048
  * connections to an instance at once (UPSTREAM_MAX_CONNS in
@@ -892,9 +905,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
     (void)cls, (void)version, (void)upload_data;
     if (x == NULL) {
-        /* The header is in: from now on the connection may idle as long
-         * as a keep-alive connection does. */
-        MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)HTTP_IDLE_S);
         x = *con_cls = xcalloc(1, sizeof *x);
         x->conn = conn;
         return MHD_YES;
@@ -983,11 +993,6 @@ static void on_turn_end(void *arg)
         listener_run(&unix_l);
 }
 
-/* The header of a new connection must arrive within this many seconds;
- * after its first request it may idle HTTP_IDLE_S (on_request). A
- * half-open connection costs a descriptor and a few kilobytes, never a
- * thread, and is gone after this. */
-#define HTTP_HEADER_S 5
 /* Each connection's memory: a request is a line of at most 1 KiB of query
  * (request.c) and a few headers (nginx forwards only the ones we read);
  * the answers are built elsewhere. libmicrohttpd zeroes what a request
@@ -1008,7 +1013,7 @@ static int serve(struct listener *l, const struct config *c, struct MHD_OptionIt
         (uint16_t)c->port, NULL, NULL, on_request, NULL,
         MHD_OPTION_ARRAY, opts,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)(c->max_connections + OVERLOAD_ROOM),
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_HEADER_S,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_S,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,

@@ -97,7 +97,7 @@ cluster_answers() {
 # setup_sql: the database, the account and the schema, for the client's
 # standard input. The password is quoted for a SQL string.
 setup_sql() {
-    local pw=${LOCKLAB_MYSQL_PASSWORD:?export LOCKLAB_MYSQL_PASSWORD: node 1 makes the locklab account}
+    local pw=$LOCKLAB_MYSQL_PASSWORD
     pw=${pw//\\/\\\\}
     pw=${pw//\'/\'\'}
     printf '%s\n' "CREATE DATABASE IF NOT EXISTS locklab CHARACTER SET utf8mb4;" \
@@ -112,6 +112,7 @@ setup_sql() {
 # initialise: an empty data folder made into node 1's first state.
 initialise() {
     local sock=$RUNDIR/init.sock pid k
+    [[ -n ${LOCKLAB_MYSQL_PASSWORD:-} ]] || { say "export LOCKLAB_MYSQL_PASSWORD: node 1 makes the locklab account"; return 1; }
     say "initialising $DATADIR"
     mariadb-install-db --no-defaults --user=mysql --datadir="$DATADIR" --tmpdir="$RUNDIR/tmp" \
         --auth-root-authentication-method=socket --auth-root-socket-user=root \

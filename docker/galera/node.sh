@@ -134,12 +134,11 @@ initialise() {
 }
 
 start() {
-    local address peers="" peer
+    local address peers=$NODES
     local -a first=()
     [[ $NODE =~ ^[1-9][0-9]*$ ]] || die "GALERA_NODE: this node's number (1 bootstraps the cluster)"
     address=${GALERA_ADDRESS:-$(getent hosts "$(hostname)" | awk '{ print $1; exit }')}
     [[ -n $address ]] || die "no address: set GALERA_ADDRESS"
-    for peer in ${NODES//,/ }; do peers+="${peers:+,}$peer"; done
     mkdir -p "$DATADIR" "$RUNDIR/tmp"
     chown mysql:mysql "$DATADIR" "$RUNDIR" "$RUNDIR/tmp"
     if cluster_answers; then

@@ -19,8 +19,8 @@
  * begins: its send asks redis_cluster.c for the node of their slot, and
  * its reading follows the redirections, each command so answered sent
  * again alone (ASKING before it for an ASK) to the node named, and
- * TRYAGAIN to the same node after a pause, at most REDIS_CLUSTER_HOPS
- * times (follow_one()).
+ * TRYAGAIN to the same node after a pause, for as long as the slot's
+ * migration takes, up to REDIS_TRYAGAIN_MAX_MS (follow_one()).
  *
  * Scripts run with EVALSHA; the SHA1 comes once per process from SCRIPT
  * LOAD, and a NOSCRIPT answer (a restarted server, another server of
@@ -38,8 +38,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REDIS_CLUSTER_HOPS 100      /* tries of one command redirected       */
-#define REDIS_TRYAGAIN_MS  10       /* ... apart, from the third (1 s in all) */
+#define REDIS_CLUSTER_HOPS 100      /* MOVED and ASK followed for one command */
+#define REDIS_TRYAGAIN_MS  10       /* a pause before each TRYAGAIN's retry,
+                                     * and each MOVED or ASK from the third   */
+#define REDIS_TRYAGAIN_MAX_MS 10000 /* TRYAGAIN retried this long at most     */
 
 /* ---------------------------------------------------------------- the slot */
 
@@ -344,27 +346,39 @@ static int resend(struct redis_pipe *p, int i, int node, int ask, redisReply **r
  * MOVED and ASK to the node named (MOVED also sets the slot's node),
  * TRYAGAIN (a multi-key command in a slot being migrated, some keys not
  * there yet) to the same node after a pause, with ASKING again if that
- * was an ASK's. From the third try on each waits REDIS_TRYAGAIN_MS first
- * (while a slot changes hands, source and target may point at each other
- * for a moment); REDIS_CLUSTER_HOPS tries in all. */
+ * was an ASK's. From the third MOVED or ASK on each waits
+ * REDIS_TRYAGAIN_MS first (while a slot changes hands, source and target
+ * may point at each other for a moment); REDIS_CLUSTER_HOPS of them in
+ * all. TRYAGAIN lasts as long as the migration moves the slot's keys, a
+ * pace set by whoever migrates it, not by us: it is retried by time,
+ * REDIS_TRYAGAIN_MAX_MS at most (1 s, a hundred tries, once fell short
+ * under the sanitizers while tests/redis_cluster.sh moved a slot). */
 static int follow_one(struct redis_pipe *p, int i, redisReply **r)
 {
-    int node = p->node, ask = 0, hops = 0, moved;
+    int node = p->node, ask = 0, hops = 0, moved, again;
+    int64_t again_since = 0;
 
     for (;;) {
         moved = redis_is_error(*r, "MOVED ");
-        if (!moved && !redis_is_error(*r, "ASK ") && !redis_is_error(*r, "TRYAGAIN"))
+        again = redis_is_error(*r, "TRYAGAIN");
+        if (!moved && !again && !redis_is_error(*r, "ASK "))
             return LL_OK;
-        if (++hops > REDIS_CLUSTER_HOPS)
+        if (again) {
+            if (again_since == 0)
+                again_since = now_ms();
+            else if (now_ms() - again_since > REDIS_TRYAGAIN_MAX_MS)
+                return lock_error(p->ctx, LL_UNAVAILABLE, "redis cluster", "%s: TRYAGAIN "
+                                  "for %d ms (%s)", p->what, REDIS_TRYAGAIN_MAX_MS, (*r)->str);
+        } else if (++hops > REDIS_CLUSTER_HOPS) {
             return lock_error(p->ctx, LL_UNAVAILABLE, "redis cluster", "%s: still redirected "
                               "after %d tries (%s)", p->what, REDIS_CLUSTER_HOPS, (*r)->str);
-        if (!redis_is_error(*r, "TRYAGAIN")) {
+        } else {
             ask = !moved;
             if ((node = redis_cluster_redirect(p->ctx->cfg, (*r)->str, moved)) < 0)
                 return lock_error(p->ctx, LL_ERROR, "redis cluster", "%s: a redirection "
                                   "not understood: %s", p->what, (*r)->str);
         }
-        if (hops > 2 || redis_is_error(*r, "TRYAGAIN"))
+        if (hops > 2 || again)
             sleep_us(REDIS_TRYAGAIN_MS * 1000LL);
         if (resend(p, i, node, ask, r) != LL_OK)
             return p->ctx->err;

@@ -1112,14 +1112,25 @@ int http_start(const struct config *c)
     return 0;
 }
 
+/* A listener accepts no more: its socket closed, so that a client (or
+ * nginx) is refused at once rather than left in the backlog until the
+ * process ends, and a new instance bound to the same port (SO_REUSEPORT)
+ * gets every new connection. libmicrohttpd hands the socket back rather
+ * than close it. */
+static void listener_quiesce(struct listener *l)
+{
+    MHD_socket fd;
+
+    if (l->d && (fd = MHD_quiesce_daemon(l->d)) != MHD_INVALID_SOCKET)
+        close(fd);
+}
+
 void http_quiesce(void)
 {
-    if (unix_l.d) {
-        MHD_quiesce_daemon(unix_l.d);
+    if (unix_l.d)
         unlink(cfg->unix_path);
-    }
-    if (tcp_l.d)
-        MHD_quiesce_daemon(tcp_l.d);
+    listener_quiesce(&unix_l);
+    listener_quiesce(&tcp_l);
     while (running > 0)
         wait_cond_wait(&running_cv, NULL, WAIT_FOREVER);
 }

@@ -117,6 +117,10 @@ static void mark_broken(struct ps_conn *pc, const char *why, int connect_failed)
 {
     int i;
 
+    /* A connection lost on a cluster: a failover? the map may have moved
+     * (once: not at every failed reconnect to a node that stays down). */
+    if (pc->up && redis_cluster_on(ps.cfg))
+        redis_cluster_stale(ps.cfg);
     snprintf(pc->lasterr, sizeof pc->lasterr, "%s", why);
     pc->up = 0;
     pc->broken++;
@@ -126,8 +130,6 @@ static void mark_broken(struct ps_conn *pc, const char *why, int connect_failed)
             ps.sub[i]->subscribed = ps.sub[i]->requested = ps.sub[i]->echoes = 0;
             wait_cond_broadcast(&ps.sub[i]->cv);
         }
-    if (redis_cluster_on(ps.cfg))       /* a failover? the map may have moved */
-        redis_cluster_stale(ps.cfg);
 }
 
 static struct redis_sub *find(const char *channel)
@@ -394,6 +396,8 @@ int redis_sub_join_as(struct lock_ctx *ctx, const char *channel, enum redis_wake
     s->waiters++;
     if (!s->subscribed && !pc->up && now_ms() < pc->retry_at_ms) {
         s->waiters--;
+        if (redis_cluster_on(ctx->cfg))     /* its slot may have a new master */
+            redis_cluster_stale(ctx->cfg);
         rc = lock_error(ctx, LL_UNAVAILABLE, pc->name, "%s is down: %s", pc->name, pc->lasterr);
     } else if (!s->subscribed) {
         ctx->backend_ops++;

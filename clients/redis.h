@@ -19,7 +19,7 @@
  *     write, a blocking XREADGROUP), what a caller pins (redis_pin()), and
  *     everything of a plain thread goes on the worker slot's own
  *     connection, one per server, as before the loop.
- * Pub/sub has a connection of its own (locks/redis_pubsub.c).
+ * Pub/sub has connections of its own, one per node (locks/redis_pubsub.c).
  *
  * Failures. A connection that fails is dropped and the next command
  * reconnects at once; a failed connect holds off the next one to that

@@ -133,7 +133,7 @@ struct cluster {
     struct hostport node[CONFIG_MAX_SERVERS];
     int             nnode;
     int16_t         slot_node[REDIS_CLUSTER_SLOTS];     /* -1: no master known */
-    int             loaded, stale, asking, last_good, next_any;
+    int             loaded, stale, asking, last_good;
     int64_t         next_ask_ms;
     char            lasterr[160];
 };
@@ -343,15 +343,5 @@ void redis_cluster_addr(const struct config *cfg, int node, struct hostport *out
     pthread_mutex_lock(&mu);
     c = state_of(cfg);
     *out = node < c->nnode ? c->node[node] : cfg->cluster[0];
-    pthread_mutex_unlock(&mu);
-}
-
-void redis_cluster_any_addr(const struct config *cfg, struct hostport *out)
-{
-    struct cluster *c;
-
-    pthread_mutex_lock(&mu);
-    c = state_of(cfg);
-    *out = c->node[c->next_any++ % c->nnode];
     pthread_mutex_unlock(&mu);
 }

@@ -46,8 +46,4 @@ void redis_cluster_stale(const struct config *cfg);
 /* Where node i is ("server" i of redis_server_addr() on a cluster). */
 void redis_cluster_addr(const struct config *cfg, int node, struct hostport *out);
 
-/* A node to subscribe on: each call the next one known (PUBLISH reaches
- * every node of a cluster). */
-void redis_cluster_any_addr(const struct config *cfg, struct hostport *out);
-
 #endif /* LOCKLAB_REDIS_CLUSTER_H */

@@ -10,8 +10,9 @@
  * The slot's hold (struct redis_hold, made at its first use): the token
  * it set, its expiry or validity, the replicas redisson-wait counts.
  *
- * Pub/sub (redis_pubsub.c): one dispatcher per process holds the
- * subscriptions and wakes one waiter per message; Redisson's subscribe-
+ * Pub/sub (redis_pubsub.c): one dispatcher per process and node holds
+ * the subscriptions (each channel on its slot's master on a cluster) and
+ * wakes one waiter per message; Redisson's subscribe-
  * and-wait loop over it (redisson_common.c), one for the strategies and
  * the synchronizers.
  *

@@ -8,22 +8,42 @@
  * into one permit of a semaphore: one waiter per process wakes and tries,
  * the others sleep on until their PTTL or the next message. We do the same.
  *
- * A dispatcher (started lazily, pthread_once, as a task_background(): a
+ * Where a channel is subscribed: on the node whose master holds the
+ * channel's slot, one pub/sub connection per node, as Redisson's cluster
+ * mode does. Redisson's channels carry the object's name as a hash tag
+ * (redisson_lock__channel:{lock:P}, a fair waiter's …:{lock:P}:<field>),
+ * so that node is the one whose script PUBLISHes the message, and the
+ * message reaches its subscriber without crossing the cluster bus (0.7 ms
+ * at the median there, but a tail of 35-38 ms, which every hand-over of
+ * the fair lock paid in turn: issue 33). On one server (or behind the
+ * Sentinels) there is one node, server 0. A channel's node is found when a
+ * waiter joins it (the slot map of clients/redis_cluster.c): a channel
+ * whose slot moved (a reshard, a failover) follows it when a waiter joins
+ * it again with nobody waiting on it, or when its connection breaks; until
+ * then it stays where it was, which loses nothing, since Redis Cluster's
+ * PUBLISH reaches every node (the message crosses the bus again). Plain
+ * SUBSCRIBE, not Redis 7's SSUBSCRIBE, for that reason: a sharded channel
+ * is dropped (sunsubscribe) when its slot moves, and Java clients of the
+ * same locks PUBLISH.
+ *
+ * A dispatcher per connection (started lazily, as a task_background(): a
  * coroutine on the loop of the first waiter, or a thread of its own where
- * there is none) owns the connection to server 0: it connects, reads and
- * closes it. Waiters register a channel in a table under a mutex and, when
- * the connection is up, append its SUBSCRIBE to the connection's output
- * and write it out themselves, without waiting (what the socket does not
- * take the dispatcher writes, waiting for it to be writable); every use of
- * the connection is under that mutex, which is never held across a wait.
+ * there is none) owns it: it connects, reads and closes it. Waiters
+ * register a channel in a table under a mutex and, when the connection is
+ * up, append its SUBSCRIBE to the connection's output and write it out
+ * themselves, without waiting (what the socket does not take the
+ * dispatcher writes, waiting for it to be writable); every use of a
+ * connection is under that mutex, which is never held across a wait.
  * The dispatcher marks the channel subscribed when Redis confirms, and for
  * every "message" on it adds one permit (at most one per registered
- * waiter) and signals that channel's wait_cond.
+ * waiter) and signals that channel's wait_cond; a confirmation or message
+ * on a connection the channel has left since is ignored.
  * Channels stay subscribed once used (a product's channel, or a fair-lock
  * waiter's): there are few, and an idle channel costs one small message per
- * release. When the connection breaks, every channel is marked unsubscribed
- * and waiters fail over to their own timed retries (the PTTL they got); the
- * dispatcher reconnects (throttled) and subscribes again.
+ * release. When a connection breaks, its channels are marked unsubscribed
+ * and their waiters fail over to their own timed retries (the PTTL they
+ * got); the dispatcher reconnects (throttled) and subscribes again those
+ * still on it, and on a cluster the slot map is asked for again.
  *
  * A waiter must be subscribed before it tries the lock the second time, or
  * a release between its failed try and its subscription would go unseen:
@@ -43,6 +63,7 @@
 
 struct redis_sub {
     char           channel[160];
+    int            conn;         /* its connection (node); -1: none yet    */
     int            waiters;      /* slots waiting on it now                */
     int            subscribed;   /* Redis confirmed SUBSCRIBE              */
     int            requested;    /* SUBSCRIBE sent, confirmation pending   */
@@ -53,16 +74,23 @@ struct redis_sub {
     struct wait_cond cv;
 };
 
-static struct {
-    pthread_mutex_t   mu;
-    struct redis_sub *sub[SUB_MAX];
-    int               nsub;
+/* The pub/sub connection to one node (on one server: node 0). */
+struct ps_conn {
+    int               node;
+    int               started;   /* its dispatcher runs                    */
     unsigned          broken;    /* bumped at every lost connection        */
     int               up;        /* the connection is established          */
     int64_t           retry_at_ms;
     char              lasterr[128];
     char              name[80];
     redisContext     *c;         /* the connection, while up               */
+};
+
+static struct {
+    pthread_mutex_t   mu;
+    struct redis_sub *sub[SUB_MAX];
+    int               nsub;
+    struct ps_conn    conn[CONFIG_MAX_SERVERS];
     const struct config *cfg;
 } ps = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
@@ -71,22 +99,37 @@ static _Atomic(const struct config *) ps_cfg;
 
 /* ---------------------------------------------------------------- dispatcher */
 
-/* Under ps.mu: every channel needs subscribing again. A failed connect
- * holds off the next one for REDIS_RECONNECT_MS; a lost connection (a
- * failover's CLIENT KILL, a restart) is followed by a connect at once, as
- * the slots' connections are (redis_conn.c). */
-static void mark_broken(const char *why, int connect_failed)
+/* Where node k is now: on one server the master (the Sentinels'), on a
+ * cluster node k of the map's table. */
+static void conn_addr(const struct ps_conn *pc, struct hostport *hp)
+{
+    if (redis_cluster_on(ps.cfg))
+        redis_cluster_addr(ps.cfg, pc->node, hp);
+    else
+        redis_server_addr(ps.cfg, 0, hp);
+}
+
+/* Under ps.mu: every channel of pc needs subscribing again. A failed
+ * connect holds off the next one for REDIS_RECONNECT_MS; a lost
+ * connection (a failover's CLIENT KILL, a restart) is followed by a
+ * connect at once, as the slots' connections are (redis_conn.c). */
+static void mark_broken(struct ps_conn *pc, const char *why, int connect_failed)
 {
     int i;
 
-    snprintf(ps.lasterr, sizeof ps.lasterr, "%s", why);
-    ps.up = 0;
-    ps.broken++;
-    ps.retry_at_ms = now_ms() + (connect_failed ? REDIS_RECONNECT_MS : 0);
-    for (i = 0; i < ps.nsub; i++) {
-        ps.sub[i]->subscribed = ps.sub[i]->requested = ps.sub[i]->echoes = 0;
-        wait_cond_broadcast(&ps.sub[i]->cv);
-    }
+    /* A connection lost on a cluster: a failover? the map may have moved
+     * (once: not at every failed reconnect to a node that stays down). */
+    if (pc->up && redis_cluster_on(ps.cfg))
+        redis_cluster_stale(ps.cfg);
+    snprintf(pc->lasterr, sizeof pc->lasterr, "%s", why);
+    pc->up = 0;
+    pc->broken++;
+    pc->retry_at_ms = now_ms() + (connect_failed ? REDIS_RECONNECT_MS : 0);
+    for (i = 0; i < ps.nsub; i++)
+        if (ps.sub[i]->conn == pc->node) {
+            ps.sub[i]->subscribed = ps.sub[i]->requested = ps.sub[i]->echoes = 0;
+            wait_cond_broadcast(&ps.sub[i]->cv);
+        }
 }
 
 static struct redis_sub *find(const char *channel)
@@ -139,8 +182,8 @@ static void grant_many(struct redis_sub *s, int n)
     wait_cond_broadcast(&s->cv);
 }
 
-/* A reply on the subscription: a confirmation or a message. Under ps.mu. */
-static void on_reply(const redisReply *r)
+/* A reply on pc's subscriptions: a confirmation or a message. Under ps.mu. */
+static void on_reply(const struct ps_conn *pc, const redisReply *r)
 {
     struct redis_sub *s;
     const char *kind;
@@ -149,8 +192,8 @@ static void on_reply(const redisReply *r)
         r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
         return;
     kind = r->element[0]->str;
-    if ((s = find(r->element[1]->str)) == NULL)
-        return;
+    if ((s = find(r->element[1]->str)) == NULL || s->conn != pc->node)
+        return;                         /* not ours, or it moved to another node */
     if (strcmp(kind, "subscribe") == 0) {
         s->subscribed = 1;
         wait_cond_broadcast(&s->cv);
@@ -166,103 +209,95 @@ static void on_reply(const redisReply *r)
     }
 }
 
-/* Append SUBSCRIBE for every channel not yet requested, and write what
- * the socket takes now, without waiting. Under ps.mu, ps.c up. */
-static int subscribe_pending(void)
+/* Append SUBSCRIBE for every channel of pc not yet requested, and write
+ * what the socket takes now, without waiting. Under ps.mu, pc->c up. */
+static int subscribe_pending(struct ps_conn *pc)
 {
     int i, done = 0;
 
     for (i = 0; i < ps.nsub; i++)
-        if (!ps.sub[i]->requested) {
-            if (redisAppendCommand(ps.c, "SUBSCRIBE %s", ps.sub[i]->channel) != REDIS_OK)
+        if (ps.sub[i]->conn == pc->node && !ps.sub[i]->requested) {
+            if (redisAppendCommand(pc->c, "SUBSCRIBE %s", ps.sub[i]->channel) != REDIS_OK)
                 return -1;
             ps.sub[i]->requested = 1;
         }
-    return redisBufferWrite(ps.c, &done) == REDIS_OK ? 0 : -1;
+    return redisBufferWrite(pc->c, &done) == REDIS_OK ? 0 : -1;
 }
 
-/* Does ps.c's output hold what the socket has not taken yet? Under ps.mu. */
-static int output_left(void)
-{
-    return sdslen(ps.c->obuf) > 0;
-}
-
-static void dispatcher_connect(void)
+static void dispatcher_connect(struct ps_conn *pc)
 {
     struct hostport hp;
     char why[128];
     redisContext *c;
 
-    if (redis_cluster_on(ps.cfg))               /* PUBLISH reaches every node */
-        redis_cluster_any_addr(ps.cfg, &hp);
-    else
-        redis_server_addr(ps.cfg, 0, &hp);      /* the master now (Sentinel) */
+    conn_addr(pc, &hp);
     c = redis_connect_to(hp.host, hp.port, now_us() + REDIS_CMD_TIMEOUT_MS * 1000LL,
                          why, sizeof why);
     pthread_mutex_lock(&ps.mu);
+    snprintf(pc->name, sizeof pc->name, "redis %s:%d", hp.host, hp.port);
     if (c == NULL) {
-        mark_broken(why, 1);
+        mark_broken(pc, why, 1);
     } else {
-        ps.c = c;
-        ps.up = 1;
+        pc->c = c;
+        pc->up = 1;
     }
     pthread_mutex_unlock(&ps.mu);
 }
 
 /* Read what came and hand it out: 0, or -1 (the connection failed). Under
  * ps.mu. */
-static int dispatch(int events)
+static int dispatch(struct ps_conn *pc, int events)
 {
     void *reply;
     int done;
 
-    if ((events & WAIT_WRITE) && redisBufferWrite(ps.c, &done) != REDIS_OK)
+    if ((events & WAIT_WRITE) && redisBufferWrite(pc->c, &done) != REDIS_OK)
         return -1;
-    if ((events & WAIT_READ) && redisBufferRead(ps.c) != REDIS_OK)
+    if ((events & WAIT_READ) && redisBufferRead(pc->c) != REDIS_OK)
         return -1;
     for (;;) {
         reply = NULL;
-        if (redisGetReplyFromReader(ps.c, &reply) != REDIS_OK)
+        if (redisGetReplyFromReader(pc->c, &reply) != REDIS_OK)
             return -1;
         if (reply == NULL)
             return 0;
-        on_reply(reply);
+        on_reply(pc, reply);
         freeReplyObject(reply);
     }
 }
 
 static void dispatcher_main(void *arg)
 {
+    struct ps_conn *pc = arg;
     int64_t wait;
     int fd, events, rc;
 
-    (void)arg;
     for (;;) {
         pthread_mutex_lock(&ps.mu);
-        wait = ps.c ? 0 : ps.retry_at_ms - now_ms();
+        wait = pc->c ? 0 : pc->retry_at_ms - now_ms();
         pthread_mutex_unlock(&ps.mu);
         if (wait > 0) {
             sleep_us(wait * 1000);
             continue;
         }
-        if (ps.c == NULL) {
-            dispatcher_connect();
+        if (pc->c == NULL) {
+            dispatcher_connect(pc);
             continue;
         }
         pthread_mutex_lock(&ps.mu);
-        rc = subscribe_pending();
-        fd = ps.c->fd;
-        events = WAIT_READ | (rc == 0 && output_left() ? WAIT_WRITE : 0);
+        rc = subscribe_pending(pc);
+        fd = pc->c->fd;
+        events = WAIT_READ | (rc == 0 && sdslen(pc->c->obuf) > 0 ? WAIT_WRITE : 0);
         pthread_mutex_unlock(&ps.mu);
         if (rc == 0)
             events = wait_fd(fd, events, now_us() + 1000000);
         pthread_mutex_lock(&ps.mu);
         if (rc == 0 && events)
-            rc = dispatch(events);
+            rc = dispatch(pc, events);
         if (rc != 0) {
-            mark_broken(ps.c->errstr[0] ? ps.c->errstr : "connection lost", 0);
-            redisFree(ps.c);
-            ps.c = NULL;
+            mark_broken(pc, pc->c->errstr[0] ? pc->c->errstr : "connection lost", 0);
+            redisFree(pc->c);
+            pc->c = NULL;
         }
         pthread_mutex_unlock(&ps.mu);
     }
@@ -270,11 +305,46 @@ static void dispatcher_main(void *arg)
 
 static void pubsub_start(void)
 {
-    const struct config *cfg = atomic_load(&ps_cfg);
+    struct hostport hp;
+    int i;
 
-    ps.cfg = cfg;
-    snprintf(ps.name, sizeof ps.name, "redis %s:%d", cfg->redis[0].host, cfg->redis[0].port);
-    task_background("redis-pubsub", dispatcher_main, NULL);
+    ps.cfg = atomic_load(&ps_cfg);
+    for (i = 0; i < CONFIG_MAX_SERVERS; i++) {
+        ps.conn[i].node = i;
+        if (redis_cluster_on(ps.cfg))
+            redis_cluster_addr(ps.cfg, i, &hp);
+        else
+            hp = ps.cfg->redis[0];      /* the Sentinels are asked at the connect */
+        snprintf(ps.conn[i].name, sizeof ps.conn[i].name, "redis %s:%d", hp.host, hp.port);
+    }
+}
+
+/* The node a channel is subscribed on: its slot's master on a cluster
+ * (asking for the map first if needed: may wait, so never under ps.mu),
+ * else 0. -1 with the failure on ctx. */
+static int home_of(struct lock_ctx *ctx, const char *channel)
+{
+    if (!redis_cluster_on(ctx->cfg))
+        return 0;
+    return redis_cluster_node(ctx, redis_key_slot(channel, strlen(channel)));
+}
+
+/* Under ps.mu: s goes to node `home` unless it is subscribed there, or
+ * others wait on it where it is (a moved slot's channel still hears every
+ * PUBLISH on its old node: it moves once nobody waits on it). */
+static void rehome(struct redis_sub *s, int home)
+{
+    struct ps_conn *old;
+    int done;
+
+    if (s->conn == home || (s->subscribed && s->waiters > 0))
+        return;
+    old = s->conn >= 0 ? &ps.conn[s->conn] : NULL;
+    if (old && old->c && (s->subscribed || s->requested) &&
+        redisAppendCommand(old->c, "UNSUBSCRIBE %s", s->channel) == REDIS_OK)
+        redisBufferWrite(old->c, &done);    /* a failure is that dispatcher's to see */
+    s->conn = home;
+    s->subscribed = s->requested = s->echoes = s->permits = 0;
 }
 
 /* ---------------------------------------------------------------- waiters */
@@ -284,16 +354,29 @@ int redis_sub_join(struct lock_ctx *ctx, const char *channel, struct redis_sub *
     return redis_sub_join_as(ctx, channel, REDIS_WAKE_ONE, out);
 }
 
+/* Under ps.mu: pc's dispatcher runs, started by this caller if not yet
+ * (it connects in this turn's jobs, or in a thread of its own). */
+static void conn_start(struct ps_conn *pc)
+{
+    if (pc->started)
+        return;
+    pc->started = 1;
+    task_background("redis-pubsub", dispatcher_main, pc);
+}
+
 int redis_sub_join_as(struct lock_ctx *ctx, const char *channel, enum redis_wake wake,
                       struct redis_sub **out)
 {
     struct redis_sub *s;
+    struct ps_conn *pc;
     unsigned broken;
-    int rc = LL_OK;
+    int rc = LL_OK, home;
 
+    *out = NULL;
     atomic_store(&ps_cfg, ctx->cfg);
     pthread_once(&ps_once, pubsub_start);
-    *out = NULL;
+    if ((home = home_of(ctx, channel)) < 0)
+        return ctx->err;
     pthread_mutex_lock(&ps.mu);
     if ((s = find(channel)) == NULL) {
         if (ps.nsub == SUB_MAX) {
@@ -302,29 +385,35 @@ int redis_sub_join_as(struct lock_ctx *ctx, const char *channel, enum redis_wake
         }
         s = xcalloc(1, sizeof *s);
         snprintf(s->channel, sizeof s->channel, "%s", channel);
+        s->conn = -1;
         s->wake = wake;
         wait_cond_init(&s->cv);
         ps.sub[ps.nsub++] = s;
     }
+    rehome(s, home);
+    pc = &ps.conn[s->conn];
+    conn_start(pc);
     s->waiters++;
-    if (!s->subscribed && !ps.up && now_ms() < ps.retry_at_ms) {
+    if (!s->subscribed && !pc->up && now_ms() < pc->retry_at_ms) {
         s->waiters--;
-        rc = lock_error(ctx, LL_UNAVAILABLE, ps.name, "%s is down: %s", ps.name, ps.lasterr);
+        if (redis_cluster_on(ctx->cfg))     /* its slot may have a new master */
+            redis_cluster_stale(ctx->cfg);
+        rc = lock_error(ctx, LL_UNAVAILABLE, pc->name, "%s is down: %s", pc->name, pc->lasterr);
     } else if (!s->subscribed) {
         ctx->backend_ops++;
-        if (ps.c)
-            subscribe_pending();        /* a failure is the dispatcher's to see */
-        broken = ps.broken;
-        while (!s->subscribed && ps.broken == broken)
+        if (pc->c)
+            subscribe_pending(pc);      /* a failure is the dispatcher's to see */
+        broken = pc->broken;
+        while (!s->subscribed && pc->broken == broken && s->conn == pc->node)
             if (!wait_cond_wait(&s->cv, &ps.mu, ctx->deadline_ms * 1000))
                 break;
         if (!s->subscribed) {
             s->waiters--;
-            rc = ps.broken != broken
-                ? lock_error(ctx, LL_UNAVAILABLE, ps.name, "SUBSCRIBE on %s failed: %s",
-                             ps.name, ps.lasterr)
+            rc = pc->broken != broken || s->conn != pc->node
+                ? lock_error(ctx, LL_UNAVAILABLE, pc->name, "SUBSCRIBE on %s failed: %s",
+                             pc->name, pc->lasterr)
                 : lock_error(ctx, LL_TIMEOUT, NULL, "lock not obtained before the deadline "
-                             "(no pub/sub confirmation from %s)", ps.name);
+                             "(no pub/sub confirmation from %s)", pc->name);
         }
     }
     pthread_mutex_unlock(&ps.mu);

@@ -10,8 +10,9 @@
  * tryLock (KEYS lock:P, queue, timeout; ARGV lease, field, wait, now):
  *   1. pop stale waiters off the head of the queue (timeout <= now);
  *   2. if lock:P is free and the queue is empty or we are its head: leave
- *      the queue, take wait off every other waiter's timeout, HSET field 1,
- *      PEXPIRE lease, return nil;
+ *      the queue, move every other waiter's timeout so that the next one's
+ *      is now + lease + its wait (below), HSET field 1, PEXPIRE lease,
+ *      return nil;
  *   3. re-entry: HEXISTS field -> HINCRBY, PEXPIRE, return nil;
  *   4. already queued: return our timeout − wait − now (≈ when our turn
  *      comes); otherwise queue at the tail with timeout = the previous
@@ -21,6 +22,20 @@
  *   zero DEL lock:P and PUBLISH "0" to the head waiter's channel only.
  * A waiter that gives up runs Redisson's acquireFailed script: it leaves
  * the queue and hands its wait back to those behind it.
+ *
+ * One change to Redisson 3.16's tryLock: on acquiring, Redisson takes the
+ * acquirer's wait off every other timeout. A waiter's timeout is stacked
+ * on its predecessor's (pttl + wait + now for the first, the previous one's
+ * + wait after), so under a queue that never empties they all stay
+ * anchored to the first waiter's arrival: lease + wait later (40 s here),
+ * every waiter is "stale" at the head of the queue, popped unpublished
+ * while it waits for its message, and waits out its whole wait (the 10 s
+ * lock_timeouts of a long run on a Redis Cluster, issue 33; Redisson's
+ * own 5-minute threadWaitTime only delays it). We move them by
+ * now + lease − (our timeout) instead: the same stacking, anchored to the
+ * last acquisition (the next waiter is stale lease + its wait after it).
+ * Java clients on the same queue still interoperate: both only compare
+ * the timeouts with their now.
  *
  * Waiting: the first tryLock queues us; then subscribe to our own channel,
  * and loop { tryLock; wait for the message or the returned ttl, never past
@@ -58,10 +73,15 @@ static struct redis_script fair_lock = {
     "if (redis.call('exists', KEYS[1]) == 0) and ((redis.call('exists', KEYS[2]) == 0) "
         "or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then "
         "redis.call('lpop', KEYS[2]); "
+        "local mine = redis.call('zscore', KEYS[3], ARGV[2]); "
         "redis.call('zrem', KEYS[3], ARGV[2]); "
+        "local shift = -tonumber(ARGV[3]); "
+        "if mine ~= false then "
+            "shift = tonumber(ARGV[1]) + tonumber(ARGV[4]) - tonumber(mine); "
+        "end; "
         "local keys = redis.call('zrange', KEYS[3], 0, -1); "
         "for i = 1, #keys, 1 do "
-            "redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), keys[i]); "
+            "redis.call('zincrby', KEYS[3], shift, keys[i]); "
         "end; "
         "redis.call('hset', KEYS[1], ARGV[2], 1); "
         "redis.call('pexpire', KEYS[1], ARGV[1]); "

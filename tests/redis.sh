@@ -69,6 +69,21 @@ for round in 1 2 3; do
 done
 t_ok "$waits -gt 0 -a $woken -eq $waits" "redisson: $waits waits, $woken ended by a message"
 
+# Redisson's fair queue stacks each waiter's timeout on its predecessor's;
+# as Redisson's script had it, they all stayed anchored to the first
+# waiter of a queue that never empties, and lease + wait later (3 s + 2 s
+# here) each head of the queue was dropped as stale while it waited for
+# its message, and timed out: 1-2 lock_timeouts in these 7 s before
+# locks/redisson_fair.c re-anchored them to each acquisition. hold_ms
+# keeps the queue full whatever the machine's speed; a waiter waits some
+# 6 x 20 ms, far from its 2 s.
+echo "== redisson-fair: a queue that never empties drops no live waiter"
+t_reset 100000
+t_load_urls "redisson-fair, 6 connections for 7 s" 100000 6 -d 7 \
+    "$LOCKLAB_URL/check/lock?lock=redisson-fair&wait_ms=2000&hold_ms=20"
+t_ok "$L_sold -gt 0 -a $L_sold -eq $L_requests -a '$L_oversold' = 0 -a '$L_lost' = 0" \
+     "redisson-fair for 7 s: every purchase sold ($L_sold of $L_requests, $L_lock_timeout lock_timeout), 0 oversold, 0 lost"
+
 echo "== re-entry within one request"
 for lock in redis-reentrant redisson redisson-fair; do
     t_reset $S

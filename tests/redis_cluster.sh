@@ -9,16 +9,18 @@
 #      answer their bench operation;
 #   2. two products whose locks live on two different masters: each
 #      fencing counter (locklab_fence:{lock:P}, the lock's own slot) is on
-#      its lock's master, and the unlock messages reach the waiters
-#      (pub/sub wake-ups) wherever they subscribed;
+#      its lock's master, the lock's channel is subscribed there and on no
+#      other node (locks/redis_pubsub.c), and the unlock messages reach
+#      the waiters (pub/sub wake-ups);
 #   3. the lock's slot moved to another master mid-run (CLUSTER SETSLOT
 #      MIGRATING/IMPORTING, MIGRATE, SETSLOT NODE: ASK, then MOVED): exact,
-#      and the new master serves the lock;
+#      and the new master serves the lock; redisson-fair's waiters, woken
+#      by their own channels, subscribe them on the new master;
 #   4. the lock's master killed while a holder holds the lock: its replica
 #      is promoted (cluster-node-timeout 2 s), purchases meanwhile are
 #      refused (503 naming the node or the cluster), none is lost, sales
-#      resume on the new master; whether the lock reached the replica is
-#      measured and said.
+#      resume on the new master, where the lock's channel is subscribed
+#      again; whether the lock reached the replica is measured and said.
 #
 # The stack is left with the cluster (t_setup of the next suite drops it).
 set -u
@@ -40,6 +42,9 @@ master_of() {
             if ($i !~ /^\[/ && s >= r[1] && s <= r[2]) { split($2, a, "[:@]"); print a[2] } } }'
 }
 node_id() { rc "$1" CLUSTER MYID; }
+# subscribers PORT PATTERN: how many channels matching PATTERN node PORT
+# has subscribers for (pub/sub is per node on a cluster).
+subscribers() { rc "$1" PUBSUB CHANNELS "$2" | grep -c . || true; }
 evals() { rc "$1" INFO commandstats | sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),.*/\1/p'; }
 
 # Two products whose locks hash to different masters.
@@ -93,7 +98,14 @@ t_reset 100 "$P2"
 t_load "lock=redisson&product=$P2" 200 32
 t_exact "redisson on $P2 (master $M2)"
 woke=$(t_stats_sum redisson wakeups)
-t_ok "$woke -gt 0" "unlock messages published on $M2 woke $woke waiters (subscribed on any node)"
+t_ok "$woke -gt 0" "unlock messages published on $M2 woke $woke waiters"
+CH2="redisson_lock__channel:{lock:$P2}"
+elsewhere=0
+for port in "${NODES[@]#*:}"; do
+    [[ $port != "$M2" ]] && elsewhere=$((elsewhere + $(subscribers "$port" "$CH2")))
+done
+t_ok "$(subscribers "$M2" "$CH2") = 1 -a $elsewhere = 0" \
+     "$CH2 is subscribed on its slot's master $M2 ($(rc "$M2" PUBSUB NUMSUB "$CH2" | tail -1) instances), on no other node"
 
 echo "== the lock's slot moved to another master mid-run (ASK, then MOVED)"
 SLOT=$(slot_of "lock:$P1")
@@ -137,6 +149,12 @@ t_reset 20 "$P1"
 t_load "lock=redis-lua&product=$P1" 40 4
 t_exact "redis-lua after the move"
 t_ok "$(evals "$TO") -gt $before" "the instances sent the lock's scripts to $TO ($before EVALSHA before, $(evals "$TO") after)"
+t_reset 40 "$P1"
+t_load "lock=redisson-fair&product=$P1" 120 12
+t_exact "redisson-fair after the move"
+woke=$(t_stats_sum redisson-fair wakeups) moved=$(subscribers "$TO" "redisson_lock__channel:{lock:$P1}:*")
+t_ok "$woke -gt 0 -a $moved -gt 0" \
+     "its waiters woke ($woke) on their channels, $moved of them subscribed on the new master $TO"
 
 echo "== the lock's master killed while the lock is held: the replica takes over"
 M=$(master_of "$SLOT")
@@ -193,6 +211,8 @@ t_ok "$refused -gt 0" "purchases during the failover were refused with 503 ($ref
 t_ok "$resumed -gt 0" "sales resumed after the promotion ($resumed sold)"
 t_load "lock=redisson&product=$P1" 400 16
 total=$((held_sold + paced_sold + L_sold))
+t_ok "$(subscribers "$REPLICA" "redisson_lock__channel:{lock:$P1}") = 1 -a $(t_stats_sum redisson wakeups) -gt 0" \
+     "after the failover the lock's channel is subscribed on the new master $REPLICA, and waiters woke"
 t_ok "$L_final -eq $((200 - total)) -a $total -le 200 -a $L_unknown -eq 0" \
      "nothing lost through the failover: sold $held_sold (holder) + $paced_sold (paced) + $L_sold (after), stock $L_final"
 rm -rf "$out"

@@ -15,10 +15,13 @@
  *                     the claim waits for that outcome. A purchase that
  *                     certainly did not sell (lock_timeout, unavailable)
  *                     gives the claim back, so a retry is a new attempt.
- *   Redis's stock     order:O, written by the step that takes the units
- *                     (locks/redis_stock.h): the copies meet in Redis,
- *                     which runs one step at a time, and the consumer
- *                     writes db_order afterwards.
+ *   Redis's stock     {stock:P}:order:O, written by the step that takes
+ *                     the units (locks/redis_stock.h): the copies meet in
+ *                     Redis, which runs one step at a time, and the
+ *                     consumer writes db_order afterwards. The record is
+ *                     under its product's hash tag (one slot with the
+ *                     stock on a cluster): a copy naming another product
+ *                     does not find it there (no order_conflict).
  * An order number belongs to the store its first attempt sold from: its
  * copies are expected to name a strategy of the same stock.
  */

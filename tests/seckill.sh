@@ -200,7 +200,7 @@ sold=$(grep '^result_sold=' "$T_RUN/seckill-load.out" | cut -d= -f2)
 unknown=$(grep '^result_unknown=' "$T_RUN/seckill-load.out" | cut -d= -f2)
 drain
 taken=$((4000 - D_redis))
-t_ok "'$D_loaded' = true" "stock:1001 survived the restart (append-only file)"
+t_ok "'$D_loaded' = true" "{stock:1001} survived the restart (append-only file)"
 t_ok "$taken -ge ${sold:-0} -a $taken -le $((${sold:-0} + ${unknown:-0}))" \
      "Redis's count fell by $taken: the $sold sales counted, and at most the ${unknown:-0} unknown"
 t_ok "'$D_reconciled $D_drained $D_mysql $D_applied' = 'true true $D_redis $taken'" \

@@ -25,7 +25,10 @@
  * sold-outs. With K = 1 it is redis-decr.
  *
  * On one Redis server the buckets share its one thread, so they spread
- * nothing there; they pay off across a cluster's masters. One unit a
+ * nothing there; across a cluster's masters they spread the scripts, but
+ * each bucket splits redis-decr's batches (K buckets, K lines) and adds a
+ * stream for the consumers: more CPU a sale, which on a machine whose CPU
+ * is the bound is fewer sales (docs/scale.md measured it). One unit a
  * purchase (an order of several could find every bucket short while the
  * product has enough: refused with 400).
  */
@@ -41,7 +44,7 @@ const struct lock_ops lock_redis_buckets = {
     .name     = "redis-buckets",
     .family   = "redis-stock",
     .summary  = "the stock split in K Redis keys, {stock:P:bN} hash tags (POST /stock/reset?buckets=K): redis-decr's script on one bucket, the next when it is empty; sold out only when a pass found all empty",
-    .flaw     = "MariaDB trails by what the streams hold; one Redis server runs every bucket on its one thread; one unit a purchase",
+    .flaw     = "MariaDB trails by what the streams hold; one Redis server runs every bucket on its one thread; each bucket splits the batches (more script calls and consumer transactions a sale); one unit a purchase",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .ceiling  = LOCK_CEIL_REDIS_DECR,
     .stock    = "redis",

@@ -107,6 +107,18 @@ t_ok "$(tr ' ' '\n' <<<"$masters" | sort -u | grep -c .) -ge 2" \
      "the 4 buckets of $P1 are on the masters $masters"
 t_load "lock=redis-buckets&product=$P1" 120 12
 rs_exact redis-buckets
+# An order's record ({stock:P}:order:O) is on its product's slot: the
+# sale's script or MULTI writes it, and a copy reads the first answer.
+t_reset 5 "$P1"
+for lock in redis-decr redis-watch redis-lock-stock; do
+    o="cl-$lock-$(date +%s%N)"
+    first=$(t_curl -X POST "$LOCKLAB_URL/order?order_no=$o&lock=$lock&product=$P1")
+    copy=$(t_curl -X POST "$LOCKLAB_URL/order?order_no=$o&lock=$lock&product=$P1")
+    t_ok "'$(t_jq "$first" .result) $(t_jq "$copy" '"\(.result) \(.replayed)"')' = 'sold sold true'" \
+         "$lock: an order sold on the cluster, its copy replayed ($(t_jq "$copy" .result))"
+done
+left=$(t_jq "$(t_curl "$LOCKLAB_URL/stock?product=$P1")" .redis.count)
+t_ok "'$left' = 2" "three orders and their copies took three units of 5 ($left left in Redis)"
 
 echo "== Redisson's synchronizers on the cluster (their bench operation, 24 times each)"
 while IFS=$'\t' read -r prim bench; do

@@ -11,8 +11,9 @@
  * in the same atomic step records the sales in the stream {stock:P}:sales
  * and an order's first answer in {stock:P}:order:O. Every key is under
  * the hash tag {stock:P}: on a Redis Cluster the script runs on the
- * master of one slot. Redis runs one script at a time, so no lock is needed, and two copies of an order, whichever instances
- * send them, meet there one after the other. The consumer of every
+ * master of one slot. Redis runs one script at a time, so no lock is
+ * needed, and two copies of an order, whichever instances send them, meet
+ * there one after the other. The consumer of every
  * instance applies the stream to MariaDB afterwards
  * (redis_stock_consumer.c): no MariaDB round trip on the sale's path.
  *

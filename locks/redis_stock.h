@@ -6,8 +6,9 @@
  * redis-lock-stock, redis-buckets) sell product P from Redis, not from
  * MariaDB: each sale takes its units from `{stock:P}` and, in the same
  * atomic step, appends an entry to the stream `{stock:P}:sales` (and
- * records the order, when there is one). A consumer in every instance reads the stream as a member of
- * the consumer group `locklab` and applies each entry to MariaDB once
+ * records the order, when there is one). A consumer in every instance
+ * reads the stream as a member of the consumer group `locklab` and
+ * applies each entry to MariaDB once
  * (locks/redis_stock_consumer.c): MariaDB is written afterwards, as in a
  * real flash sale, and nothing is lost between the two stores.
  *

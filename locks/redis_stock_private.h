@@ -36,9 +36,9 @@ struct rs_sale {
     const char *lock;                   /* the strategy, for the entry     */
 
     /* rs_read() */
-    int        loaded;                  /* {stock:P} exists                  */
+    int        loaded;                  /* {stock:P} exists                */
     long long  count, epoch;
-    int        replayed;                /* {stock:P}:order:O exists: first_* below   */
+    int        replayed;                /* its order:O exists: first_* below */
     char       first_result[16];
     long long  first_remaining, first_qty;
     char       first_product[STOCK_CODE_MAX + 1];
@@ -49,14 +49,15 @@ struct rs_sale {
 void rs_sale_init(struct rs_sale *s, struct lock_ctx *ctx, const struct product *p);
 
 /* The read step of redis-watch and redis-lock-stock, one round trip:
- * [WATCH {stock:P} {stock:P}:order:O {stock:P}:buyers] MGET {stock:P} {stock:P}:epoch,
- * HMGET {stock:P}:order:O …, HGET {stock:P}:buyers U. LL_OK or a failure. */
+ * [WATCH {stock:P} {stock:P}:order:O {stock:P}:buyers] MGET {stock:P}
+ * {stock:P}:epoch, HMGET {stock:P}:order:O …, HGET {stock:P}:buyers U.
+ * LL_OK or a failure. */
 int rs_read(struct lock_ctx *ctx, struct rs_sale *s, int watch);
 
-/* The write step, one round trip: MULTI, the units taken (DECRBY {stock:P},
- * or SET {stock:P} to the count read minus qty when `absolute`, as the seeds
- * write it under a lock), INCRBY {stock:P}:sold, XADD {stock:P}:sales, the
- * order's record and its buyer, EXEC; or, when fewer than qty are left,
+/* The write step, one round trip: MULTI, the units taken (DECRBY
+ * {stock:P}, or SET {stock:P} to the count read minus qty when `absolute`,
+ * as the seeds write it under a lock), INCRBY {stock:P}:sold, XADD
+ * {stock:P}:sales, the order's record and its buyer, EXEC; or, when fewer than qty are left,
  * only the order's record of a sale refused. *committed = 0 when EXEC
  * answered nil (a watched key changed). *remaining: the count left. A
  * transport failure after sending is LL_UNKNOWN: the EXEC may have run. */

@@ -51,6 +51,7 @@ void rs_keys(struct rs_keys *k, const char *product, const char *order_no)
     snprintf(k->sales, sizeof k->sales, "{%s}:sales", tag);
     snprintf(k->buyers, sizeof k->buyers, "{%s}:buyers", tag);
     snprintf(k->order, sizeof k->order, "{%s}:order:%s", tag, order_no ? order_no : "");
+    snprintf(k->claim, sizeof k->claim, "locklab:order:%s", order_no ? order_no : "");
 }
 
 void rs_sale_init(struct rs_sale *s, struct lock_ctx *ctx, const struct product *p)
@@ -256,6 +257,27 @@ int rs_precheck(struct lock_ctx *ctx, struct rs_sale *s, int *done)
         return LL_SOLD_OUT;
     }
     *done = 0;
+    return LL_OK;
+}
+
+/* ---------------------------------------------------------------- the claim */
+
+int redis_stock_claim(struct lock_ctx *ctx, const struct product *p, struct order *o)
+{
+    struct rs_keys k;
+    redisReply *r;
+
+    rs_keys(&k, p->code, o->no);
+    if ((r = redis_cmd(ctx, 0, "SET %s %s NX GET", k.claim, p->code)) == NULL)
+        return ctx->err;
+    if (r->type == REDIS_REPLY_ERROR)
+        return redis_reply_error(ctx, 0, r, k.claim);
+    if (r->type == REDIS_REPLY_STRING && strcmp(r->str, p->code) != 0) {
+        o->replayed = 1;
+        o->first_qty = -1;
+        snprintf(o->first_product, sizeof o->first_product, "%s", r->str);
+    }
+    freeReplyObject(r);
     return LL_OK;
 }
 

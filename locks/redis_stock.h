@@ -27,8 +27,13 @@
  *                    one consumer per instance (its uuid)
  *   {stock:P}:buyers hash U → O of the orders that asked one per user
  *   {stock:P}:order:O  hash of an order's first answer: result,
- *                    remaining, qty, product (under P's tag: an order
- *                    number is looked up with the product it names)
+ *                    remaining, qty, product (under P's tag, so that the
+ *                    sale's step writes it on the stock's slot)
+ *   locklab:order:O  the order number's claim: the product its first
+ *                    attempt named, set before the sale
+ *                    (redis_stock_claim()); a key of its own, on its own
+ *                    slot on a cluster, so that O names one product
+ *                    whichever products' slots its copies ask
  *   locklab:stocks   set of the products loaded into Redis (what the
  *                    consumers read; on a cluster a key of its own slot,
  *                    written apart from the product's keys)
@@ -50,6 +55,7 @@
 
 struct config;
 struct lock_ctx;
+struct order;
 struct product;
 
 #define REDIS_STOCK_GROUP "locklab"        /* the consumer group of every stream */
@@ -120,6 +126,17 @@ struct product;
     "             'lock', ARGV[1]) " \
     "end " \
     "return out"
+
+/* POST /order on the Redis stock, before the sale: claim order o's number
+ * for p, SET locklab:order:O P NX GET, one round trip. LL_OK when the
+ * number is p's (just claimed, or by an earlier attempt: the sale's step
+ * then finds the order's record, or makes it); LL_OK with o->replayed and
+ * o->first_product (o->first_qty -1: not known here) when it is another
+ * product's: the caller answers order_conflict and sells nothing; a
+ * failure (Redis unreachable) otherwise. The claim is kept as the order's
+ * record is, with no expiry and through POST /stock/reset, even when the
+ * first attempt then failed: the number stays its first product's. */
+int redis_stock_claim(struct lock_ctx *ctx, const struct product *p, struct order *o);
 
 /* POST /stock/reset, before MariaDB's count is written: a new epoch of P's
  * Redis stock in MariaDB (db_redis_stock), so that the consumers apply no

@@ -16,11 +16,13 @@
 /* A product's keys, and an order's, all under the product's hash tag (so
  * that on a Redis Cluster they share one slot: every script and MULTI of a
  * sale touches one): {stock:P}, {stock:P}:epoch, :sold, :sales, :buyers,
- * {stock:P}:order:O; a bucket "{P:bN}" has the tag stock:P:bN. The one
- * place that names them (redis_stock.c). */
+ * {stock:P}:order:O; a bucket "{P:bN}" has the tag stock:P:bN. Apart, the
+ * order number's claim locklab:order:O (its own slot, whatever the
+ * product: redis_stock_claim()). The one place that names them
+ * (redis_stock.c). */
 struct rs_keys {
     char stock[RS_KEY_MAX], epoch[RS_KEY_MAX], sold[RS_KEY_MAX], sales[RS_KEY_MAX];
-    char buyers[RS_KEY_MAX], order[RS_KEY_MAX];
+    char buyers[RS_KEY_MAX], order[RS_KEY_MAX], claim[RS_KEY_MAX];
 };
 
 void rs_keys(struct rs_keys *k, const char *product, const char *order_no);

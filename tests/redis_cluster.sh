@@ -9,7 +9,8 @@
 #      in 4 buckets whose keys are on at least two masters) sells exactly,
 #      and MariaDB's count is Redis's once the consumers have drained the
 #      streams (each read on its slot's master); Redisson's synchronizers
-#      answer their bench operation;
+#      answer their bench operation; an order number reused for another
+#      product is order_conflict (its claim on a slot of its own);
 #   2. two products whose locks live on two different masters: each
 #      fencing counter (locklab_fence:{lock:P}, the lock's own slot) is on
 #      its lock's master, and the unlock messages reach the waiters
@@ -109,16 +110,34 @@ t_load "lock=redis-buckets&product=$P1" 120 12
 rs_exact redis-buckets
 # An order's record ({stock:P}:order:O) is on its product's slot: the
 # sale's script or MULTI writes it, and a copy reads the first answer.
+# Its number's claim (locklab:order:O, a slot of its own) names the
+# product: the same number for P2 is order_conflict, P2 keeps its stock,
+# and db_order has one row for it, P1's.
+t_reset 5 "$P2"
 t_reset 5 "$P1"
+RUN=cl$(date +%s%N)
 for lock in redis-decr redis-watch redis-lock-stock; do
-    o="cl-$lock-$(date +%s%N)"
+    o="$RUN-$lock"
     first=$(t_curl -X POST "$LOCKLAB_URL/order?order_no=$o&lock=$lock&product=$P1")
     copy=$(t_curl -X POST "$LOCKLAB_URL/order?order_no=$o&lock=$lock&product=$P1")
     t_ok "'$(t_jq "$first" .result) $(t_jq "$copy" '"\(.result) \(.replayed)"')' = 'sold sold true'" \
          "$lock: an order sold on the cluster, its copy replayed ($(t_jq "$copy" .result))"
+    other=$(t_curl -w ' %{http_code}' -X POST "$LOCKLAB_URL/order?order_no=$o&lock=$lock&product=$P2")
+    t_ok "'$(t_jq "${other% *}" .result) ${other##* }' = 'order_conflict 409'" \
+         "$lock: the same number for $P2: 409 order_conflict (claim on slot $(slot_of "locklab:order:$o"), {stock:$P1} on $(slot_of "{stock:$P1}"))"
 done
 left=$(t_jq "$(t_curl "$LOCKLAB_URL/stock?product=$P1")" .redis.count)
 t_ok "'$left' = 2" "three orders and their copies took three units of 5 ($left left in Redis)"
+left=$(t_jq "$(t_curl "$LOCKLAB_URL/stock?product=$P2")" .redis.count)
+t_ok "'$left' = 5" "the copies naming $P2 took nothing of its 5 ($left left in Redis)"
+for ((i = 0; i < 150; i++)); do
+    [ "$(t_jq "$(t_curl "$LOCKLAB_URL/stock?product=$P1")" .redis.drained)" = true ] && break
+    sleep 0.2
+done
+rows=$(MYSQL_PWD=$LOCKLAB_MYSQL_PASSWORD mariadb -h"$LOCKLAB_MYSQL_HOST" -P"$LOCKLAB_MYSQL_PORT" \
+    -u"$LOCKLAB_MYSQL_USER" "$LOCKLAB_MYSQL_DB" -N -e "SELECT COUNT(*), MIN(s.product_code), \
+    MAX(s.product_code) FROM db_order o JOIN db_stock s ON s.id = o.stock_id WHERE o.order_no LIKE '$RUN-%'" | tr '\t' ' ')
+t_ok "'$rows' = '3 $P1 $P1'" "db_order after the drain: one row for each number, product $P1 ($rows)"
 
 echo "== Redisson's synchronizers on the cluster (their bench operation, 24 times each)"
 while IFS=$'\t' read -r prim bench; do

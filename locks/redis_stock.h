@@ -128,7 +128,8 @@ struct product;
     "return out"
 
 /* POST /order on the Redis stock, before the sale: claim order o's number
- * for p, SET locklab:order:O P NX GET, one round trip. LL_OK when the
+ * for p, SET locklab:order:O P NX GET (NX with GET: Redis 7.0, the
+ * stack's and docker-compose's), one round trip. LL_OK when the
  * number is p's (just claimed, or by an earlier attempt: the sale's step
  * then finds the order's record, or makes it); LL_OK with o->replayed and
  * o->first_product (o->first_qty -1: not known here) when it is another

@@ -276,7 +276,7 @@ void print_front(FILE *f, const json_t *res, enum fmt fmt)
 }
 
 static const char stock_note[] =
-    "The runs that sell from Redis (stock:P), read once the consumers had drained the sales "
+    "The runs that sell from Redis ({stock:P}), read once the consumers had drained the sales "
     "stream: Redis's count (the final of the table above), MariaDB's, the units sold in "
     "Redis and not yet applied to MariaDB (in flight) and those the stream still held "
     "unacknowledged. They add up when MariaDB = Redis + in flight, nothing was applied "

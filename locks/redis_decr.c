@@ -2,15 +2,18 @@
  * script (seeds 001 and 004 end here; the script is REDIS_STOCK_DECR_LUA in
  * redis_stock.h).
  *
- *     EVALSHA <decr> 5+n stock:P stock:P:sold stock:P:sales stock:P:epoch
- *                        stock:P:buyers order:O₁ … order:Oₙ  lock P
+ *     EVALSHA <decr> 5+n {stock:P} {stock:P}:sold {stock:P}:sales
+ *                        {stock:P}:epoch {stock:P}:buyers
+ *                        {stock:P}:order:O₁ … {stock:P}:order:Oₙ  lock P
  *                        qty₁ order₁ user₁ 0|1 … qtyₙ orderₙ userₙ 0|1
  *
  * The script checks count >= qty for each purchase, takes the units, and
- * in the same atomic step records the sales in the stream stock:P:sales
- * and an order's first answer in order:O. Redis runs one script at a time,
- * so no lock is needed, and two copies of an order, whichever instances
- * send them, meet there one after the other. The consumer of every
+ * in the same atomic step records the sales in the stream {stock:P}:sales
+ * and an order's first answer in {stock:P}:order:O. Every key is under
+ * the hash tag {stock:P}: on a Redis Cluster the script runs on the
+ * master of one slot. Redis runs one script at a time, so no lock is
+ * needed, and two copies of an order, whichever instances send them, meet
+ * there one after the other. The consumer of every
  * instance applies the stream to MariaDB afterwards
  * (redis_stock_consumer.c): no MariaDB round trip on the sale's path.
  *
@@ -33,7 +36,7 @@
  * ?lose_answer=1 makes it happen, to a batch of its own, by dropping the
  * connection once the script is sent) may have sold:
  * every purchase of the batch is LL_UNKNOWN, never sent again; an order's
- * copy then learns from order:O what happened.
+ * copy then learns from {stock:P}:order:O what happened.
  * What it still leaves: MariaDB's count trails the sales by what the
  * stream holds, and a sale is as durable as Redis's append-only file (the
  * stack's: appendfsync everysec, docs/stack.md).
@@ -226,7 +229,7 @@ static void run_batch(struct purchase **batch, int n, int *status)
     } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
                r->element[0]->type == REDIS_REPLY_STRING &&
                !strcmp(r->element[0]->str, "missing")) {
-        for (i = 0; i < n; i++)             /* stock:P is not loaded */
+        for (i = 0; i < n; i++)             /* {stock:P} is not loaded */
             status[i] = CHECK;
         freeReplyObject(r);
         return;
@@ -321,8 +324,6 @@ static int decr_sell(struct lock_ctx *ctx, const struct product *p, long long *r
     struct purchase me = { .ctx = ctx, .remaining = -1, .status = PENDING };
     int rc, done;
 
-    if ((rc = rs_cluster_refused(ctx)) != LL_OK)
-        return rc;
     pthread_once(&lines_once, lines_init);
     me.slot = slot_of(ctx);
     me.alone = ctx->lose_answer;
@@ -341,12 +342,12 @@ static int decr_sell(struct lock_ctx *ctx, const struct product *p, long long *r
 const struct lock_ops lock_redis_decr = {
     .name     = "redis-decr",
     .family   = "redis-stock",
-    .summary  = "stock:P in Redis: one Lua script checks count >= qty, DECRBY, XADD of the sale to stock:P:sales; consumers apply the stream to MariaDB (seeds 001, 004)",
+    .summary  = "{stock:P} in Redis: one Lua script checks count >= qty, DECRBY, XADD of the sale to {stock:P}:sales; consumers apply the stream to MariaDB (seeds 001, 004)",
     .flaw     = "MariaDB trails by what the stream holds; a sale is as durable as Redis's AOF (everysec)",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .ceiling  = LOCK_CEIL_REDIS_DECR,
     .stock    = "redis",
-    .nofence  = "no lock to fence: one Lua script on stock:P is the whole sale, atomic in Redis",
+    .nofence  = "no lock to fence: one Lua script on {stock:P} is the whole sale, atomic in Redis",
     .sell     = decr_sell,
 };
 

@@ -1,11 +1,11 @@
 /* redis_lock_stock.c — the seeds' lock around the stock in Redis (seed 001
  * 进阶4, seed 004's Redisson example): a lock of the Redis family around
- * GET stock:P and SET stock:P <count − qty>.
+ * GET {stock:P} and SET {stock:P} <count − qty>.
  *
  *     SET lock:P <token> PX <lease> NX     (redis-lua's lock, by its table)
- *     MGET stock:P stock:P:epoch …
- *     MULTI; SET stock:P <read − qty>; INCRBY stock:P:sold qty;
- *            XADD stock:P:sales * …; [HSET order:O …]; EXEC
+ *     MGET {stock:P} {stock:P}:epoch …
+ *     MULTI; SET {stock:P} <read − qty>; INCRBY {stock:P}:sold qty;
+ *            XADD {stock:P}:sales * …; [HSET {stock:P}:order:O …]; EXEC
  *     EVALSHA <compare-and-delete> lock:P <token>
  *
  * The SET writes the absolute count read, as the seeds do, so the lock is
@@ -32,8 +32,6 @@ static int lock_sale_run(struct lock_ctx *ctx, const struct product *p,
     int rc, rrc, done = 0, committed;
     int64_t got;
 
-    if ((rc = rs_cluster_refused(ctx)) != LL_OK)
-        return rc;
     rs_sale_init(&s, ctx, p);
     *remaining = -1;
     rc = lock_redis_lua.acquire(ctx, p->key);
@@ -62,12 +60,12 @@ static int lock_sale_run(struct lock_ctx *ctx, const struct product *p,
 const struct lock_ops lock_redis_lock_stock = {
     .name     = "redis-lock-stock",
     .family   = "redis-stock",
-    .summary  = "redis-lua's lock:P around GET and SET of stock:P (seeds 001, 004)",
+    .summary  = "redis-lua's lock:P around GET and SET of {stock:P} (seeds 001, 004)",
     .flaw     = "two more round trips a sale; a holder slower than the lease is overtaken (lost updates in Redis)",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS_STOCK,
     .stock    = "redis",
-    .nofence  = "its write is a plain SET of stock:P in Redis, which checks no token: a stale holder's SET lands",
+    .nofence  = "its write is a plain SET of {stock:P} in Redis, which checks no token: a stale holder's SET lands",
     .sell     = lock_sale_run,
     .reset    = redis_del_key,
 };

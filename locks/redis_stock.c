@@ -13,7 +13,7 @@
  * epoch of the product goes up by one (db_redis_stock), which a consumer
  * applying an entry reads under a row lock, so from then on no entry of
  * the old epoch is applied; (2) the caller writes MariaDB's count; (3) one
- * Lua script loads stock:P with the new epoch, its sold counter at 0, an
+ * Lua script loads {stock:P} with the new epoch, its sold counter at 0, an
  * empty stream with its consumer group and no buyers. Entries sold from
  * the old load between (1) and (3) are dropped by the consumers: the reset
  * overwrote the counts they were sold from, as it does for MariaDB's.
@@ -28,21 +28,30 @@
 
 /* ---------------------------------------------------------------- keys */
 
-void rs_keys(struct rs_keys *k, const char *product, const char *order_no)
+/* The hash tag of a product's Redis stock: "stock:P" for a product,
+ * "stock:P:bN" for its bucket N (whose name is "{P:bN}", store/buckets.h). */
+static void rs_tag(char *out, size_t size, const char *product)
 {
-    snprintf(k->stock, sizeof k->stock, "stock:%s", product);
-    snprintf(k->epoch, sizeof k->epoch, "stock:%s:epoch", product);
-    snprintf(k->sold, sizeof k->sold, "stock:%s:sold", product);
-    snprintf(k->sales, sizeof k->sales, "stock:%s:sales", product);
-    snprintf(k->buyers, sizeof k->buyers, "stock:%s:buyers", product);
-    snprintf(k->order, sizeof k->order, "order:%s", order_no ? order_no : "");
+    size_t n = strlen(product);
+
+    if (product[0] == '{' && n > 2 && product[n - 1] == '}')
+        snprintf(out, size, "stock:%.*s", (int)(n - 2), product + 1);
+    else
+        snprintf(out, size, "stock:%s", product);
 }
 
-int rs_cluster_refused(struct lock_ctx *ctx)
+void rs_keys(struct rs_keys *k, const char *product, const char *order_no)
 {
-    if (!redis_cluster_on(ctx->cfg))
-        return LL_OK;
-    return lock_error(ctx, LL_BADREQ, NULL, "%s: %s", ctx->ops->name, RS_CLUSTER_REASON);
+    char tag[48];
+
+    rs_tag(tag, sizeof tag, product);
+    snprintf(k->stock, sizeof k->stock, "{%s}", tag);
+    snprintf(k->epoch, sizeof k->epoch, "{%s}:epoch", tag);
+    snprintf(k->sold, sizeof k->sold, "{%s}:sold", tag);
+    snprintf(k->sales, sizeof k->sales, "{%s}:sales", tag);
+    snprintf(k->buyers, sizeof k->buyers, "{%s}:buyers", tag);
+    snprintf(k->order, sizeof k->order, "{%s}:order:%s", tag, order_no ? order_no : "");
+    snprintf(k->claim, sizeof k->claim, "locklab:order:%s", order_no ? order_no : "");
 }
 
 void rs_sale_init(struct rs_sale *s, struct lock_ctx *ctx, const struct product *p)
@@ -251,6 +260,27 @@ int rs_precheck(struct lock_ctx *ctx, struct rs_sale *s, int *done)
     return LL_OK;
 }
 
+/* ---------------------------------------------------------------- the claim */
+
+int redis_stock_claim(struct lock_ctx *ctx, const struct product *p, struct order *o)
+{
+    struct rs_keys k;
+    redisReply *r;
+
+    rs_keys(&k, p->code, o->no);
+    if ((r = redis_cmd(ctx, 0, "SET %s %s NX GET", k.claim, p->code)) == NULL)
+        return ctx->err;
+    if (r->type == REDIS_REPLY_ERROR)
+        return redis_reply_error(ctx, 0, r, k.claim);
+    if (r->type == REDIS_REPLY_STRING && strcmp(r->str, p->code) != 0) {
+        o->replayed = 1;
+        o->first_qty = -1;
+        snprintf(o->first_product, sizeof o->first_product, "%s", r->str);
+    }
+    freeReplyObject(r);
+    return LL_OK;
+}
+
 /* ---------------------------------------------------------------- reset */
 
 int redis_stock_reset_begin(struct lock_ctx *ctx, const struct product *p, long long *epoch)
@@ -274,18 +304,53 @@ int redis_stock_reset_begin(struct lock_ctx *ctx, const struct product *p, long 
     return rc;
 }
 
-/* KEYS: stock, epoch, sold, sales, buyers, the set of loaded products;
- * ARGV: count, epoch, group, product. */
+/* KEYS: stock, epoch, sold, sales, buyers (one hash tag); ARGV: count,
+ * epoch, group. */
 static struct redis_script load_script = {
     "redis.call('SET', KEYS[1], ARGV[1]) "
     "redis.call('SET', KEYS[2], ARGV[2]) "
     "redis.call('SET', KEYS[3], 0) "
     "redis.call('DEL', KEYS[4], KEYS[5]) "
     "redis.call('XGROUP', 'CREATE', KEYS[4], ARGV[3], '0', 'MKSTREAM') "
-    "redis.call('SADD', KEYS[6], ARGV[4]) "
     "return 1",
     ""
 };
+
+/* The product in locklab:stocks, the consumers' list, before its load: a
+ * command of its own, since on a cluster the set is on a slot of its own
+ * (a product listed whose load then fails costs a consumer an empty
+ * stream, nothing else). */
+static int rs_list(struct lock_ctx *ctx, const struct product *p)
+{
+    redisReply *r = redis_cmd(ctx, 0, "SADD %s %s", REDIS_STOCK_SET, p->code);
+
+    if (r == NULL)
+        return ctx->err;
+    if (r->type == REDIS_REPLY_ERROR)
+        return redis_reply_error(ctx, 0, r, REDIS_STOCK_SET);
+    freeReplyObject(r);
+    return LL_OK;
+}
+
+/* Load k with count in epoch: one script. */
+static int rs_load_keys(struct lock_ctx *ctx, const struct rs_keys *k, long long count,
+                        long long epoch)
+{
+    char n[24], e[24];
+    const char *argv[8];
+    redisReply *r;
+
+    snprintf(n, sizeof n, "%lld", count);
+    snprintf(e, sizeof e, "%lld", epoch);
+    argv[0] = k->stock, argv[1] = k->epoch, argv[2] = k->sold, argv[3] = k->sales;
+    argv[4] = k->buyers, argv[5] = n, argv[6] = e, argv[7] = REDIS_STOCK_GROUP;
+    if ((r = redis_eval(ctx, 0, &load_script, 5, 8, argv)) == NULL)
+        return ctx->err;
+    if (r->type == REDIS_REPLY_ERROR)
+        return redis_reply_error(ctx, 0, r, k->stock);
+    freeReplyObject(r);
+    return LL_OK;
+}
 
 json_t *redis_stock_load(struct lock_ctx *ctx, const struct product *p, long long count,
                          long long epoch)
@@ -293,28 +358,12 @@ json_t *redis_stock_load(struct lock_ctx *ctx, const struct product *p, long lon
     static const char sql_forget[] =
         "DELETE FROM db_redis_batch WHERE stock_id = ? AND epoch < ?";
     struct rs_keys k;
-    char n[24], e[24];
-    const char *argv[10];
-    redisReply *r;
     int rc;
 
-    if (redis_cluster_on(ctx->cfg))
-        return json_pack("{s:s, s:s}", "result", "off", "reason", RS_CLUSTER_REASON);
     rs_keys(&k, p->code, NULL);
-    snprintf(n, sizeof n, "%lld", count);
-    snprintf(e, sizeof e, "%lld", epoch);
-    argv[0] = k.stock, argv[1] = k.epoch, argv[2] = k.sold, argv[3] = k.sales;
-    argv[4] = k.buyers, argv[5] = REDIS_STOCK_SET;
-    argv[6] = n, argv[7] = e, argv[8] = REDIS_STOCK_GROUP, argv[9] = p->code;
     ctx->err = 0;
-    if ((r = redis_eval(ctx, 0, &load_script, 6, 10, argv)) == NULL)
-        rc = ctx->err;
-    else if (r->type == REDIS_REPLY_ERROR)
-        rc = redis_reply_error(ctx, 0, r, k.stock);
-    else {
-        freeReplyObject(r);
-        rc = LL_OK;
-    }
+    if ((rc = rs_list(ctx, p)) == LL_OK)
+        rc = rs_load_keys(ctx, &k, count, epoch);
     if (rc != LL_OK)
         return json_pack("{s:s,s:s,s:s?}", "result", ll_status_name(rc), "error", ctx->errstr,
                          "backend", ctx->backend);
@@ -399,8 +448,6 @@ json_t *redis_stock_json(struct lock_ctx *ctx, const struct product *p)
     json_t *out;
     int rc, loaded, reconciled;
 
-    if (redis_cluster_on(ctx->cfg))
-        return json_pack("{s:s, s:s}", "result", "off", "reason", RS_CLUSTER_REASON);
     rs_keys(&k, p->code, NULL);
     ctx->err = 0;
     if ((rc = mysql_side(ctx, p, &m_count, &m_epoch, &applied)) != LL_OK)

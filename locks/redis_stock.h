@@ -3,29 +3,41 @@
  * /stats, the consumer main() starts).
  *
  * The strategies of the family "redis-stock" (redis-decr, redis-watch,
- * redis-lock-stock) sell product P from Redis, not from MariaDB: each sale
- * takes its units from `stock:P` and, in the same atomic step, appends an
- * entry to the stream `stock:P:sales` (and records the order, when there is
- * one). A consumer in every instance reads the stream as a member of
- * the consumer group `locklab` and applies each entry to MariaDB once
+ * redis-lock-stock, redis-buckets) sell product P from Redis, not from
+ * MariaDB: each sale takes its units from `{stock:P}` and, in the same
+ * atomic step, appends an entry to the stream `{stock:P}:sales` (and
+ * records the order, when there is one). A consumer in every instance
+ * reads the stream as a member of the consumer group `locklab` and
+ * applies each entry to MariaDB once
  * (locks/redis_stock_consumer.c): MariaDB is written afterwards, as in a
  * real flash sale, and nothing is lost between the two stores.
  *
- * The keys, on the first --redis server (P a product code, O an order
- * number, U a user):
- *   stock:P          the count, a string integer (seed 004's "stock:" + id)
- *   stock:P:epoch    the epoch the count was loaded in (POST /stock/reset)
- *   stock:P:sold     units sold from stock:P in this epoch
- *   stock:P:sales    the stream of sales: fields epoch, qty (units),
+ * The keys, on the first --redis server or on the Redis Cluster (P a
+ * product code, O an order number, U a user), all of a product under its
+ * hash tag {stock:P} (seed 004's "stock:" + id), so that on a cluster
+ * every script or MULTI of a sale touches one slot, and two products (or
+ * two buckets of one, whose tag is stock:P:bN) fall on different slots:
+ *   {stock:P}        the count, a string integer
+ *   {stock:P}:epoch  the epoch the count was loaded in (POST /stock/reset)
+ *   {stock:P}:sold   units sold from {stock:P} in this epoch
+ *   {stock:P}:sales  the stream of sales: fields epoch, qty (units),
  *                    sales, lock, and for an order's sale order, user,
  *                    remaining; one entry per sale, or, for redis-decr, one
  *                    per batch of sales without an order; group "locklab",
  *                    one consumer per instance (its uuid)
- *   stock:P:buyers   hash U → O of the orders that asked one per user
- *   order:O          hash of an order's first answer: result, remaining,
- *                    qty, product
+ *   {stock:P}:buyers hash U → O of the orders that asked one per user
+ *   {stock:P}:order:O  hash of an order's first answer: result,
+ *                    remaining, qty, product (under P's tag, so that the
+ *                    sale's step writes it on the stock's slot)
+ *   locklab:order:O  the order number's claim: the product its first
+ *                    attempt named, set before the sale
+ *                    (redis_stock_claim()); a key of its own, on its own
+ *                    slot on a cluster, so that O names one product
+ *                    whichever products' slots its copies ask
  *   locklab:stocks   set of the products loaded into Redis (what the
- *                    consumers read)
+ *                    consumers read; on a cluster a key of its own slot,
+ *                    written apart from the product's keys)
+ * The names are made in one place, rs_keys() (redis_stock_private.h).
  * In MariaDB: db_redis_stock (each product's epoch and the units applied
  * in it), db_redis_applied (one row per applied entry) and db_order.
  *
@@ -43,6 +55,7 @@
 
 struct config;
 struct lock_ctx;
+struct order;
 struct product;
 
 #define REDIS_STOCK_GROUP "locklab"        /* the consumer group of every stream */
@@ -53,15 +66,16 @@ struct product;
  * purchase in turn, as if alone: its order's first answer if the order
  * exists; else the user's other order if one per user was asked; else sold
  * out when fewer than its qty are left; else sold: the units come off the
- * count, an order's sale is recorded (order:O, its buyer) with an entry of
- * its own in the stream. Then, once: DECRBY the units sold, INCRBY them in
- * stock:P:sold, and one entry for the sales without an order (qty = their
- * units, sales = their number).
- *   KEYS  stock:P stock:P:sold stock:P:sales stock:P:epoch stock:P:buyers,
- *         then one per purchase: order:O (stock:P when it has none)
+ * count, an order's sale is recorded (its order:O, its buyer) with an entry
+ * of its own in the stream. Then, once: DECRBY the units sold, INCRBY them
+ * in {stock:P}:sold, and one entry for the sales without an order (qty =
+ * their units, sales = their number).
+ *   KEYS  {stock:P} {stock:P}:sold {stock:P}:sales {stock:P}:epoch
+ *         {stock:P}:buyers, then one per purchase: {stock:P}:order:O
+ *         ({stock:P} when it has none): one hash tag, one slot
  *   ARGV  lock product, then four per purchase: qty order_no user 0|1
  *         ('' when none; 1: one order per user)
- *   reply {"missing"} when stock:P is not loaded, else one array per
+ *   reply {"missing"} when {stock:P} is not loaded, else one array per
  *         purchase: {"sold", left} · {"sold_out", count} ·
  *         {"user_limit", order_no} · {"replayed", result, remaining, qty, product} */
 #define REDIS_STOCK_DECR_LUA \
@@ -113,13 +127,25 @@ struct product;
     "end " \
     "return out"
 
+/* POST /order on the Redis stock, before the sale: claim order o's number
+ * for p, SET locklab:order:O P NX GET (NX with GET: Redis 7.0, the
+ * stack's and docker-compose's), one round trip. LL_OK when the
+ * number is p's (just claimed, or by an earlier attempt: the sale's step
+ * then finds the order's record, or makes it); LL_OK with o->replayed and
+ * o->first_product (o->first_qty -1: not known here) when it is another
+ * product's: the caller answers order_conflict and sells nothing; a
+ * failure (Redis unreachable) otherwise. The claim is kept as the order's
+ * record is, with no expiry and through POST /stock/reset, even when the
+ * first attempt then failed: the number stays its first product's. */
+int redis_stock_claim(struct lock_ctx *ctx, const struct product *p, struct order *o);
+
 /* POST /stock/reset, before MariaDB's count is written: a new epoch of P's
  * Redis stock in MariaDB (db_redis_stock), so that the consumers apply no
  * entry of the old one from now on. *epoch: the new epoch. */
 int redis_stock_reset_begin(struct lock_ctx *ctx, const struct product *p, long long *epoch);
 
 /* POST /stock/reset, after MariaDB's count is written: load `count` into
- * stock:P in `epoch`, with an empty stream and no buyers, and delete
+ * {stock:P} in `epoch`, with an empty stream and no buyers, and delete
  * MariaDB's record of the old epoch's entries. What happened, as JSON for
  * the answer: {"key":…,"count":…,"epoch":…} or {"result":…,"error":…}. */
 json_t *redis_stock_load(struct lock_ctx *ctx, const struct product *p, long long count,

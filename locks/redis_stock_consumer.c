@@ -2,10 +2,13 @@
  * worker that applies the Redis stock's sales to MariaDB, each entry once.
  *
  * It is a member of the consumer group "locklab" of every product's stream
- * stock:P:sales (the products are the set locklab:stocks), named by its
+ * {stock:P}:sales (the products are the set locklab:stocks), named by its
  * instance's uuid, fresh at every start. A loop:
  *
  *   XREADGROUP GROUP locklab <uuid> COUNT 512 BLOCK 100 STREAMS … > …
+ *                        (on a Redis Cluster one XREADGROUP a stream,
+ *                        not blocking, on its slot's master: each
+ *                        stream has a hash tag, a slot, of its own)
  *   per product, one MariaDB transaction:
  *     SELECT epoch FROM db_redis_stock … FOR UPDATE   (orders it with the
  *                        other consumers and with POST /stock/reset)
@@ -15,7 +18,7 @@
  *                                          applied = applied + units
  *     INSERT INTO db_order … (the entries that carry an order)
  *     COMMIT
- *   XACK stock:P:sales locklab <ids>
+ *   XACK {stock:P}:sales locklab <ids>
  *
  * Exactly once. A read of new entries (">") gets every entry of the
  * stream after the group's last delivered one, up to COUNT: the entries
@@ -444,9 +447,10 @@ static void refresh_streams(void)
         ensure_groups();
 }
 
-/* XREADGROUP over every stream, from `from` (">" new entries, "0" our own
- * pending ones). */
-static void read_streams(const char *from, int block_ms)
+/* XREADGROUP over streams [first, first + n), from `from` (">" new
+ * entries, "0" our own pending ones); a failure is recorded (and marks
+ * our pending entries to be read again). */
+static void read_some(int first, int n, const char *from, int block_ms)
 {
     struct lock_ctx *ctx = &cons.ctx;
     const char *argv[8 + 2 * CONSUMER_STREAMS];
@@ -461,9 +465,9 @@ static void read_streams(const char *from, int block_ms)
     if (block_ms > 0)
         argv[argc++] = "BLOCK", argv[argc++] = block;
     argv[argc++] = "STREAMS";
-    for (i = 0; i < cons.nstreams; i++)
+    for (i = first; i < first + n; i++)
         argv[argc++] = cons.streams[i].k.sales;
-    for (i = 0; i < cons.nstreams; i++)
+    for (i = first; i < first + n; i++)
         argv[argc++] = from;
     if ((r = redis_cmd_argv(ctx, 0, argc, argv)) == NULL) {     /* its own connection */
         consumer_failed("XREADGROUP");
@@ -476,10 +480,26 @@ static void read_streams(const char *from, int block_ms)
         ensure_groups();
         return;
     }
-    if (!strcmp(from, "0"))
-        cons.dirty = 0;
     apply_read(r, !strcmp(from, ">"));
     freeReplyObject(r);
+}
+
+/* Every stream, from `from`. On one server one XREADGROUP reads them all,
+ * waiting up to block_ms for an entry. On a cluster each stream is on its
+ * own slot (its own hash tag), and one command may not name two slots: one
+ * XREADGROUP a stream, each to its slot's master, none blocking (a wait
+ * per empty stream would add up; the loop's pause stands for it). */
+static void read_streams(const char *from, int block_ms)
+{
+    int i;
+
+    if (!strcmp(from, "0"))
+        cons.dirty = 0;                 /* a failure sets it again */
+    if (!redis_cluster_on(cons.ctx.cfg))
+        read_some(0, cons.nstreams, from, block_ms);
+    else
+        for (i = 0; i < cons.nstreams; i++)
+            read_some(i, 1, from, 0);
 }
 
 /* Take over what has been pending too long with anyone (a consumer that
@@ -586,8 +606,6 @@ static void consumer_main(void *arg)
 
 void redis_stock_consumer_start(const struct config *cfg)
 {
-    if (redis_cluster_on(cfg))          /* the Redis stock is off there */
-        return;
     cons.ctx.slot = -1;
     cons.ctx.cfg = cfg;
     cons.ctx.qty = 1;

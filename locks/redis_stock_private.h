@@ -11,12 +11,18 @@
 #include "../store/order.h"
 #include "../store/stock.h"
 
-#define RS_KEY_MAX 96
+#define RS_KEY_MAX 128
 
-/* A product's keys, and an order's. */
+/* A product's keys, and an order's, all under the product's hash tag (so
+ * that on a Redis Cluster they share one slot: every script and MULTI of a
+ * sale touches one): {stock:P}, {stock:P}:epoch, :sold, :sales, :buyers,
+ * {stock:P}:order:O; a bucket "{P:bN}" has the tag stock:P:bN. Apart, the
+ * order number's claim locklab:order:O (its own slot, whatever the
+ * product: redis_stock_claim()). The one place that names them
+ * (redis_stock.c). */
 struct rs_keys {
     char stock[RS_KEY_MAX], epoch[RS_KEY_MAX], sold[RS_KEY_MAX], sales[RS_KEY_MAX];
-    char buyers[RS_KEY_MAX], order[RS_KEY_MAX];
+    char buyers[RS_KEY_MAX], order[RS_KEY_MAX], claim[RS_KEY_MAX];
 };
 
 void rs_keys(struct rs_keys *k, const char *product, const char *order_no);
@@ -32,9 +38,9 @@ struct rs_sale {
     const char *lock;                   /* the strategy, for the entry     */
 
     /* rs_read() */
-    int        loaded;                  /* stock:P exists                  */
+    int        loaded;                  /* {stock:P} exists                */
     long long  count, epoch;
-    int        replayed;                /* order:O exists: first_* below   */
+    int        replayed;                /* its order:O exists: first_* below */
     char       first_result[16];
     long long  first_remaining, first_qty;
     char       first_product[STOCK_CODE_MAX + 1];
@@ -42,25 +48,18 @@ struct rs_sale {
 };
 
 /* The purchase ctx is making (its order, if any, and ctx->qty). */
-/* On a Redis Cluster the Redis stock does not run (yet): its keys (stock:P,
- * its companions, order:O, locklab:stocks) span slots, and the consumer
- * reads every product's stream in one XREADGROUP. LL_BADREQ with the
- * reason on ctx there, else LL_OK. */
-int rs_cluster_refused(struct lock_ctx *ctx);
-#define RS_CLUSTER_REASON "the Redis stock does not run on a Redis Cluster (--redis-cluster) " \
-    "yet: its keys span slots and its consumer reads every product's stream at once"
-
 void rs_sale_init(struct rs_sale *s, struct lock_ctx *ctx, const struct product *p);
 
 /* The read step of redis-watch and redis-lock-stock, one round trip:
- * [WATCH stock:P order:O stock:P:buyers] MGET stock:P stock:P:epoch,
- * HMGET order:O …, HGET stock:P:buyers U. LL_OK or a failure. */
+ * [WATCH {stock:P} {stock:P}:order:O {stock:P}:buyers] MGET {stock:P}
+ * {stock:P}:epoch, HMGET {stock:P}:order:O …, HGET {stock:P}:buyers U.
+ * LL_OK or a failure. */
 int rs_read(struct lock_ctx *ctx, struct rs_sale *s, int watch);
 
-/* The write step, one round trip: MULTI, the units taken (DECRBY stock:P,
- * or SET stock:P to the count read minus qty when `absolute`, as the seeds
- * write it under a lock), INCRBY stock:P:sold, XADD stock:P:sales, the
- * order's record and its buyer, EXEC; or, when fewer than qty are left,
+/* The write step, one round trip: MULTI, the units taken (DECRBY
+ * {stock:P}, or SET {stock:P} to the count read minus qty when `absolute`,
+ * as the seeds write it under a lock), INCRBY {stock:P}:sold, XADD
+ * {stock:P}:sales, the order's record and its buyer, EXEC; or, when fewer than qty are left,
  * only the order's record of a sale refused. *committed = 0 when EXEC
  * answered nil (a watched key changed). *remaining: the count left. A
  * transport failure after sending is LL_UNKNOWN: the EXEC may have run. */
@@ -72,7 +71,7 @@ void rs_unwatch(struct lock_ctx *ctx);
 
 /* What the read step found, before any write: *done = 0 to go on and
  * sell; otherwise the purchase's answer, with ctx->order filled (replayed:
- * the first answer's status; user limit) or ctx's error (stock:P is not
+ * the first answer's status; user limit) or ctx's error ({stock:P} is not
  * loaded). */
 int rs_precheck(struct lock_ctx *ctx, struct rs_sale *s, int *done);
 

@@ -1,9 +1,9 @@
 /* redis_watch.c — seed 001's Redis optimistic lock: WATCH, read, MULTI …
  * EXEC, on the stock in Redis.
  *
- *     WATCH stock:P order:O stock:P:buyers;  MGET stock:P stock:P:epoch …
- *     MULTI; DECRBY stock:P qty; INCRBY stock:P:sold qty;
- *            XADD stock:P:sales * …; [HSET order:O …]; EXEC
+ *     WATCH {stock:P} {stock:P}:order:O {stock:P}:buyers;  MGET {stock:P} {stock:P}:epoch …
+ *     MULTI; DECRBY {stock:P} qty; INCRBY {stock:P}:sold qty;
+ *            XADD {stock:P}:sales * …; [HSET {stock:P}:order:O …]; EXEC
  *
  * Two round trips an attempt (the reads go out with the WATCH, the writes
  * with MULTI and EXEC). EXEC answers nil when a watched key changed since
@@ -72,8 +72,6 @@ static int watch_attempts(struct lock_ctx *ctx, const struct product *p, long lo
     struct rs_sale s;
     int rc, done, committed, lost;
 
-    if ((rc = rs_cluster_refused(ctx)) != LL_OK)
-        return rc;
     rs_sale_init(&s, ctx, p);
     *remaining = -1;
     for (lost = 0;; lost++) {
@@ -111,11 +109,11 @@ static int watch_attempts(struct lock_ctx *ctx, const struct product *p, long lo
 const struct lock_ops lock_redis_watch = {
     .name     = "redis-watch",
     .family   = "redis-stock",
-    .summary  = "seed 001: WATCH stock:P, GET, MULTI DECRBY XADD EXEC; a lost race (nil EXEC) is retried",
+    .summary  = "seed 001: WATCH {stock:P}, GET, MULTI DECRBY XADD EXEC; a lost race (nil EXEC) is retried",
     .flaw     = "each lost race costs two round trips; under contention most EXECs lose",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .ceiling  = LOCK_CEIL_REDIS_WATCH,
     .stock    = "redis",
-    .nofence  = "no lock to fence: EXEC fails if stock:P changed since WATCH",
+    .nofence  = "no lock to fence: EXEC fails if {stock:P} changed since WATCH",
     .sell     = watch_sell,
 };

@@ -19,9 +19,11 @@
  * order pending (db_order.instance names it), and its copies wait, then
  * answer lock_timeout.
  *
- * For Redis's stock the strategy's own atomic step finds or records the
- * order (ctx->order), and this file only turns what it found into the
- * answer.
+ * For Redis's stock the order number is claimed for its product first
+ * (locklab:order:O, redis_stock_claim()): a number another product holds
+ * is order_conflict at once; otherwise the strategy's own atomic step
+ * finds or records the order (ctx->order), and this file only turns what
+ * it found into the answer.
  */
 #include "orders.h"
 #include "sale.h"
@@ -29,6 +31,7 @@
 #include "../core/config.h"
 #include "../core/util.h"
 #include "../locks/lock.h"
+#include "../locks/redis_stock.h"
 #include "../store/stock.h"
 
 #include <stdatomic.h>
@@ -161,7 +164,13 @@ int order_place(struct lock_ctx *ctx, const struct lock_ops *ops, const struct p
             record(ctx, o, rc, *remaining);
         }
     } else {                                /* the strategy's store records it */
-        rc = sale_run(ctx, ops, p, 1, remaining);
+        rc = redis_stock_claim(ctx, p, o);
+        if (rc == LL_OK && o->replayed)     /* the number is another product's */
+            return lock_error(ctx, LL_BADREQ, NULL, "order %s was placed for product %s: "
+                              "an order number names one purchase", o->no,
+                              o->first_product);
+        if (rc == LL_OK)
+            rc = sale_run(ctx, ops, p, 1, remaining);
         o->ran = !o->replayed && !o->user_limit;
     }
     if (o->user_limit)

@@ -15,10 +15,18 @@
  *                     the claim waits for that outcome. A purchase that
  *                     certainly did not sell (lock_timeout, unavailable)
  *                     gives the claim back, so a retry is a new attempt.
- *   Redis's stock     order:O, written by the step that takes the units
- *                     (locks/redis_stock.h): the copies meet in Redis,
- *                     which runs one step at a time, and the consumer
- *                     writes db_order afterwards.
+ *   Redis's stock     the number is first claimed for its product,
+ *                     SET locklab:order:O P NX (a key and slot of its
+ *                     own): a copy naming another product finds the
+ *                     claim and is order_conflict, as with MariaDB's
+ *                     stock. Then {stock:P}:order:O, written by the step
+ *                     that takes the units (locks/redis_stock.h; under
+ *                     the product's hash tag, one slot with its stock on
+ *                     a cluster): the copies meet in Redis, which runs
+ *                     one step at a time, and the consumer writes
+ *                     db_order afterwards. The claim is not given back
+ *                     when the sale fails: the number stays its first
+ *                     product's.
  * An order number belongs to the store its first attempt sold from: its
  * copies are expected to name a strategy of the same stock.
  */

@@ -6,10 +6,10 @@
  * (no row: 1). POST /stock/reset?buckets=K creates the rows up to K; rows
  * past K are emptied, never deleted, so a row's id never changes and an
  * instance may keep the ids it found. In the Redis stock (locks/redis_
- * stock.h) bucket 0 is P's own keys (stock:P …) and bucket i > 0 is named
- * "{P:b<i+1>}" (stock:{P:b2} …): each bucket's keys share one hash tag, so
- * in a Redis Cluster a bucket's keys fall on one slot and different
- * buckets on different slots. struct product's code is that name, its id
+ * stock.h) bucket 0 is P's own keys ({stock:P} …) and bucket i > 0 is
+ * named "{P:b<i+1>}" (its keys {stock:P:b2} …): each bucket's keys share
+ * one hash tag, so in a Redis Cluster a bucket's keys fall on one slot and
+ * different buckets on different slots. struct product's code is that name, its id
  * the bucket's row.
  */
 #ifndef LOCKLAB_BUCKETS_H

@@ -4,9 +4,13 @@
 # --redis-cluster and follow its slot map, clients/redis_cluster.c):
 #
 #   1. every Redis lock strategy that runs on a cluster sells exactly
-#      through nginx; Redlock answers 400 naming the cluster, and so does
-#      the Redis stock (not on a cluster yet); Redisson's synchronizers
-#      answer their bench operation;
+#      through nginx; Redlock answers 400 naming the cluster; the Redis
+#      stock (redis-decr, redis-watch, redis-lock-stock, and redis-buckets
+#      in 4 buckets whose keys are on at least two masters) sells exactly,
+#      and MariaDB's count is Redis's once the consumers have drained the
+#      streams (each read on its slot's master); Redisson's synchronizers
+#      answer their bench operation; an order number reused for another
+#      product is order_conflict (its claim on a slot of its own);
 #   2. two products whose locks live on two different masters: each
 #      fencing counter (locklab_fence:{lock:P}, the lock's own slot) is on
 #      its lock's master, the lock's channel is subscribed there and on no
@@ -73,8 +77,72 @@ t_ok "'${answer##* }' = 400" "redlock answers 400 on a cluster"
 [[ $answer == *"Redis Cluster"* ]]
 t_ok "$? = 0" "... naming the cluster: ${answer% *}"
 
-answer=$(t_curl -w ' %{http_code}' "$LOCKLAB_URL/check/lock?lock=redis-decr")
-t_ok "'${answer##* }' = 400" "redis-decr (the Redis stock) answers 400 on a cluster: $(t_jq "${answer% *}" .error | cut -c1-90)"
+# rs_exact NAME: after a run on the Redis stock of P1, wait (30 s at most)
+# until the consumers have applied its streams, then t_exact on Redis's
+# count, and MariaDB's count must be Redis's, every unit applied once.
+rs_exact() {
+    local j i
+    for ((i = 0; i < 150; i++)); do
+        j=$(t_curl "$LOCKLAB_URL/stock?product=$P1")
+        [ "$(t_jq "$j" .redis.drained)" = true ] && break
+        sleep 0.2
+    done
+    L_final=$(t_jq "$j" .redis.count)
+    L_oversold=$((L_sold > T_STOCK ? L_sold - T_STOCK : 0))
+    L_lost=$((L_sold - (T_STOCK - L_final)))
+    t_exact "$1 on the cluster"
+    t_ok "'$(t_jq "$j" '"\(.redis.reconciled) \(.redis.drained) \(.redis.mysql.count) \(.redis.mysql.applied)"')' = 'true true $L_final $T_STOCK'" \
+         "$1: drained, MariaDB's count is Redis's ($L_final), $T_STOCK units applied once"
+}
+
+echo "== the Redis stock, exact through nginx on the cluster"
+for lock in redis-decr redis-watch redis-lock-stock; do
+    t_reset 40 "$P1"
+    t_load "lock=$lock&product=$P1" 120 12
+    rs_exact "$lock"
+done
+# 41 units in 4 buckets: each bucket's keys under its own hash tag
+# ({stock:P}, {stock:P:b2} …), a slot each; at least two masters serve them.
+T_STOCK=41
+t_admin -X POST "$LOCKLAB_URL/stock/reset?count=41&buckets=4&product=$P1" >/dev/null
+masters=""
+for tag in "stock:$P1" "stock:$P1:b2" "stock:$P1:b3" "stock:$P1:b4"; do
+    masters+="$(master_of "$(slot_of "{$tag}")") "
+done
+t_ok "$(tr ' ' '\n' <<<"$masters" | sort -u | grep -c .) -ge 2" \
+     "the 4 buckets of $P1 are on the masters $masters"
+t_load "lock=redis-buckets&product=$P1" 120 12
+rs_exact redis-buckets
+# An order's record ({stock:P}:order:O) is on its product's slot: the
+# sale's script or MULTI writes it, and a copy reads the first answer.
+# Its number's claim (locklab:order:O, a slot of its own) names the
+# product: the same number for P2 is order_conflict, P2 keeps its stock,
+# and db_order has one row for it, P1's.
+t_reset 5 "$P2"
+t_reset 5 "$P1"
+RUN=cl$(date +%s%N)
+for lock in redis-decr redis-watch redis-lock-stock; do
+    o="$RUN-$lock"
+    first=$(t_curl -X POST "$LOCKLAB_URL/order?order_no=$o&lock=$lock&product=$P1")
+    copy=$(t_curl -X POST "$LOCKLAB_URL/order?order_no=$o&lock=$lock&product=$P1")
+    t_ok "'$(t_jq "$first" .result) $(t_jq "$copy" '"\(.result) \(.replayed)"')' = 'sold sold true'" \
+         "$lock: an order sold on the cluster, its copy replayed ($(t_jq "$copy" .result))"
+    other=$(t_curl -w ' %{http_code}' -X POST "$LOCKLAB_URL/order?order_no=$o&lock=$lock&product=$P2")
+    t_ok "'$(t_jq "${other% *}" .result) ${other##* }' = 'order_conflict 409'" \
+         "$lock: the same number for $P2: 409 order_conflict (claim on slot $(slot_of "locklab:order:$o"), {stock:$P1} on $(slot_of "{stock:$P1}"))"
+done
+left=$(t_jq "$(t_curl "$LOCKLAB_URL/stock?product=$P1")" .redis.count)
+t_ok "'$left' = 2" "three orders and their copies took three units of 5 ($left left in Redis)"
+left=$(t_jq "$(t_curl "$LOCKLAB_URL/stock?product=$P2")" .redis.count)
+t_ok "'$left' = 5" "the copies naming $P2 took nothing of its 5 ($left left in Redis)"
+for ((i = 0; i < 150; i++)); do
+    [ "$(t_jq "$(t_curl "$LOCKLAB_URL/stock?product=$P1")" .redis.drained)" = true ] && break
+    sleep 0.2
+done
+rows=$(MYSQL_PWD=$LOCKLAB_MYSQL_PASSWORD mariadb -h"$LOCKLAB_MYSQL_HOST" -P"$LOCKLAB_MYSQL_PORT" \
+    -u"$LOCKLAB_MYSQL_USER" "$LOCKLAB_MYSQL_DB" -N -e "SELECT COUNT(*), MIN(s.product_code), \
+    MAX(s.product_code) FROM db_order o JOIN db_stock s ON s.id = o.stock_id WHERE o.order_no LIKE '$RUN-%'" | tr '\t' ' ')
+t_ok "'$rows' = '3 $P1 $P1'" "db_order after the drain: one row for each number, product $P1 ($rows)"
 
 echo "== Redisson's synchronizers on the cluster (their bench operation, 24 times each)"
 while IFS=$'\t' read -r prim bench; do

@@ -4,7 +4,8 @@
 # three stores reconciled, the lock variant overtaken, the consumer killed
 # between its COMMIT and its XACK and with its instance, Redis restarted in
 # the middle of a run, the retry storm, qty=N all or nothing, one order per
-# user, and a lost answer learnt again from the order.
+# user, an order number reused for another product (order_conflict), and a
+# lost answer learnt again from the order.
 #
 # Needs the test topology (tests/CMakeLists.txt): --lease-ms 3000 and the
 # fault switches, and Redis server 1 with its append-only file (the stack's
@@ -200,7 +201,7 @@ sold=$(grep '^result_sold=' "$T_RUN/seckill-load.out" | cut -d= -f2)
 unknown=$(grep '^result_unknown=' "$T_RUN/seckill-load.out" | cut -d= -f2)
 drain
 taken=$((4000 - D_redis))
-t_ok "'$D_loaded' = true" "stock:1001 survived the restart (append-only file)"
+t_ok "'$D_loaded' = true" "{stock:1001} survived the restart (append-only file)"
 t_ok "$taken -ge ${sold:-0} -a $taken -le $((${sold:-0} + ${unknown:-0}))" \
      "Redis's count fell by $taken: the $sold sales counted, and at most the ${unknown:-0} unknown"
 t_ok "'$D_reconciled $D_drained $D_mysql $D_applied' = 'true true $D_redis $taken'" \
@@ -297,6 +298,24 @@ order "order_no=$RUN-r-1&lock=redis-decr&qty=2"
 t_ok "$CODE = 409 -a '$(t_jq "$BODY" .result)' = order_conflict" \
      "the same number for another purchase: 409 order_conflict"
 t_ok "$(t_curl "$LOCKLAB_URL/stock" | jq .redis.count) -eq 5" "none of them took stock"
+
+echo "== an order number reused for another product: 409 order_conflict"
+# The number's claim, locklab:order:O, names its first product: a copy
+# naming 1002 sells nothing, and db_order keeps one row, 1001's.
+t_product 1002
+t_reset 5 1002
+t_reset 5
+for lock in redis-decr redis-watch redis-lock-stock; do
+    order "order_no=$RUN-x-$lock&lock=$lock"
+    first="$CODE $(t_jq "$BODY" .result)"
+    order "order_no=$RUN-x-$lock&lock=$lock&product=1002"
+    t_ok "'$first $CODE $(t_jq "$BODY" .result)' = '200 sold 409 order_conflict'" \
+         "$lock: O sold for 1001, then O for 1002: order_conflict ($first, $CODE)"
+done
+t_ok "'$(t_curl "$LOCKLAB_URL/stock?product=1002" | jq .redis.count)' = 5" "1002's stock is untouched (5)"
+drain
+t_ok "'$(sql "SELECT COUNT(*), MIN(s.product_code), MAX(s.product_code) FROM db_order o JOIN db_stock s ON s.id = o.stock_id WHERE o.order_no LIKE '$RUN-x-%'" | tr '\t' ' ')' = '3 1001 1001'" \
+     "db_order: one row for each of the three numbers, product 1001 ($D_redis left in 1001)"
 
 echo "== a lost answer, learnt again from the order"
 # ?lose_answer=1 drops the instance's Redis connection once the script has

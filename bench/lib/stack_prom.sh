@@ -11,7 +11,7 @@
 #                       stack's random secret in a 0600 my.cnf
 #     job redis         Debian's prometheus-redis-exporter on 19121, one
 #                       exporter for every Redis server (its /scrape?target=),
-#                       with the Redis stock's counts (stock:P, stock:P:sold
+#                       with the Redis stock's counts ({stock:P}, {stock:P}:sold
 #                       of every product in db_stock) as redis_key_value
 #   ZooKeeper has no job: its Prometheus metrics provider (ZooKeeper's own
 #   zookeeper-prometheus-metrics jar and the simpleclient jars under it) is
@@ -89,10 +89,11 @@ mysqld_exporter_up() {
 # ------------------------------------------------------------------- Redis's
 
 # The Redis stock's keys of every product in db_stock, for -check-single-keys
-# (single keys: a SCAN of the keyspace each second would walk every order:O).
+# (single keys: a SCAN of the keyspace each second would walk every
+# {stock:P}:order:O).
 prom_redis_keys() {
     mysql_root -N locklab <<<"SELECT product_code FROM db_stock ORDER BY id" |
-        awk '{ printf "%sstock:%s,stock:%s:sold", (NR > 1 ? "," : ""), $1, $1 }'
+        awk '{ printf "%s{stock:%s},{stock:%s}:sold", (NR > 1 ? "," : ""), $1, $1 }'
 }
 
 # The exporter works in .run/prometheus/exporter-redis: its working

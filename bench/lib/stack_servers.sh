@@ -208,7 +208,7 @@ mysql_ready() {
 redis_port() { printf '%d\n' $((REDIS_BASE_PORT + $1 - 1)); }
 
 # redis_persist K: how server K keeps its data, as redis-server's flags.
-# Server 1 holds the stock of the redis-stock strategies (stock:P, the
+# Server 1 holds the stock of the redis-stock strategies ({stock:P}, the
 # sales streams, the orders), which must survive a restart: an append-only
 # file, written before each reply and synced to the disk by the policy of
 # --redis-aof (everysec, always; no: nothing kept, as for the locks). The

@@ -305,7 +305,7 @@ cj() { java -Xmx64m -XX:+UseSerialGC -cp "$CLASSES:$CURATOR_CP" CuratorSync "$LO
 built=no
 if t_need javac java /usr/share/java/curator-recipes.jar /usr/share/java/slf4j-nop.jar -- \
           "Curator interoperation (javac, libcurator-recipes-java, libslf4j-java)"; then
-    if javac -cp "$CURATOR_CP" -d "$CLASSES" "$T_ROOT/tests/CuratorSync.java" > "$WORK/javac.log" 2>&1
+    if javac -encoding UTF-8 -cp "$CURATOR_CP" -d "$CLASSES" "$T_ROOT/tests/CuratorSync.java" > "$WORK/javac.log" 2>&1
     then built=yes
     else sed 's/^/    javac: /' "$WORK/javac.log" | head -20
     fi

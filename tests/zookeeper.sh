@@ -230,7 +230,7 @@ curator_java() {
 built=no
 if t_need javac java /usr/share/java/curator-recipes.jar /usr/share/java/slf4j-nop.jar -- \
           "Curator interoperation (javac, libcurator-recipes-java, libslf4j-java)"; then
-    if javac -cp "$CURATOR_CP" -d "$CLASSES" "$HERE/CuratorLock.java" > "$CLASSES/javac.log" 2>&1
+    if javac -encoding UTF-8 -cp "$CURATOR_CP" -d "$CLASSES" "$HERE/CuratorLock.java" > "$CLASSES/javac.log" 2>&1
     then built=yes
     else sed 's/^/    javac: /' "$CLASSES/javac.log" | head -20
     fi

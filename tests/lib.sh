@@ -231,6 +231,19 @@ t_load_urls() {
           "final=$L_final oversold=$L_oversold lost=$L_lost rps=$L_rps"
 }
 
+# t_drained QUERY [SECONDS]: wait (30 s unless told) until GET /stock?QUERY
+# says the Redis stock's streams are drained, then print it once more:
+# /stock reads MariaDB's rows before Redis's side, so the
+# answer that first says drained may hold rows read before the last batch.
+t_drained() {
+    local i
+    for ((i = 0; i < ${2:-30} * 5; i++)); do
+        [ "$(t_jq "$(t_curl "$LOCKLAB_URL/stock?$1")" .redis.drained)" = true ] && break
+        sleep 0.2
+    done
+    t_curl "$LOCKLAB_URL/stock?$1"
+}
+
 # Counter $2 of strategy $1 in /stats, added up over every instance.
 t_stats_sum() {
     local url n sum=0

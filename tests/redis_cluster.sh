@@ -81,12 +81,8 @@ t_ok "$? = 0" "... naming the cluster: ${answer% *}"
 # until the consumers have applied its streams, then t_exact on Redis's
 # count, and MariaDB's count must be Redis's, every unit applied once.
 rs_exact() {
-    local j i
-    for ((i = 0; i < 150; i++)); do
-        j=$(t_curl "$LOCKLAB_URL/stock?product=$P1")
-        [ "$(t_jq "$j" .redis.drained)" = true ] && break
-        sleep 0.2
-    done
+    local j
+    j=$(t_drained "product=$P1")
     L_final=$(t_jq "$j" .redis.count)
     L_oversold=$((L_sold > T_STOCK ? L_sold - T_STOCK : 0))
     L_lost=$((L_sold - (T_STOCK - L_final)))

@@ -43,12 +43,8 @@ sql() {
 # stream, then read both stores: D_redis, D_mysql, D_applied, D_in_flight,
 # D_reconciled, D_drained, D_loaded.
 drain() {
-    local j i
-    for ((i = 0; i < 300; i++)); do
-        j=$(t_curl "$LOCKLAB_URL/stock?product=${T_PRODUCT:-1001}")
-        [ "$(t_jq "$j" .redis.drained)" = true ] && break
-        sleep 0.2
-    done
+    local j
+    j=$(t_drained "product=${T_PRODUCT:-1001}" 60)
     read -r D_redis D_mysql D_applied D_in_flight D_reconciled D_drained D_loaded <<< "$(t_jq "$j" \
         '.redis | "\(.count) \(.mysql.count) \(.mysql.applied) \(.in_flight) \(.reconciled) \(.drained) \(.loaded)"')"
     t_log "Redis $D_redis, MariaDB $D_mysql, applied $D_applied, in flight $D_in_flight," \

@@ -108,8 +108,14 @@ int loop_init(void)
     long long ms = 100;
 
     /* epoll with its change list: an event added and removed within one
-     * turn costs no system call. */
-    event_config_set_flag(ec, EVENT_BASE_FLAG_NOLOCK | EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+     * turn costs no system call. Precise timers: without them libevent
+     * rounds epoll_wait()'s time-out up to the next millisecond, so a
+     * 200 µs back-off slept 1 ms and a poller's 1-3 ms timer half a
+     * millisecond more (the timers of a thread's condition wait are
+     * exact); with them it arms a timerfd. Measured on the polling Redis
+     * locks, 64 connections, alternated: 1062-1285 -> 1355-1480 sales/s. */
+    event_config_set_flag(ec, EVENT_BASE_FLAG_NOLOCK | EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST |
+                              EVENT_BASE_FLAG_PRECISE_TIMER);
     l->base = event_base_new_with_config(ec);
     event_config_free(ec);
     if (l->base == NULL) {

@@ -24,20 +24,21 @@
  * the others: after LOCK_POLL_STREAK releases announced in a row, one is
  * not, and the pollers of every instance meet at their timers.
  *
- * A request that finds others of its instance waiting in the room joins
- * them before its first try (lock_poll_first()); one that finds the room
- * empty tries at once. On threads, trying first measured faster (2797,
- * 2621 against 2221, 2146 redis-lua sales/s through nginx, alternated):
- * the woken poller and a newcomer raced, each on a CPU of its own. On the
- * loop they do not race: a newcomer's coroutine starts in the turn its
- * request arrives and sends its try at once, while the poller woken by a
- * release in that turn runs after it, so its try lands behind the
- * newcomer's in the same pipelined write and loses, every time; the room's
- * waiters starve while newcomers pass them. Joining the room took the p99
- * of redis-lua and redis-set-nx-ex at 64 connections from 675-836 ms to
- * 229-423 ms, at the same rate (533-839 sales/s either way; four runs a
- * side, alternated, a loaded machine, 2026-11-27). A request re-entering
- * a lock it holds never waits.
+ * A newcomer tries at once, as on threads, unless a release here has just
+ * woken the poller and the poller's try is not over (r->handing): then it
+ * joins the room before its first try (lock_poll_first()). On the loop a
+ * newcomer and a woken poller do not race on two CPUs: a newcomer's
+ * coroutine starts in the turn its request arrives and sends its try at
+ * once, the poller woken in that turn runs after it, and its try lands
+ * behind the newcomer's in the same pipelined write and loses, every time.
+ * Joining whenever anyone waited fixed that (p99 of redis-lua at 64
+ * connections 675-836 -> 229-423 ms) but kept every newcomer in the queue
+ * while the lock sat idle between timer tries, and on a quiet machine the
+ * polling locks sold 0.66-0.81 of the thread build. Joining only during a
+ * hand-over: redis-lua 1115-1199 -> 1244-1516, redis-setnx 1062-1285 ->
+ * 1109-1547 sales/s (thread build 1291-1609 and 1403-1702), p99 125-218 ms
+ * against the thread build's 161-219 (2026-11-28, alternated, quiet). A
+ * request re-entering a lock it holds never waits.
  *
  * Rooms are per strategy and key, found in a small table under one mutex;
  * a room whose last user left is free for another key. A full table sends
@@ -60,6 +61,7 @@ struct lock_room {
     int              users;     /* requests in the room, the poller included */
     struct lock_ctx *poller;    /* the one that tries, or NULL              */
     int              poked;     /* released here since the poller last tried */
+    int              handing;   /* poked, and the poller's try not over yet */
     int              streak;    /* releases announced in a row              */
     struct wait_cond poll_cv;   /* the poller sleeps here                   */
     struct wait_cond queue_cv;  /* the others wait for their turn here      */
@@ -98,7 +100,7 @@ static struct lock_room *room_find(const struct lock_ops *ops, const char *key, 
     strlcopy(free_room->key, key, sizeof free_room->key);
     free_room->ops = ops;
     free_room->poller = NULL;
-    free_room->poked = free_room->streak = 0;
+    free_room->poked = free_room->streak = free_room->handing = 0;
     return free_room;
 }
 
@@ -113,7 +115,7 @@ static int room_wait(struct lock_ctx *ctx, const char *key, int first)
     pthread_once(&rooms_once, rooms_init);
     pthread_mutex_lock(&rooms_mu);
     if (first && (ctx->room != NULL || (r = room_find(ctx->ops, key, 0)) == NULL ||
-                  r->users == 0)) {
+                  r->users == 0 || !r->handing)) {
         pthread_mutex_unlock(&rooms_mu);
         return LL_OK;                   /* nobody waits here: try at once */
     }
@@ -126,6 +128,8 @@ static int room_wait(struct lock_ctx *ctx, const char *key, int first)
         atomic_fetch_add(&waiting, 1);
         ctx->room = r;
     }
+    if (r->poller == ctx)
+        r->handing = 0;                 /* my try after the wake-up is over */
     while (r->poller != NULL && r->poller != ctx)       /* wait for my turn */
         if (!wait_cond_wait(&r->queue_cv, &rooms_mu, deadline_us))
             break;
@@ -172,6 +176,7 @@ void lock_poll_done(struct lock_ctx *ctx)
     pthread_mutex_lock(&rooms_mu);
     if (r->poller == ctx) {
         r->poller = NULL;
+        r->handing = 0;
         wait_cond_signal(&r->queue_cv);      /* the next becomes the poller */
     }
     r->users--;
@@ -193,7 +198,7 @@ void lock_poll_released(const struct lock_ctx *ctx, const char *key)
     pthread_once(&rooms_once, rooms_init);
     pthread_mutex_lock(&rooms_mu);
     if ((r = room_find(ctx->ops, key, 0)) != NULL && lock_poll_announce(&r->streak)) {
-        r->poked = 1;
+        r->poked = r->handing = 1;
         wait_cond_signal(&r->poll_cv);
     }
     pthread_mutex_unlock(&rooms_mu);

@@ -469,6 +469,29 @@ static int await_returns(struct poller *p, int n, int want, int ms)
     return returned(p, n);
 }
 
+/* A request's first try (lock_poll_first) and its answer. */
+static void *newcomer_main(void *arg)
+{
+    struct poller *p = arg;
+    int rc = lock_poll_first(&p->ctx, poll_key);
+
+    atomic_store(&p->last_rc, rc);
+    if (rc == LL_OK)
+        atomic_fetch_add(&p->returned, 1);
+    lock_poll_done(&p->ctx);
+    return NULL;
+}
+
+/* A release here, once somebody waits in the room. */
+static void *release_when_waiting(void *arg)
+{
+    struct poller *p = arg;
+
+    if (await_room(1))
+        lock_poll_released(&p->ctx, poll_key);
+    return NULL;
+}
+
 static void poller_init(struct poller *p, const struct config *cfg, int rounds, int wait_ms)
 {
     memset(p, 0, sizeof *p);
@@ -543,6 +566,36 @@ static void test_lock_poll(void)
         CHECK(atomic_load(&w[i].last_rc) == LL_TIMEOUT && w[i].ctx.err == LL_TIMEOUT);
         CHECK(w[i].ctx.room == NULL);
     }
+
+    /* A newcomer tries at once while the room's poller waits for its
+     * timer: the lock is held elsewhere, or free since a release there. */
+    poller_init(&w[0], &cfg, 1, 30000);
+    pthread_create(&tid[0], NULL, poller_main, &w[0]);
+    CHECK(await_room(1));
+    poller_init(&one, &cfg, 0, 30000);
+    CHECK(lock_poll_first(&one.ctx, poll_key) == LL_OK && one.ctx.room == NULL);
+    lock_poll_released(&one.ctx, poll_key);
+    CHECK(await_returns(&w[0], 1, 1, 5000) == 1);
+    pthread_join(tid[0], NULL);
+
+    /* Once a release here has woken the poller (this thread), a newcomer
+     * queues until the poller's try is over, then polls as the others:
+     * the try the release was announced for goes first. */
+    poller_init(&one, &cfg, 0, 30000);
+    poller_init(&w[1], &cfg, 0, 30000);
+    pthread_create(&tid[0], NULL, release_when_waiting, &one);
+    CHECK(lock_poll(&one.ctx, poll_key) == LL_OK);
+    pthread_join(tid[0], NULL);
+    pthread_create(&tid[1], NULL, newcomer_main, &w[1]);
+    CHECK(await_room(2));
+    sleep_us(300000);
+    CHECK(atomic_load(&w[1].returned) == 0);
+    lock_poll_done(&one.ctx);                   /* the try won */
+    lock_poll_released(&one.ctx, poll_key);
+    CHECK(await_returns(&w[1], 1, 1, 5000) == 1);
+    pthread_join(tid[1], NULL);
+    CHECK(w[1].ctx.retries == 0 && w[1].ctx.room == NULL);
+    CHECK(lock_poll_waiting(lock_find("redis-lua"), poll_key) == 0);
 }
 
 /* The synchronizers' registry: valid as built, refusing a (primitive,

@@ -51,6 +51,13 @@ struct purchase;
 struct purchase *mysql_queue_claim(struct lock_ctx *ctx);
 void mysql_queue_pass(struct lock_ctx *ctx, struct purchase *next, int began);
 
+/* A row as a sale left it, read behind its write (count and version),
+ * handed to the next sale of the row in this instance's line: leave_row
+ * keeps it only when a purchase waits in line, take_row gives it once and
+ * only within 2 ms of its read (1), else 0: read the row yourself. */
+void mysql_queue_leave_row(const struct product *prod, const long long row[2]);
+int mysql_queue_take_row(const struct product *prod, long long row[2]);
+
 /* UPDATE … count = count - 1 WHERE id = ? AND count >= 1 (seed 001). */
 int mysql_sell_one(struct lock_ctx *ctx, const struct product *prod, long long *remaining);
 

@@ -84,7 +84,12 @@ struct queue {
     pthread_mutex_t  lock;
     struct purchase *head, *tail;   /* waiting, not yet taken */
     int              busy;          /* a leader is at the database */
+    long long        row_id;        /* the row as a sale here left it, */
+    long long        row[2];        /* for the next in line: id, count, */
+    int64_t          row_us;        /* version, and when it was read   */
 };
+
+#define ROW_FRESH_US 2000           /* how old a left row may be taken */
 
 static struct queue queues[QUEUES];
 static pthread_once_t queues_once = PTHREAD_ONCE_INIT;
@@ -329,6 +334,36 @@ struct purchase *mysql_queue_claim(struct lock_ctx *ctx)
     }
     pthread_mutex_unlock(&q->lock);
     return p;
+}
+
+void mysql_queue_leave_row(const struct product *prod, const long long row[2])
+{
+    struct queue *q = queue_of(prod);
+
+    pthread_mutex_lock(&q->lock);
+    if (q->head != NULL) {                  /* only for one already in line */
+        q->row_id = prod->id;
+        q->row[0] = row[0];
+        q->row[1] = row[1];
+        q->row_us = now_us();
+    }
+    pthread_mutex_unlock(&q->lock);
+}
+
+int mysql_queue_take_row(const struct product *prod, long long row[2])
+{
+    struct queue *q = queue_of(prod);
+    int fresh;
+
+    pthread_mutex_lock(&q->lock);
+    fresh = q->row_us != 0 && q->row_id == prod->id && now_us() - q->row_us <= ROW_FRESH_US;
+    if (fresh) {
+        row[0] = q->row[0];
+        row[1] = q->row[1];
+    }
+    q->row_us = 0;                          /* taken once, fresh or not */
+    pthread_mutex_unlock(&q->lock);
+    return fresh;
 }
 
 void mysql_queue_pass(struct lock_ctx *ctx, struct purchase *next, int began)

@@ -1,11 +1,11 @@
 /* lock_poll.c — one poller per lock per instance, woken early by a release
  * on its own instance.
  *
- * A polling lock (SET NX, a Lua or hash script) has no way to tell waiters
- * that it is free: a waiter learns it only by trying again. With every
- * waiter polling on its own timer, sixty waiters send sixty tries per
- * interval, most of them while the lock is plainly held, and the lock still
- * sits idle after a release until somebody's timer fires.
+ * A polling lock (SET NX, a Lua or hash script, a db_lock row) has no way
+ * to tell waiters that it is free: a waiter learns it only by trying again.
+ * With every waiter polling on its own timer, sixty waiters send sixty
+ * tries per interval, most of them while the lock is plainly held, and the
+ * lock still sits idle after a release until somebody's timer fires.
  *
  * So the waiters of one lock in one process queue in a waiting room and only
  * the first of them, the poller, tries the lock: every --retry-ms (±50 %

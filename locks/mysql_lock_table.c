@@ -15,7 +15,11 @@
  * InnoDB lock on the duplicate key and convoys the holder's DELETE): after
  * one failed attempt they poll with a plain SELECT, which takes no locks,
  * and write again only when the row is gone or takeable
- * (test-and-test-and-set). Re-entry and take-over are one conditional UPDATE:
+ * (test-and-test-and-set). The waiters of one instance poll in its waiting
+ * room (lock_poll.c): one SELECT per instance every --retry-ms, not one per
+ * waiter on a timer of its own, and after a release on this instance an
+ * INSERT at once, with no SELECT first (the row was deleted just now).
+ * Re-entry and take-over are one conditional UPDATE:
  *
  *     UPDATE db_lock SET hold_count = IF(<ours>, hold_count + 1, 1), ...
  *      WHERE lock_name = ? AND (<ours> OR expire_time < NOW(3))
@@ -124,10 +128,13 @@ static int table_acquire(struct lock_ctx *ctx, const char *key)
 {
     enum table_state state = TABLE_FREE;
     struct owner o;
+    unsigned woken;
     int64_t sent;
     int got, rc;
 
     owner_of(ctx, &o);
+    if ((rc = lock_poll_first(ctx, key)) != LL_OK)
+        return rc;
     for (;;) {
         sent = now_us();
         rc = state == TABLE_FREE ? table_insert(ctx, key, &o, &got)
@@ -140,9 +147,12 @@ static int table_acquire(struct lock_ctx *ctx, const char *key)
             return rc;
         state = state == TABLE_FREE ? TABLE_TAKEABLE : TABLE_HELD;
         while (state == TABLE_HELD) {
-            if ((rc = lock_backoff(ctx)) != LL_OK)
+            woken = ctx->wakeups;
+            if ((rc = lock_poll(ctx, key)) != LL_OK)
                 return rc;
-            if ((rc = table_peek(ctx, key, &o, &state)) != LL_OK)
+            if (ctx->wakeups != woken)
+                state = TABLE_FREE;     /* released here just now: insert */
+            else if ((rc = table_peek(ctx, key, &o, &state)) != LL_OK)
                 return rc;
         }
     }

@@ -652,21 +652,26 @@ int db_exec_commit(struct lock_ctx *ctx, const char *sql, long long *rows, const
 {
     struct db *db = ctx->db;
     struct db_pipe_answer a[2];
-    long long params[DB_PIPE_PARAMS];
+    long long params[DB_PIPE_PARAMS] = {0};
+    const char *strs[DB_PIPE_PARAMS] = {0};
     MYSQL_STMT *stmt, *commit;
     int n = 0, status;
     va_list ap;
 
     va_start(ap, fmt);
     for (; fmt[n]; n++) {
-        assert(fmt[n] == 'l' && n < DB_PIPE_PARAMS);
-        params[n] = va_arg(ap, long long);
+        assert((fmt[n] == 'l' || fmt[n] == 's') && n < DB_PIPE_PARAMS);
+        if (fmt[n] == 's')
+            strs[n] = va_arg(ap, const char *);
+        else
+            params[n] = va_arg(ap, long long);
     }
     va_end(ap);
     if ((stmt = db_prepare_last(ctx, sql, n, &commit, &status)) == NULL)
         return status;
     db_fault_lose_answer(ctx);
-    if (db_pipe2(db->conn, stmt, params, n, commit, (int)db_rw_timeout(db->cfg) * 1000, a) != 0)
+    if (db_pipe2(db->conn, stmt, params, strs, n, commit, (int)db_rw_timeout(db->cfg) * 1000,
+                 a) != 0)
         return db_pipe_lost(ctx, &a[0], 1);
     if (a[1].err) {                         /* COMMIT failed: roll back */
         status = db_fail(ctx, a[1].err, a[1].msg, "commit");

@@ -61,10 +61,11 @@ int db_commit(struct lock_ctx *ctx);
 int db_commit_sale(struct lock_ctx *ctx);
 void db_rollback(struct lock_ctx *ctx);   /* best effort, on error paths */
 
-/* The transaction's last statement (fmt: 'l' parameters only, no result)
- * and its COMMIT in one round trip (clients/db_pipe.h), ending the transaction
- * whatever happens, like db_commit(). A failed statement commits nothing of
- * its own: its error is the answer. */
+/* The transaction's last statement (fmt: 'l' and 's' parameters, strings
+ * of at most DB_PIPE_STR_MAX bytes, no result) and its COMMIT in one round
+ * trip (clients/db_pipe.h), ending the transaction whatever happens, like
+ * db_commit(). A failed statement commits nothing of its own: its error is
+ * the answer. */
 int db_exec_commit(struct lock_ctx *ctx, const char *sql, long long *rows,
                    const char *fmt, ...);
 

@@ -7,7 +7,9 @@
  *     COM_STMT_EXECUTE  0x17, statement id (4), flags (1: no cursor),
  *                       iteration count (4: always 1), and with n > 0
  *                       parameters: NULL bitmap ((n + 7) / 8), 1 (types
- *                       follow), n × (type, flags), n × 8-byte values
+ *                       follow), n × (type, flags), the n values: an
+ *                       integer in 8 bytes, a string as its length (one
+ *                       byte below 251) and its bytes
  *     OK                0x00, affected rows (length-encoded), last insert
  *                       id (length-encoded), status flags (2), warnings (2)
  *     ERR               0xFF, error number (2), '#' and SQLSTATE (5), text
@@ -58,11 +60,14 @@ static unsigned long long get_le(const unsigned char *p, int bytes)
     return v;
 }
 
-/* One COM_STMT_EXECUTE packet at buf; returns its length with the header. */
+/* One COM_STMT_EXECUTE packet at buf; returns its length with the header.
+ * Parameter i is strs[i] when strs and strs[i] are not NULL, else
+ * params[i]. */
 static size_t pack_execute(unsigned char *buf, unsigned long stmt_id,
-                           const long long *params, int n)
+                           const long long *params, const char *const *strs, int n)
 {
     unsigned char *p = buf + 4;
+    size_t len;
     int i;
 
     *p++ = 0x17;
@@ -72,10 +77,18 @@ static size_t pack_execute(unsigned char *buf, unsigned long stmt_id,
     if (n > 0) {
         memset(p, 0, (size_t)(n + 7) / 8), p += (n + 7) / 8;   /* no NULLs */
         *p++ = 1;
-        for (i = 0; i < n; i++)
-            *p++ = MYSQL_TYPE_LONGLONG, *p++ = 0;              /* signed */
-        for (i = 0; i < n; i++)
-            put_le(p, (unsigned long long)params[i], 8), p += 8;
+        for (i = 0; i < n; i++)                                /* signed */
+            *p++ = strs && strs[i] ? MYSQL_TYPE_STRING : MYSQL_TYPE_LONGLONG, *p++ = 0;
+        for (i = 0; i < n; i++) {
+            if (strs && strs[i]) {
+                len = strlen(strs[i]);
+                assert(len <= DB_PIPE_STR_MAX);
+                *p++ = (unsigned char)len;
+                memcpy(p, strs[i], len), p += len;
+            } else {
+                put_le(p, (unsigned long long)params[i], 8), p += 8;
+            }
+        }
     }
     put_le(buf, (unsigned long long)(p - buf - 4), 3);
     buf[3] = 0;
@@ -262,8 +275,8 @@ static int send_read2(MYSQL *conn, const unsigned char *out, size_t len, int tim
     return 0;
 }
 
-int db_pipe2(MYSQL *conn, MYSQL_STMT *first, const long long *params, int n,
-             MYSQL_STMT *second, int timeout_ms, struct db_pipe_answer a[2])
+int db_pipe2(MYSQL *conn, MYSQL_STMT *first, const long long *params, const char *const *strs,
+             int n, MYSQL_STMT *second, int timeout_ms, struct db_pipe_answer a[2])
 {
     struct db_pipe_buf b;
     unsigned char out[DB_PIPE_BUF];
@@ -273,8 +286,8 @@ int db_pipe2(MYSQL *conn, MYSQL_STMT *first, const long long *params, int n,
     assert(n >= 0 && n <= DB_PIPE_PARAMS);
     if (refuse_tls(conn, &a[0]) != 0)
         return -1;
-    len = pack_execute(out, first->stmt_id, params, n);
-    len += pack_execute(out + len, second->stmt_id, NULL, 0);
+    len = pack_execute(out, first->stmt_id, params, strs, n);
+    len += pack_execute(out + len, second->stmt_id, NULL, NULL, 0);
     if (send_read2(conn, out, len, timeout_ms, a, &b) != 0)
         return -1;
     if (b.have == 0)
@@ -299,7 +312,7 @@ int db_pipe_repeat(MYSQL *conn, MYSQL_STMT *stmt, const long long *params, int n
     if (refuse_tls(conn, &a[0]) != 0)
         return -1;
     for (i = 0; i < times; i++)
-        len += pack_execute(out + len, stmt->stmt_id, params, n);
+        len += pack_execute(out + len, stmt->stmt_id, params, NULL, n);
     set_deadline(&deadline, timeout_ms);
     b.have = 0;
     if (send_all(fd, out, len, &deadline, &sent) != 0)
@@ -333,9 +346,9 @@ int db_pipe2_then(MYSQL *conn, MYSQL_STMT *first, const long long *params, int n
     assert(n >= 0 && n <= DB_PIPE_PARAMS && m >= 0 && m <= DB_PIPE_PARAMS);
     if (refuse_tls(conn, &a[0]) != 0)
         return -1;
-    len = pack_execute(out, first->stmt_id, params, n);
-    len += pack_execute(out + len, second->stmt_id, NULL, 0);
-    len += pack_execute(out + len, third->stmt_id, tparams, m);
+    len = pack_execute(out, first->stmt_id, params, NULL, n);
+    len += pack_execute(out + len, second->stmt_id, NULL, NULL, 0);
+    len += pack_execute(out + len, third->stmt_id, tparams, NULL, m);
     return send_read2(conn, out, len, timeout_ms, a, rest);
 }
 
@@ -463,8 +476,8 @@ int db_pipe_exec_query(MYSQL *conn, MYSQL_STMT *first, const long long *params, 
     if (refuse_tls(conn, &a[0]) != 0)
         return -1;
     set_deadline(&deadline, timeout_ms);
-    len = pack_execute(out, first->stmt_id, params, n);
-    len += pack_execute(out + len, query->stmt_id, qparams, m);
+    len = pack_execute(out, first->stmt_id, params, NULL, n);
+    len += pack_execute(out + len, query->stmt_id, qparams, NULL, m);
     b.have = 0;
     if (send_all(fd, out, len, &deadline, &sent) != 0)
         return sent ? lost(&a[0]) : gone(&a[0]);

@@ -34,6 +34,7 @@
 #define DB_PIPE_PARAMS 8
 #define DB_PIPE_COLS   4            /* integer columns of a pipelined query */
 #define DB_PIPE_BUF    2048         /* two OKs are ~20 bytes; an ERR ≤ 530 */
+#define DB_PIPE_STR_MAX 64          /* bytes of a string parameter, at most */
 
 /* What was read off a connection past the answers asked for so far: the
  * beginning of a pending answer. */
@@ -48,8 +49,9 @@ struct db_pipe_answer {
     char               msg[128];    /* of an ERR answer */
 };
 
-/* Runs `first` with its n (≤ DB_PIPE_PARAMS) long long parameters, then
- * `second` with none. Returns 0 when both answers were read; each may be a
+/* Runs `first` with its n (≤ DB_PIPE_PARAMS) parameters, then `second`
+ * with none. Parameter i is the string strs[i] (≤ DB_PIPE_STR_MAX bytes)
+ * when strs and strs[i] are not NULL, else the long long params[i]. Returns 0 when both answers were read; each may be a
  * server error, and the second ran even after a failed first. Returns -1
  * when the pair could not be run to the end, with a[0].err one of
  *   CR_NOT_IMPLEMENTED   a TLS or compressed connection: nothing was sent
@@ -59,8 +61,8 @@ struct db_pipe_answer {
  *   CR_MALFORMED_PACKET  an answer that is not a lone OK or ERR
  * and a sentence in a[0].msg. After the last two the connection is out of
  * step with libmariadb and must be closed. */
-int db_pipe2(MYSQL *conn, MYSQL_STMT *first, const long long *params, int n,
-             MYSQL_STMT *second, int timeout_ms, struct db_pipe_answer a[2]);
+int db_pipe2(MYSQL *conn, MYSQL_STMT *first, const long long *params, const char *const *strs,
+             int n, MYSQL_STMT *second, int timeout_ms, struct db_pipe_answer a[2]);
 
 /* db_pipe2(), then `third` with its m parameters in the same write; its
  * answer is left for db_pipe_row(), with what came of it already in *rest.

@@ -22,6 +22,11 @@
  *
  * Like the seed's single statement it says nothing of the count left
  * (remaining is not reported), unless --ledger needs it for its row.
+ *
+ * With nothing to do between the UPDATE and the COMMIT (no hold_ms, no
+ * ledger row), the two go in one round trip (db_exec_commit()): the table
+ * stays locked from the UPDATE to the COMMIT on the server only, not for a
+ * trip back to the instance and a turn of its loop in between.
  */
 #include "mysql_private.h"
 #include "../clients/db.h"
@@ -40,6 +45,11 @@ static int noindex_sell(struct lock_ctx *ctx, const struct product *p, long long
     if ((rc = db_begin(ctx)) != LL_OK)
         return rc;
     ctx->backend_ops++;
+    if (ctx->hold_ms <= 0 && !ctx->cfg->ledger) {
+        rc = db_exec_commit(ctx, sql_update, &rows, "lssl", (long long)ctx->qty, p->code,
+                            STOCK_WAREHOUSE, (long long)ctx->qty);
+        return rc == LL_OK && rows == 0 ? LL_SOLD_OUT : rc;
+    }
     rc = db_exec(ctx, sql_update, &rows, "lssl", (long long)ctx->qty, p->code, STOCK_WAREHOUSE,
                  (long long)ctx->qty);
     if (rc == LL_OK && rows == 0) {

@@ -1,12 +1,12 @@
 /* test_db_pipe.c — clients/db_pipe.c against the stack's real MariaDB, over its
- * Unix socket and over TCP: two statements in one round trip, a failing
- * first statement, a killed connection, and libmariadb still in step with
- * the connection afterwards; a third statement behind the two, a query
- * whose answer db_pipe_row() reads: a row, no row, a lock wait timeout;
- * a statement and a query read at once (db_pipe_exec_query()); one
- * statement 64 times in one write (db_pipe_repeat()). Works on
- * product 1002 (the one ll-limits uses) and puts its count back at the
- * end.
+ * Unix socket and over TCP: two statements in one round trip (integer and
+ * string parameters), a failing first statement, a killed connection, and
+ * libmariadb still in step with the connection afterwards; a third
+ * statement behind the two, a query whose answer db_pipe_row() reads: a
+ * row, no row, a lock wait timeout; a statement and a query read at once
+ * (db_pipe_exec_query()); one statement 64 times in one write
+ * (db_pipe_repeat()). Works on product 1002 (the one ll-limits uses) and
+ * puts its count back at the end.
  *
  *     set -a; . .run/stack.env; set +a; build/test_db_pipe
  */
@@ -117,7 +117,7 @@ static void suite(int tcp)
         if (i > 1)
             run(lock, &id, 1, &err);
         p[0] = was - i, p[1] = id;
-        CHECK(db_pipe2(m, write, p, 2, commit, 5000, a) == 0);
+        CHECK(db_pipe2(m, write, p, NULL, 2, commit, 5000, a) == 0);
         CHECK(a[0].err == 0 && a[0].affected == 1 && a[1].err == 0);
         CHECK(run(nowait, &id, 1, &err) == was - i && err == 0);   /* committed, free */
     }
@@ -130,12 +130,36 @@ static void suite(int tcp)
     /* A failing first statement: its error, and the COMMIT still runs. */
     run(lock, &id, 1, &err);
     p[0] = 1002, p[1] = 5;
-    CHECK(db_pipe2(m, dup, p, 2, commit, 5000, a) == 0);
+    CHECK(db_pipe2(m, dup, p, NULL, 2, commit, 5000, a) == 0);
     CHECK(a[0].err == 1062 && strstr(a[0].msg, "Duplicate") != NULL);
     CHECK(a[1].err == 0);
     CHECK(run(nowait, &id, 1, &err) == was && err == 0);
     CHECK(run(lock, &id, 1, &err) == was && err == 0);
     CHECK(mysql_commit(m) == 0);
+
+    /* String parameters: the row named by its codes, or by one that names
+     * no row. */
+    {
+        MYSQL_STMT *bycode = prepare(m, "UPDATE db_stock SET count = ? "
+                                        "WHERE product_code = ? AND stock_code = ?");
+        const char *strs[3] = { NULL, "1002", "001" };
+        long long q[3] = { was - 7, 0, 0 };
+
+        run(lock, &id, 1, &err);
+        CHECK(db_pipe2(m, bycode, q, strs, 3, commit, 5000, a) == 0);
+        CHECK(a[0].err == 0 && a[0].affected == 1 && a[1].err == 0);
+        CHECK(run(nowait, &id, 1, &err) == was - 7 && err == 0);
+        strs[1] = "1002x";
+        q[0] = was;
+        CHECK(db_pipe2(m, bycode, q, strs, 3, commit, 5000, a) == 0);
+        CHECK(a[0].err == 0 && a[0].affected == 0 && a[1].err == 0);
+        CHECK(run(nowait, &id, 1, &err) == was - 7 && err == 0);
+        strs[1] = "1002";
+        CHECK(db_pipe2(m, bycode, q, strs, 3, commit, 5000, a) == 0);
+        CHECK(a[0].err == 0 && a[0].affected == 1 && a[1].err == 0);
+        CHECK(run(nowait, &id, 1, &err) == was && err == 0);
+        mysql_stmt_close(bycode);
+    }
 
     /* A query behind the pair: the next transaction's SELECT … FOR UPDATE,
      * its answer read later by db_pipe_row(), again and again. */
@@ -250,7 +274,7 @@ static void suite(int tcp)
         run(kill, &tid, 1, &err);
         CHECK(err == 0);
         p[0] = 0, p[1] = id;
-        CHECK(db_pipe2(victim, vwrite, p, 2, vcommit, 5000, a) == -1);
+        CHECK(db_pipe2(victim, vwrite, p, NULL, 2, vcommit, 5000, a) == -1);
         CHECK(a[0].err == CR_SERVER_LOST || a[0].err == CR_SERVER_GONE_ERROR);
         /* The server rolls the killed transaction back in its own time:
          * wait for the row (innodb_lock_wait_timeout), do not NOWAIT. */

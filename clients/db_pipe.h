@@ -51,8 +51,9 @@ struct db_pipe_answer {
 
 /* Runs `first` with its n (≤ DB_PIPE_PARAMS) parameters, then `second`
  * with none. Parameter i is the string strs[i] (≤ DB_PIPE_STR_MAX bytes)
- * when strs and strs[i] are not NULL, else the long long params[i]. Returns 0 when both answers were read; each may be a
- * server error, and the second ran even after a failed first. Returns -1
+ * when strs and strs[i] are not NULL, else the long long params[i].
+ * Returns 0 when both answers were read; each may be a server error, and
+ * the second ran even after a failed first. Returns -1
  * when the pair could not be run to the end, with a[0].err one of
  *   CR_NOT_IMPLEMENTED   a TLS or compressed connection: nothing was sent
  *   CR_SERVER_GONE_ERROR the connection failed before anything was sent

@@ -25,7 +25,11 @@ t_need mariadb /usr/lib/galera/libgalera_smm.so rsync -- "Galera (galera-4, rsyn
 t_setup --galera 3
 STACK=$T_ROOT/bench/stack
 t_ok "'${LOCKLAB_GALERA:-}' != ''" "the stack names its nodes (LOCKLAB_GALERA=${LOCKLAB_GALERA:-})"
-node() { mariadb --no-defaults --socket="$T_RUN/galera/$1/mysqld.sock" -u root locklab "${@:2}"; }
+# The nodes' folders: .run/galera, or the folder its file `home` names
+# (bench/lib/stack_galera.sh: where the account mysql cannot enter .run).
+GALERA_HOME=$T_RUN/galera
+[[ -r $T_RUN/galera/home ]] && read -r GALERA_HOME <"$T_RUN/galera/home"
+node() { mariadb --no-defaults --socket="$GALERA_HOME/$1/mysqld.sock" -u root locklab "${@:2}"; }
 
 echo "== SELECT … FOR UPDATE on two nodes: no exclusion, the loser aborted (1213)"
 # Node 1's own session must hold the row before node 2 starts: its

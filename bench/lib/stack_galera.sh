@@ -43,7 +43,48 @@ GALERA_PROVIDER=/usr/lib/galera/libgalera_smm.so
 TOPO_GALERA=${TOPO_GALERA:-0}
 
 galera_port() { printf '%d\n' $((GALERA_BASE + $1 - 1)); }
-galera_dir() { printf '%s/galera/%s\n' "$RUN" "$1"; }
+galera_dir() { printf '%s/%s\n' "$(galera_home)" "$1"; }
+
+# galera_home [create]: the folder of the nodes' folders. mariadbd runs as
+# mysql, which must search every folder above its data: under a checkout it
+# cannot enter (a 0700 mktemp folder, /root) mariadb-install-db fails with
+# "Errcode: 13" on aria_log_control. There the nodes live in a 0755 folder
+# of /var/tmp instead, its path kept in .run/galera/home and the folder
+# removed by `bench/stack down --clean`; elsewhere in .run/galera.
+galera_home() {
+    local record="$RUN/galera/home" dir
+    if [[ -r $record ]]; then
+        read -r dir <"$record"
+        if [[ -d $dir || ${1:-} != create ]]; then
+            printf '%s\n' "$dir"
+            return 0
+        fi
+    fi
+    if [[ ${1:-} != create ]]; then
+        printf '%s\n' "$RUN/galera"
+        return 0
+    fi
+    mkdir -p "$RUN/galera"
+    if runuser -u mysql -- test -x "$RUN/galera" 2>/dev/null; then
+        dir=$RUN/galera
+    else
+        dir=$(mktemp -d /var/tmp/locklab-galera.XXXXXX) ||
+            die "galera: the account mysql cannot enter $RUN, and no folder could be made in /var/tmp"
+        chmod 755 "$dir"
+        say "galera: the account mysql cannot enter ${RUN}; the nodes' data go to $dir" >&2
+    fi
+    printf '%s\n' "$dir" >"$record"
+    printf '%s\n' "$dir"
+}
+
+# galera_home_remove: for `down --clean`, the /var/tmp folder if there is one.
+galera_home_remove() {
+    local dir
+    [[ -r $RUN/galera/home ]] || return 0
+    read -r dir <"$RUN/galera/home"
+    [[ $dir == /var/tmp/locklab-galera.* ]] && rm -rf "$dir"
+    return 0
+}
 galera_socket() { printf '%s/mysqld.sock\n' "$(galera_dir "$1")"; }
 
 # galera_list N: the nodes' host:port, for stack.env.
@@ -90,6 +131,7 @@ galera_start() {
     local k=$1 n=$2 boot=$3 dir log peers="" j pid
     log="$RUN/logs/galera-$k.log"
     local -a first=()
+    galera_home create >/dev/null
     dir=$(galera_dir "$k")
     for ((j = 1; j <= n; j++)); do peers+="${peers:+,}127.0.0.1:$((GALERA_GMCAST_BASE + j - 1))"; done
     port_free_or_die "$(galera_port "$k")" "galera:$k"
@@ -97,7 +139,7 @@ galera_start() {
     if ((boot)); then
         if [[ ! -d $dir/data/mysql ]]; then
             say "initialising galera:$k's data in ${dir#"$ROOT"/}" >&2
-            rm -rf "$dir/data"
+            rm -rf "$dir/data" "$RUN/galera/setup.sum"
             mkdir -p "$dir/data"
             chown -R mysql:mysql "$dir"
             mariadb-install-db --no-defaults --user=mysql --datadir="$dir/data" \

@@ -49,8 +49,11 @@ galera_dir() { printf '%s/%s\n' "$(galera_home)" "$1"; }
 # mysql, which must search every folder above its data: under a checkout it
 # cannot enter (a 0700 mktemp folder, /root) mariadb-install-db fails with
 # "Errcode: 13" on aria_log_control. There the nodes live in a 0755 folder
-# of /var/tmp instead, its path kept in .run/galera/home and the folder
-# removed by `bench/stack down --clean`; elsewhere in .run/galera.
+# of /var/tmp instead, its path kept in .run/galera/home, and the folder
+# removed when the cluster stops being part of the stack (`up --galera 0`,
+# as every test suite but tests/galera.sh asks) or by `down --clean`: its
+# 700 MB would otherwise outlive the checkout. Elsewhere in .run/galera,
+# kept for the next `up --galera N`.
 galera_home() {
     local record="$RUN/galera/home" dir
     if [[ -r $record ]]; then
@@ -77,13 +80,14 @@ galera_home() {
     printf '%s\n' "$dir"
 }
 
-# galera_home_remove: for `down --clean`, the /var/tmp folder if there is one.
+# galera_home_remove: the /var/tmp folder if there is one, nodes stopped.
 galera_home_remove() {
     local dir
     [[ -r $RUN/galera/home ]] || return 0
     read -r dir <"$RUN/galera/home"
-    [[ $dir == /var/tmp/locklab-galera.* ]] && rm -rf "$dir"
-    return 0
+    [[ $dir == /var/tmp/locklab-galera.* ]] || return 0
+    rm -rf "$dir"
+    rm -f "$RUN/galera/home" "$RUN/galera/setup.sum"
 }
 galera_socket() { printf '%s/mysqld.sock\n' "$(galera_dir "$1")"; }
 
@@ -237,5 +241,5 @@ galera_down() {
     for ((k = 1; k <= 9; k++)); do
         svc_running "galera-$k" && svc_stop "galera-$k" 60
     done
-    return 0
+    galera_home_remove
 }

@@ -48,14 +48,15 @@ galera_dir() { printf '%s/%s\n' "$(galera_home)" "$1"; }
 # galera_home [create]: the folder of the nodes' folders. mariadbd runs as
 # mysql, which must search every folder above its data: under a checkout it
 # cannot enter (a 0700 mktemp folder, /root) mariadb-install-db fails with
-# "Errcode: 13" on aria_log_control. There the nodes live in a 0755 folder
-# of /var/tmp instead, its path kept in .run/galera/home, and the folder
-# removed when the cluster stops being part of the stack (`up --galera 0`,
-# as every test suite but tests/galera.sh asks) or by `down --clean`: its
-# 700 MB would otherwise outlive the checkout. Elsewhere in .run/galera,
-# kept for the next `up --galera N`.
+# "Errcode: 13" on aria_log_control. There, and where a node's socket
+# would pass a Unix socket's 107 bytes (a deep checkout), the nodes live in
+# a 0755 folder of /var/tmp instead, its path kept in .run/galera/home, and
+# the folder removed when the cluster stops being part of the stack (`up
+# --galera 0`, as every test suite but tests/galera.sh asks) or by `down
+# --clean`: its 700 MB would otherwise outlive the checkout. Elsewhere in
+# .run/galera, kept for the next `up --galera N`.
 galera_home() {
-    local record="$RUN/galera/home" dir
+    local record="$RUN/galera/home" dir sock
     if [[ -r $record ]]; then
         read -r dir <"$record"
         if [[ -d $dir || ${1:-} != create ]]; then
@@ -68,13 +69,14 @@ galera_home() {
         return 0
     fi
     mkdir -p "$RUN/galera"
-    if runuser -u mysql -- test -x "$RUN/galera" 2>/dev/null; then
+    sock="$RUN/galera/9/mysqld.sock"
+    if ((${#sock} <= 107)) && runuser -u mysql -- test -x "$RUN/galera" 2>/dev/null; then
         dir=$RUN/galera
     else
         dir=$(mktemp -d /var/tmp/locklab-galera.XXXXXX) ||
-            die "galera: the account mysql cannot enter $RUN, and no folder could be made in /var/tmp"
+            die "galera: no folder could be made in /var/tmp"
         chmod 755 "$dir"
-        say "galera: the account mysql cannot enter ${RUN}; the nodes' data go to $dir" >&2
+        say "galera: the account mysql cannot enter ${RUN}, or a socket there would pass 107 bytes; the nodes' data go to $dir" >&2
     fi
     printf '%s\n' "$dir" >"$record"
     printf '%s\n' "$dir"

@@ -66,7 +66,7 @@ static void append(struct loop_job **head, struct loop_job **tail, struct loop_j
 static void on_post(evutil_socket_t fd, short what, void *arg)
 {
     struct loop *l = arg;
-    struct loop_job *head, *tail, *next;
+    struct loop_job *head, *tail;
     uint64_t n;
 
     (void)what;
@@ -77,11 +77,15 @@ static void on_post(evutil_socket_t fd, short what, void *arg)
     tail = l->post_tail;
     l->post_head = l->post_tail = NULL;
     pthread_mutex_unlock(&l->post_mu);
-    (void)tail;
-    for (; head; head = next) {
-        next = head->next;
-        append(&l->soon_head, &l->soon_tail, head);
-    }
+    if (head == NULL)
+        return;
+    /* First in the turn's jobs: a ZooKeeper completion's task sends its
+     * next call the moment it runs (the library's I/O thread takes it),
+     * where the others' commands wait for the turn's end anyway. */
+    tail->next = l->soon_head;
+    if (l->soon_head == NULL)
+        l->soon_tail = tail;
+    l->soon_head = head;
 }
 
 void loop_post(struct loop *l, struct loop_job *job)

@@ -271,12 +271,21 @@ static void wake_here(struct task *t)
     loop_soon(&t->run);
 }
 
+/* A wake from another thread, run among the turn's jobs, outside any
+ * coroutine: the task resumes now, not a turn later behind everything
+ * queued since (as a timer resumes it). */
 static void on_post(struct loop_job *job)
 {
     struct task *t = (struct task *)((char *)job - offsetof(struct task, post));
 
     atomic_store(&t->posted, 0);
-    wake_here(t);
+    if (!t->parked) {
+        t->permit = 1;
+        return;
+    }
+    t->parked = 0;
+    event_del(&t->timer);
+    task_resume(t);
 }
 
 void task_wake(struct task *t)

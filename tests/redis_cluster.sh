@@ -226,6 +226,8 @@ K=""
 for ((i = 0; i < ${#NODES[@]}; i++)); do [[ ${NODES[i]#*:} == "$M" ]] && K=$((i + 1)); done
 REPLICA=$(rc "$M" INFO replication | sed -n 's/^slave0:ip=[^,]*,port=\([0-9]*\),.*/\1/p')
 t_ok "-n '$K' -a -n '$REPLICA'" "lock:$P1's master is redis:c$K ($M), its replica on ${REPLICA:-none}"
+t_until 10 sh -c "redis-cli -p $REPLICA INFO replication | grep -q '^master_link_status:up'"
+t_ok "$? = 0" "the replica on ${REPLICA:-none} is in sync with $M (master_link_status:up)"
 t_reset 200 "$P1"
 # A holder keeps the lock 3 s (hold_ms, a fault switch); the master dies
 # under it; is lock:P on the replica when it is promoted?

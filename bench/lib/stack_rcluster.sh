@@ -12,7 +12,12 @@
 # A new cluster is made by `redis-cli --cluster create … --cluster-replicas
 # 1 --cluster-yes` (the first N addresses become the masters, each of the
 # others the replica of one); nodes restarted on their nodes.conf rejoin
-# it by themselves. `up` then waits for cluster_state:ok. The nodes time
+# it by themselves. `up` then waits for cluster_state:ok and for every
+# replica's link to be up: a replica that has not finished its first sync
+# holds nothing and may not be promoted (cluster-replica-validity-factor),
+# so a master killed right after `up` would leave its slots dead. Masters
+# sync their replicas at once (repl-diskless-sync-delay 0, not the 5 s
+# Redis waits for more replicas to join one transfer). The nodes time
 # each other out after 2 s (cluster-node-timeout 2000), so a master killed
 # mid-run is replaced by its replica within some 3 s; the whole cluster
 # refuses commands meanwhile (cluster-require-full-coverage, the default).
@@ -40,14 +45,18 @@ rcluster_info() {
     redis-cli -h 127.0.0.1 -p "$1" CLUSTER INFO 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"
 }
 
-# rcluster_ok N: every node answers cluster_state:ok, and the cluster has
-# N masters with slots (cluster_size).
+# rcluster_ok N: every node answers cluster_state:ok, the cluster has N
+# masters with slots (cluster_size), and every replica is in sync with its
+# master (master_link_status:up).
 rcluster_ok() {
     local k port
     for ((k = 1; k <= 2 * $1; k++)); do
         port=$(rcluster_port "$k")
         [[ $(rcluster_info "$port" cluster_state) == ok ]] || return 1
         [[ $(rcluster_info "$port" cluster_size) == "$1" ]] || return 1
+        [[ $(rcluster_role "$k") == slave ]] || continue
+        redis-cli -h 127.0.0.1 -p "$port" INFO replication 2>/dev/null |
+            grep -q '^master_link_status:up' || return 1
     done
 }
 
@@ -69,7 +78,7 @@ rcluster_start_one() {
     (cd "$dir" && "${BACKEND_PRIO[@]}" redis-server --bind $(backend_binds) --port "$port" \
         --dir "$dir" --save '' --appendonly no --maxclients 10000 \
         --cluster-enabled yes --cluster-config-file "$dir/nodes.conf" \
-        --cluster-node-timeout "$RCLUSTER_NODE_TIMEOUT_MS" \
+        --cluster-node-timeout "$RCLUSTER_NODE_TIMEOUT_MS" --repl-diskless-sync-delay 0 \
         --protected-mode "$( ((TOPO_NETNS)) && echo no || echo yes)" \
         --daemonize yes --pidfile "$(pid_file "redis-c$k")" --logfile "$log" 9>&-) ||
         { log_tail "$log"; die "redis:c$k failed to start"; }
@@ -117,7 +126,7 @@ rcluster_up() {
             { log_tail "$RUN/logs/redis-cluster.log"; die "redis-cli --cluster create failed"; }
     fi
     printf '%s\n' "$n" >"$RUN/redis/cluster-size"
-    wait_for "the redis cluster (cluster_state:ok)" "$STACK_TIMEOUT" - \
+    wait_for "the redis cluster (cluster_state:ok, replicas in sync)" "$STACK_TIMEOUT" - \
         "$RUN/logs/redis-c1.log" rcluster_ok "$n"
     say "redis cluster up: $n masters and $n replicas on 127.0.0.1:$(rcluster_port 1)..$(rcluster_port $((2 * n)))"
 }

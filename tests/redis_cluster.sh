@@ -86,6 +86,8 @@ rs_exact() {
     L_final=$(t_jq "$j" .redis.count)
     L_oversold=$((L_sold > T_STOCK ? L_sold - T_STOCK : 0))
     L_lost=$((L_sold - (T_STOCK - L_final)))
+    # The load's line above read the stock before the drain.
+    t_log "$1 after the drain: Redis count=$L_final oversold=$L_oversold lost=$L_lost"
     t_exact "$1 on the cluster"
     t_ok "'$(t_jq "$j" '"\(.redis.reconciled) \(.redis.drained) \(.redis.mysql.count) \(.redis.mysql.applied)"')' = 'true true $L_final $T_STOCK'" \
          "$1: drained, MariaDB's count is Redis's ($L_final), $T_STOCK units applied once"

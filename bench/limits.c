@@ -95,9 +95,9 @@
  * one whose trials failed (the warm-up included) lists their errors under
  * "failed_trials" and ran them again (at most T more runs): it has a rate
  * unless none succeeded. A trial that failed after its backend had answered
- * (a ZooKeeper quorum lost, a server restarted) is an outage, not T
- * failures: for up to RECOVER_S seconds after it, a rerun that cannot reach
- * the backend at all is tried again without counting against the T.
+ * (a ZooKeeper quorum lost, a server restarted) begins an outage, which
+ * costs one rerun, not T: for RECOVER_S seconds after it, a rerun that
+ * fails, reaching the backend or not, is tried again without counting.
  * --progress says on stderr when each trial starts measuring
  * ("ll-limits: KEY: trial N of T: measuring", "warm-up" for the first),
  * which a test waits for to break a trial in its middle.
@@ -1346,11 +1346,14 @@ static void measure_best(const struct opts *o, const char *key, struct db *d, lo
     }
     /* A failed trial, the warm-up too, runs again, at most n times in all:
      * the ceiling stays the best of n trials, and is an error only when
-     * none succeeded. After a trial that failed with its backend reached, a
-     * rerun that cannot reach it is the same outage: it is tried again each
-     * second until RECOVER_S have passed, uncounted, so that an outage
-     * longer than n reruns (ZooKeeper's JVMs restarting on a loaded
-     * machine) still costs one rerun, not the ceiling. */
+     * none succeeded. A trial that failed with its backend reached begins
+     * an outage: for RECOVER_S after it, a rerun that fails is the same
+     * outage, whether it reached the backend or not (an ensemble that
+     * accepts a session before it serves again times the call out), and
+     * is tried again each second, uncounted. So an outage longer than n
+     * reruns (ZooKeeper's JVMs restarting on a loaded machine) costs one
+     * rerun, not the ceiling, and a backend that never serves again costs
+     * RECOVER_S more at most. */
     for (t = plateau ? 0 : -1, again = 0; t < n; t++) {
         if (o->progress) {
             progress.key = key, progress.trial = t, progress.trials = n, progress.said = 0;
@@ -1359,14 +1362,14 @@ static void measure_best(const struct opts *o, const char *key, struct db *d, lo
         }
         memset(&c, 0, sizeof c);
         measure_once(&one, key, d, id, &c, redis_version);
-        if (c.err[0] && c.reached) {
-            recover_until = now_s() + RECOVER_S;
-        } else if (c.err[0] && now_s() < recover_until) {
+        if (c.err[0] && now_s() < recover_until) {
             json_array_append_new(failed, json_string(c.err));
             nanosleep(&(struct timespec){ 1, 0 }, NULL);
             t--;
             continue;
         }
+        if (c.err[0] && c.reached)
+            recover_until = now_s() + RECOVER_S;
         if (t >= 0)
             keep_best(best, &c, trials, failed);
         else if (c.err[0])

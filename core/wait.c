@@ -259,8 +259,10 @@ int task_park(int64_t deadline_us)
     return 1;
 }
 
-/* On t's own loop thread. */
-static void wake_here(struct task *t)
+/* On t's own loop thread. A wake from a task or a callback queues t for
+ * the next turn; `now` resumes it at once, for a caller that runs among
+ * the turn's jobs outside any coroutine (as a timer resumes it). */
+static void wake_here(struct task *t, int now)
 {
     if (!t->parked) {
         t->permit = 1;
@@ -268,24 +270,20 @@ static void wake_here(struct task *t)
     }
     t->parked = 0;
     event_del(&t->timer);
-    loop_soon(&t->run);
+    if (now)
+        task_resume(t);
+    else
+        loop_soon(&t->run);
 }
 
-/* A wake from another thread, run among the turn's jobs, outside any
- * coroutine: the task resumes now, not a turn later behind everything
- * queued since (as a timer resumes it). */
+/* A wake from another thread: the task resumes now, not a turn later
+ * behind everything queued since. */
 static void on_post(struct loop_job *job)
 {
     struct task *t = (struct task *)((char *)job - offsetof(struct task, post));
 
     atomic_store(&t->posted, 0);
-    if (!t->parked) {
-        t->permit = 1;
-        return;
-    }
-    t->parked = 0;
-    event_del(&t->timer);
-    task_resume(t);
+    wake_here(t, 1);
 }
 
 void task_wake(struct task *t)
@@ -298,7 +296,7 @@ void task_wake(struct task *t)
         return;
     }
     if (loop_self() == t->loop) {
-        wake_here(t);
+        wake_here(t, 0);
         return;
     }
     /* From another thread: one post at a time carries the wake. */

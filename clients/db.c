@@ -285,7 +285,7 @@ static int db_fail_sale(struct lock_ctx *ctx, unsigned err, const char *error, c
     return status;
 }
 
-/* The fault ?lose_answer=1 (server/http.c): the answer to the statement that
+/* The fault ?lose_answer=1 (app/http.c): the answer to the statement that
  * sells never arrives. Shutting the read side of the socket before the
  * statement leaves lets it reach the server and run there, while the read
  * of its answer ends at once at end-of-file, as if the connection had

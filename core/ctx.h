@@ -2,7 +2,7 @@
  * every call below the server carries.
  *
  * Return codes are few and shared by every floor (SQLite/nginx style): busy
- * is not an error. server/http.c maps them to HTTP in one place.
+ * is not an error. app/http.c maps them to HTTP in one place.
  *
  * struct lock_ctx is one worker slot (the "thread" of the seeds' Java): it
  * owns that slot's backend connections, one typed slot of state per family
@@ -74,7 +74,7 @@ struct lock_ctx {
     int         wait_ms;            /* the wait that deadline came from       */
     int         hold_ms;            /* fault: stretch the critical section    */
     int         late_ms;            /* fault: a pause after the checks, just
-                                     * before the write (server/sale.c)       */
+                                     * before the write (app/sale.c)       */
     int         crash;              /* fault: _exit() while holding the lock  */
     int         lose_answer;        /* fault: the sale's answer from MariaDB
                                      * never arrives (clients/db.c)           */
@@ -96,7 +96,7 @@ struct lock_ctx {
                                      * certification failure or a brute-force
                                      * abort, the transaction rolled back     */
     int         cert_failed;        /* the last attempt ended in one: the sale
-                                     * may run again (server/sale.c)           */
+                                     * may run again (app/sale.c)           */
     unsigned    foreign;            /* tries that found the lock's key held by
                                      * another strategy's kind of lock (a Redis
                                      * key of another type; stats)            */

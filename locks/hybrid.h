@@ -1,5 +1,5 @@
 /* hybrid.h — what the composite locks show outside locks/: the fallback's
- * counters, in GET /stats (server/http.c). */
+ * counters, in GET /stats (app/http.c). */
 #ifndef LOCKLAB_HYBRID_H
 #define LOCKLAB_HYBRID_H
 

@@ -6,7 +6,7 @@
  * the table itself says everything else, down to the ceiling bench/compare
  * measures it against. The HTTP layer never knows which strategy it runs:
  * it finds the table with lock_find(name) and hands it to sale_run()
- * (server/sale.c), which runs the seeds' checkAndLock() around it:
+ * (app/sale.c), which runs the seeds' checkAndLock() around it:
  *
  *     acquire(key) × reentry; SELECT count; UPDATE count = read − 1;
  *     release(key) × reentry        (release runs on every path)
@@ -45,7 +45,7 @@
                                      * database itself orders the writes  */
 
 /* The physical limit bench/compare measures a strategy against: one of the
- * ceilings below, by the key ll-limits writes it under (bench/harness.h
+ * ceilings below, by the key ll-limits writes it under (bench/common/harness.h
  * CEIL_*). GET /locks exports a strategy's; ll-report reads it there. Each
  * bounds the protocol its strategies speak, measured with that protocol on
  * the same servers with no HTTP in between, one of two ways (the method):
@@ -73,7 +73,7 @@
 #define LOCK_CEIL_SERIAL_REDIS "serial_redis"
 #define LOCK_CEIL_SERIAL_ZK    "serial_zk"
 #define LOCK_CEIL_SERIAL_ETCD  "serial_etcd"
-/* The stock in Redis (locks/redis_stock.h): what Redis itself takes of a
+/* The stock in Redis (store/redis_stock.h): what Redis itself takes of a
  * strategy's sale, with no MariaDB on the path (the consumer writes it
  * afterwards). */
 #define LOCK_CEIL_REDIS_DECR   "redis_decr"
@@ -178,7 +178,7 @@ struct lock_ops {
     const char *ceiling;    /* the limit it is measured against: LOCK_CEIL_* */
     const char *stock;      /* where the stock it sells lives: NULL for
                              * MariaDB's db_stock, "redis" for stock:P
-                             * (locks/redis_stock.h); GET /locks says which */
+                             * (store/redis_stock.h); GET /locks says which */
     const char *lock_key;   /* the lock's granularity (seed 004 §2.5): NULL,
                              * one lock per product ("lock:<code>"), or the
                              * name of the one lock every product's sale

@@ -327,7 +327,7 @@ static int decr_sell(struct lock_ctx *ctx, const struct product *p, long long *r
     pthread_once(&lines_once, lines_init);
     me.slot = slot_of(ctx);
     me.alone = ctx->lose_answer;
-    rs_sale_init(&me.sale, ctx, p);
+    rs_sale_init(&me.sale, ctx, p, ctx->ops->name);
     rc = wait_in_line(&me);
     *remaining = me.remaining;
     if (rc != CHECK)

@@ -32,7 +32,7 @@ static int lock_sale_run(struct lock_ctx *ctx, const struct product *p,
     int rc, rrc, done = 0, committed;
     int64_t got;
 
-    rs_sale_init(&s, ctx, p);
+    rs_sale_init(&s, ctx, p, ctx->ops->name);
     *remaining = -1;
     rc = lock_redis_lua.acquire(ctx, p->key);
     lock_poll_done(ctx);

@@ -9,7 +9,7 @@
  * a holder slower than the expiry loses the lock to a second sale while
  * still selling. Slow before the checks that precede its write
  * (?hold_ms=5000) it finds its 3 s lease spent and answers lock_lost
- * (server/sale.c's lease honesty); slow after them (?late_ms=5000, a
+ * (app/sale.c's lease honesty); slow after them (?late_ms=5000, a
  * pause no check can see) both read the same count and an update is
  * lost, and its late DEL frees the second holder's lock, letting a third
  * in (seed §3.2's index1/index2/index3 story; tests/redis.sh). Not

@@ -103,7 +103,7 @@ static int watch_attempts(struct lock_ctx *ctx, const struct product *p, long lo
     struct rs_sale s;
     int rc, done, committed, lost;
 
-    rs_sale_init(&s, ctx, p);
+    rs_sale_init(&s, ctx, p, ctx->ops->name);
     *remaining = -1;
     for (lost = 0;; lost++) {
         if ((rc = rs_read(ctx, &s, 1)) != LL_OK) {

@@ -35,7 +35,7 @@
  * keeps the end of the last lease Redis confirmed — from the acquire, then
  * from each renewal answered 1, measured from the moment it was sent —
  * and the check hook hands it to the write (ctx->lease_until_us), which
- * refuses once it may have passed (server/sale.c).
+ * refuses once it may have passed (app/sale.c).
  */
 #include "redis_private.h"
 #include "../core/util.h"

@@ -55,7 +55,7 @@ ALTER TABLE db_lock ADD COLUMN IF NOT EXISTS fence BIGINT NOT NULL DEFAULT 0;
 -- outlives the rows, which release deletes.
 CREATE SEQUENCE IF NOT EXISTS db_lock_fence;
 
--- The sales ledger of instances run with --ledger (bench/ledger.h): one
+-- The sales ledger of instances run with --ledger (bench/ledger/ledger.h): one
 -- row per sale, written in the same transaction as its stock write, so
 -- that rows are numbered in the order their writes committed (the stock
 -- row's lock orders them); POST /stock/reset starts a product's ledger
@@ -79,7 +79,7 @@ CREATE TABLE IF NOT EXISTS db_ledger (
     KEY k_stock (stock_id, id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
 
--- The stock in Redis (locks/redis_stock.h): what MariaDB knows of it.
+-- The stock in Redis (store/redis_stock.h): what MariaDB knows of it.
 -- POST /stock/reset loads a product's count into both stores and starts a
 -- new epoch of its Redis stock here first; the consumer of the sales
 -- stream stock:<P>:sales applies an entry only when its epoch is the

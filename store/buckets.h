@@ -5,17 +5,22 @@
  * product of one bucket is exactly the seeds' product. db_bucket holds K
  * (no row: 1). POST /stock/reset?buckets=K creates the rows up to K; rows
  * past K are emptied, never deleted, so a row's id never changes and an
- * instance may keep the ids it found. In the Redis stock (locks/redis_
- * stock.h) bucket 0 is P's own keys ({stock:P} …) and bucket i > 0 is
- * named "{P:b<i+1>}" (its keys {stock:P:b2} …): each bucket's keys share
- * one hash tag, so in a Redis Cluster a bucket's keys fall on one slot and
- * different buckets on different slots. struct product's code is that name, its id
- * the bucket's row.
+ * instance may keep the ids it found. In the Redis stock (redis_stock.h)
+ * bucket 0 is P's own keys ({stock:P} …) and bucket i > 0 is named
+ * "{P:b<i+1>}" (its keys {stock:P:b2} …): each bucket's keys share one
+ * hash tag, so in a Redis Cluster a bucket's keys fall on one slot and
+ * different buckets on different slots. struct product's code is that
+ * name, its id the bucket's row.
+ *
+ * The reset of a product's buckets and the reading of their sum, in both
+ * stores, are here too (buckets_reset_*, buckets_stock), for the server.
  */
 #ifndef LOCKLAB_BUCKETS_H
 #define LOCKLAB_BUCKETS_H
 
 #include "stock.h"
+
+#include <jansson.h>
 
 #define STOCK_BUCKETS_MAX 64
 /* A product split in buckets has a code of at most this many characters:
@@ -50,5 +55,29 @@ int stock_buckets_set(struct lock_ctx *ctx, const struct product *p, int k, int 
  * stock's consumer, which finds a stream's row by its name). */
 int stock_bucket_named(const char *name);
 int stock_bucket_find(struct lock_ctx *ctx, const char *name, struct product *out);
+
+/* POST /stock/reset?buckets=K, around the server's reset of the product's
+ * own row (bucket 0, which gets stock_bucket_share(count, k, 0)): begin
+ * makes the other buckets' rows and the Redis stock's new epoch of every
+ * bucket that is or was (buckets past K are emptied); end writes their
+ * counts and K, loads their Redis stock, and adds to body "buckets" (each
+ * bucket's warehouse and count) and "redis_buckets" (buckets 2..). Nothing is done
+ * for a product that was and stays in one bucket. */
+struct buckets_reset {
+    int            k, n;                        /* K, and the buckets touched */
+    struct product b[STOCK_BUCKETS_MAX];
+    long long      epoch[STOCK_BUCKETS_MAX];
+};
+int buckets_reset_begin(struct lock_ctx *ctx, const struct product *p, int k,
+                        struct buckets_reset *br);
+int buckets_reset_end(struct lock_ctx *ctx, const struct buckets_reset *br, long long count,
+                      json_t *body);
+
+/* GET /stock of p in K > 1 buckets: *total their counts' sum, *split
+ * [{"warehouse","count"}] and *redis the sum of their Redis stocks (each
+ * bucket's under "buckets"); *split = NULL when K = 1 (the server's own
+ * answer stands). */
+int buckets_stock(struct lock_ctx *ctx, const struct product *p, long long *total,
+                  json_t **split, json_t **redis);
 
 #endif /* LOCKLAB_BUCKETS_H */

@@ -1,6 +1,6 @@
-/* order.h — an order as the stores keep it (server/orders.h tells the
+/* order.h — an order as the stores keep it (app/orders.h tells the
  * whole story of POST /order): what the request asks, and what the order's
- * store says of it. The Redis stock's strategies (locks/redis_stock.h) read
+ * store says of it. The Redis stock's strategies (store/redis_stock.h) read
  * and fill it too, since their step records the order in Redis. */
 #ifndef LOCKLAB_ORDER_H
 #define LOCKLAB_ORDER_H

@@ -1,7 +1,7 @@
 /* stock.c — the stock table: products, and the statements that read and
  * write db_stock, the ledger and the fenced write.
  *
- * The guarded sale (server/sale.c) writes the absolute value it read, not
+ * The guarded sale (app/sale.c) writes the absolute value it read, not
  * count - 1: that is what MyBatis's updateById does, and what makes a
  * missing or broken lock lose updates and oversell — the lesson of the
  * seeds.
@@ -26,7 +26,7 @@
  * B's write: stock_write_guarded() answers STOCK_MOVED and the sale reads
  * again. It costs nothing when the lock excludes, as it does outside
  * faults: the count is then the one read. With --ledger the write and its
- * db_ledger row (bench/ledger.h) commit in one transaction.
+ * db_ledger row (bench/ledger/ledger.h) commit in one transaction.
  *
  * Product codes are cached once found: rows are created by sql/seed.sql and
  * never deleted while the server runs.
@@ -124,7 +124,7 @@ int stock_products(struct product *out, int max)
 
 /* The count as the replica has it (?read=replica, read/write splitting):
  * the slot's replica connection stands in for its primary one for this
- * one statement. Only the guarded sale asks (server/request.c refuses it
+ * one statement. Only the guarded sale asks (app/request.c refuses it
  * to the strategies whose read is their lock or their check). */
 static int read_on_replica(struct lock_ctx *ctx, const char *sql, const struct product *p,
                            long long *rows, long long *count)
@@ -250,7 +250,7 @@ int stock_write_commit_next(struct lock_ctx *ctx, const struct product *p, long 
 }
 
 /* The new count, the version and the fence start afresh; with --ledger the
- * product's ledger starts afresh too, with a "reset" row (bench/ledger.h),
+ * product's ledger starts afresh too, with a "reset" row (bench/ledger/ledger.h),
  * in the same transaction. */
 int stock_set(struct lock_ctx *ctx, const struct product *p, long long count)
 {

@@ -1,7 +1,7 @@
 /* stock.h — the stock table: products and their counts in db_stock.
  *
  * A product's row is found by its code in warehouse STOCK_WAREHOUSE
- * ("001"), as in the seeds. The sale that uses these is server/sale.h.
+ * ("001"), as in the seeds. The sale that uses these is app/sale.h.
  */
 #ifndef LOCKLAB_STOCK_H
 #define LOCKLAB_STOCK_H

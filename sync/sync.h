@@ -8,8 +8,8 @@
  * CMake, as locks/locks.def is). A table names its operations (struct
  * sync_op): GET /sync/<primitive>/<operation>?name=&backend=… runs one,
  * the seeds' GET /test/read, /test/write, /test/semaphore, /test/latch and
- * /test/countdown run fixed ones. server/request.c checks a request against the
- * operation's parameter list and fills struct sync_args; server/http.c borrows
+ * /test/countdown run fixed ones. app/request.c checks a request against the
+ * operation's parameter list and fills struct sync_args; app/http.c borrows
  * a worker slot and calls sync_run(), which calls the operation. The
  * operation writes what it was granted into the JSON answer (permit id,
  * lease, count before and after, the wall-clock times at which it asked,
@@ -49,7 +49,7 @@ enum sync_demo {
 struct sync_ops;
 struct sync_op;
 
-/* One operation's arguments, checked by server/request.c. An absent number is
+/* One operation's arguments, checked by app/request.c. An absent number is
  * -1 (the operation's default, or 400 where it needs one), an absent delta
  * or value LLONG_MIN, an absent hold_ms or lease_ms -1. */
 struct sync_args {

@@ -4,7 +4,7 @@
  *
  *     METHOD \n PATH[?QUERY] \n AUTHORIZATION \n FLAGS
  *
- * and it goes through what server/http.c does with what libmicrohttpd parsed:
+ * and it goes through what app/http.c does with what libmicrohttpd parsed:
  * request_unescape() on the path, request_begin() (route, method, admin
  * token), the query split on '&' and '=' with '+' as a space, each name and
  * value unescaped and handed to request_param(), request_params_done(),
@@ -28,8 +28,8 @@
  */
 #include "../core/config.h"
 #include "../locks/lock.h"
-#include "../server/orders.h"
-#include "../server/request.h"
+#include "../app/orders.h"
+#include "../app/request.h"
 #include "../store/stock.h"
 #include "../sync/sync.h"
 

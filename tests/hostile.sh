@@ -67,7 +67,7 @@ expect 414 "10 KB value (nginx)"          "/check/lock?lock=$K10"
 expect 414 "query over 1 KiB (instance)"  "/check/lock?lock=$K09&product=$K09"
 # A browser's headers are not the instances' business: nginx forwards only
 # the ones they read, so 3.5 and 7.9 KB of cookies, which would not fit an
-# instance's 4 KiB for a request (server/http.c), are no 502.
+# instance's 4 KiB for a request (app/http.c), are no 502.
 for n in 3500 7900; do
     code=$(curl -s -m 30 -o /dev/null -w '%{http_code}' -H "Cookie: c=$(head -c "$n" /dev/zero | tr '\0' c)" \
            "$LOCKLAB_URL/health")

@@ -23,7 +23,7 @@ t_need wrk -- "the crowd (wrk)" || t_done
 
 # wrk_run C SECONDS: wrk with the counting script; its JSON line in $W.
 wrk_run() {
-    W=$(wrk -t2 -c"$1" -d"$2s" --timeout 30s -s "$T_ROOT/bench/wrk-count.lua" \
+    W=$(wrk -t2 -c"$1" -d"$2s" --timeout 30s -s "$T_ROOT/bench/load/wrk-count.lua" \
         "$LOCKLAB_URL/check/lock?lock=mysql-update" | tail -1)
 }
 

@@ -112,7 +112,7 @@ restart
 
 # A holder slower than its expiry is overtaken. Slow before the checks that
 # precede its write (?hold_ms), it finds its lease gone and refuses to
-# write (lock_lost: lease honesty, server/sale.c); slow after them (?late_ms,
+# write (lock_lost: lease honesty, app/sale.c); slow after them (?late_ms,
 # a pause no check can see), it writes over the next holder's sale: the
 # lost update that only a fencing token prevents (tests/faults.sh). The
 # watchdog's strategies keep a hold longer than the lease alive instead.

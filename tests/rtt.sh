@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # rtt.sh — the round trip between hosts (`bench/stack up --netns --rtt MS`,
-# bench/lib/stack_delay.sh, bench/delay.c) is real, and the exact
+# bench/lib/stack_delay.sh, bench/net/delay.c) is real, and the exact
 # strategies stay exact across it.
 #
 #   1. From instance 0's namespace, the TCP round trip to every backend

@@ -1,8 +1,8 @@
-/* test_harness.c — the comparison's arithmetic (bench/harness.c): the
+/* test_harness.c — the comparison's arithmetic (bench/common/harness.c): the
  * counts of tests/lib.sh, the ceilings' descriptions, latency merging and
  * JMeter's percentile. Prints "N passed, M failed". */
 #include "check.h"
-#include "../bench/harness.h"
+#include "../bench/common/harness.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* test_ledger.c — ledger_check() (bench/ledger.c) on ledgers written here:
+/* test_ledger.c — ledger_check() (bench/ledger/ledger.c) on ledgers written here:
  * a clean one finds nothing; each planted anomaly — a lost update, an
  * overlap of two critical sections, a stale token, a sale from nothing, a
  * unit gone without a sale — is found, alone, and its sentence names both
@@ -6,7 +6,7 @@
  */
 #define _POSIX_C_SOURCE 200809L    /* fmemopen */
 #include "check.h"
-#include "../bench/ledger.h"
+#include "../bench/ledger/ledger.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* test_load.c — ll-load's reading and counting of answers (bench/load_http.c),
+/* test_load.c — ll-load's reading and counting of answers (bench/load/load_http.c),
  * on which every sold and lost count of the tests and of bench/compare
  * depends. Each case is what a server sends on one connection, and what
  * ll-load must make of it: for every answer its status, its "result" and
@@ -8,7 +8,7 @@
  * derives from a stream of answers (struct tally), and the seconds of a
  * run (struct timeline). Prints "N passed, M failed".
  */
-#include "../bench/load_http.h"
+#include "../bench/load/load_http.h"
 
 #include <stdio.h>
 #include <stdlib.h>

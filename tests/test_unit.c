@@ -4,15 +4,15 @@
  * locks' waiting room, a Redis Cluster's key slots. */
 #include "check.h"
 #include "../clients/redis_cluster.h"
-#include "../bench/harness.h"
+#include "../bench/common/harness.h"
 #include "../core/config.h"
 #include "../core/util.h"
 #include "../core/wait.h"
 #include "../locks/lock.h"
-#include "../server/metrics.h"
-#include "../server/orders.h"
-#include "../server/request.h"
-#include "../server/stats.h"
+#include "../app/metrics.h"
+#include "../app/orders.h"
+#include "../app/request.h"
+#include "../app/stats.h"
 #include "../store/stock.h"
 #include "../sync/sync.h"
 
@@ -246,7 +246,7 @@ static void test_table_check(const struct lock_ops *const *all)
 }
 
 /* Each strategy names the ceiling it is measured against, a key ll-limits
- * writes (bench/harness.h), and the ones the README states: InnoDB orders
+ * writes (bench/common/harness.h), and the ones the README states: InnoDB orders
  * the sales of mysql-update (the hot row's UPDATE peak) and of the FOR
  * UPDATE, share-mode, optimistic and no-index ones (each its own
  * statements' plateau); mysql-batch's row is no bound (n purchases a
@@ -317,7 +317,7 @@ static void test_codes_and_registry(void)
 
 /* ---------------------------------------------------------------- POST /order
  *
- * A request built as server/http.c builds it (tests/fuzz_request.c throws
+ * A request built as app/http.c builds it (tests/fuzz_request.c throws
  * arbitrary bytes at the same functions): method, path and query, its
  * parameters parsed and the purchase's checked; then, for POST /order, the
  * order's own. Returns the status, 0 when accepted. */

@@ -192,7 +192,7 @@ echo "== ll-limits: a quorum lost in the middle of a trial costs a rerun, not th
 # within syncLimit, 2.5 s, at the latest: inside the 5 s).
 # `bench/stack up` brings the two back; until they serve, ll-limits's
 # reruns cannot reach ZooKeeper and wait for it uncounted, for up to 90 s
-# (bench/limits.c, RECOVER_S: as long as bench/stack waits for a server),
+# (bench/limits/limits.c, RECOVER_S: as long as bench/stack waits for a server),
 # however long two JVMs take to start on this machine. Nothing here
 # depends on the machine's speed but that bound.
 lim=$(mktemp) limerr=$(mktemp)

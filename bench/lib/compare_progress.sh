@@ -14,7 +14,7 @@
 # appends the last line once nothing is in flight, so the lines end at the
 # run's whole count (report_time.c makes them the report's buckets). A
 # poll costs the instances one GET /stats each; wrk's hot path is left
-# alone (bench/wrk-count.lua says why it cannot count seconds itself).
+# alone (bench/load/wrk-count.lua says why it cannot count seconds itself).
 # Uses TTY STATS_FROM REPORT DURATION from bench/compare.
 
 # progress_line LABEL TEXT: the run's live line.

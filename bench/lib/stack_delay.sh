@@ -26,7 +26,7 @@
 # reaches the instances over Unix sockets, and the tools on 127.0.0.1
 # (ll-limits, redis-cli, the tests' checks) reach the backends directly.
 #
-# The kernel has no netem, so the wait is ll-delay's (bench/delay.c): the
+# The kernel has no netem, so the wait is ll-delay's (bench/net/delay.c): the
 # rules are iptables' NFQUEUE (`--queue-bypass`: with ll-delay gone, packets
 # pass undelayed rather than vanish), in a chain of this stack's own
 # (LL<X>RTT) in each namespace, jumped to from INPUT; ll-delay listens to
@@ -44,7 +44,7 @@
 # ll-delay runs as the service `delay` (pid file, log .run/logs/delay.log,
 # SCHED_FIFO priority 1 so that the machine's run queue does not add to the
 # delay); its counters, CPU time included, are in .run/delay/stats.json
-# (bench/delay.c says what each means). `down` removes every rule and table
+# (bench/net/delay.c says what each means). `down` removes every rule and table
 # this file added, in every namespace, and stops ll-delay.
 
 DELAY_QUEUE=$((7700 + $(net_octet)))

@@ -4,7 +4,7 @@
 #
 #   Prometheus        19090   .run/prometheus/ (prometheus.yml, data/),
 #                             scraping every PROM_SCRAPE_S second:
-#     job locklab       every instance's GET /metrics (server/metrics.h)
+#     job locklab       every instance's GET /metrics (app/metrics.h)
 #     job mariadb       Debian's prometheus-mysqld-exporter on 19104, as the
 #                       account locklab_exporter (PROCESS and SLAVE MONITOR
 #                       only: status, variables, no rows), its password the

@@ -18,7 +18,8 @@
  * the old load between (1) and (3) are dropped by the consumers: the reset
  * overwrote the counts they were sold from, as it does for MariaDB's.
  */
-#include "redis_stock_private.h"
+#include "redis_stock.h"
+#include "../clients/redis.h"
 #include "../clients/db.h"
 #include "../core/util.h"
 
@@ -54,7 +55,8 @@ void rs_keys(struct rs_keys *k, const char *product, const char *order_no)
     snprintf(k->claim, sizeof k->claim, "locklab:order:%s", order_no ? order_no : "");
 }
 
-void rs_sale_init(struct rs_sale *s, struct lock_ctx *ctx, const struct product *p)
+void rs_sale_init(struct rs_sale *s, struct lock_ctx *ctx, const struct product *p,
+                  const char *lock)
 {
     const struct order *o = ctx->order;
 
@@ -64,7 +66,7 @@ void rs_sale_init(struct rs_sale *s, struct lock_ctx *ctx, const struct product 
     s->order_no = o ? o->no : "";
     s->user = o && o->user ? o->user : "";
     s->one_per_user = o && o->one_per_user && o->user;
-    s->lock = ctx->ops->name;
+    s->lock = lock;
     s->first_remaining = -1;
     rs_keys(&s->k, p->code, s->order_no);
 }

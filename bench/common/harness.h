@@ -16,7 +16,7 @@
 #ifndef LOCKLAB_HARNESS_H
 #define LOCKLAB_HARNESS_H
 
-#include "../locks/lock.h"
+#include "../../locks/lock.h"
 
 #include <stddef.h>
 

@@ -4,7 +4,7 @@
  * ZooKeeper, in this process, with no HTTP in between.
  *
  * It runs the server's own code: the operation's request goes through
- * server/request.c's request_sync() as GET /sync/<primitive>/<bench> with
+ * app/request.c's request_sync() as GET /sync/<primitive>/<bench> with
  * name=limits-<primitive> and the table's backend, and then sync_run() on a
  * worker context of its own, so the ceiling and the load differ in nothing
  * but HTTP, nginx and the other callers. Keys are the tables' `ceiling`s
@@ -15,12 +15,12 @@
  * with the error, and the run is tried again (at most --trials more).
  */
 #include "limits_sync.h"
-#include "harness.h"
-#include "../core/config.h"
-#include "../core/util.h"
-#include "../locks/lock.h"
-#include "../server/request.h"
-#include "../sync/sync.h"
+#include "../common/harness.h"
+#include "../../core/config.h"
+#include "../../core/util.h"
+#include "../../locks/lock.h"
+#include "../../app/request.h"
+#include "../../sync/sync.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,8 +3,8 @@
  *
  * Where the seconds come from. ll-load counts them itself: --json's
  * per_second holds the answers, 200s and transport errors of each second
- * of the run, by the second a request ended in (bench/load.c). wrk cannot
- * (bench/wrk-count.lua says why), so for a wrk run bench/compare polls the
+ * of the run, by the second a request ended in (bench/load/load.c). wrk cannot
+ * (bench/load/wrk-count.lua says why), so for a wrk run bench/compare polls the
  * instances' /stats about once a second, `ll-report sample` adds up the
  * strategy's counters of every instance, and raw/NN.series.tsv keeps one
  * line "T REQUESTS SOLD" per poll (T: seconds since the load began; the

@@ -27,7 +27,7 @@
 #ifndef LOCKLAB_REPORT_PRIVATE_H
 #define LOCKLAB_REPORT_PRIVATE_H
 
-#include "harness.h"
+#include "../common/harness.h"
 
 #include <jansson.h>
 #include <stddef.h>

@@ -8,7 +8,7 @@
  * back: one round trip of the network, and nothing of the server's
  * application (its kernel answers the SYN). `bench/stack up --netns --rtt
  * MS` puts a delay on the path between an instance's network namespace and
- * each backend (bench/delay.c); run inside the namespace (`ip netns exec`),
+ * each backend (bench/net/delay.c); run inside the namespace (`ip netns exec`),
  * this measures what the delay really adds, which tests/rtt.sh checks
  * against what was asked.
  *

@@ -1,4 +1,4 @@
-/* check.c — ll-check, the checker that trusts nobody (bench/ledger.h).
+/* check.c — ll-check, the checker that trusts nobody (bench/ledger/ledger.h).
  *
  *     ll-check [--product CODE] [--json]            the stack's MariaDB
  *     ll-check --file LEDGER.tsv --final N [--json] a ledger written down

@@ -1,6 +1,6 @@
 -- wrk-count.lua — make wrk count its answers like ll-load does.
 --
---     wrk -t2 -c64 -d10s -s bench/wrk-count.lua 'http://127.0.0.1:8080/check/lock?lock=none'
+--     wrk -t2 -c64 -d10s -s bench/load/wrk-count.lua 'http://127.0.0.1:8080/check/lock?lock=none'
 --
 -- wrk itself reports only "Non-2xx or 3xx responses". This script counts
 -- every answer by HTTP status and by the JSON "result" field of its body
@@ -67,7 +67,7 @@ local function object(t)
    return "{" .. table.concat(parts, ",") .. "}"
 end
 
--- The quantiles of ll-load's --json (bench/load.c, lat_quantiles).
+-- The quantiles of ll-load's --json (bench/load/load.c, lat_quantiles).
 local quantiles = {
    0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.925, 0.95, 0.96, 0.97,
    0.98, 0.99, 0.995, 0.999, 0.9995, 0.9999, 0.99999, 1,

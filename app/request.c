@@ -376,7 +376,7 @@ int request_product(struct request *r, const char **code)
 
 /* ---------------------------------------------------------------- a purchase */
 
-/* read=primary|replica: where the guarded sale (server/sale.c) reads the
+/* read=primary|replica: where the guarded sale (app/sale.c) reads the
  * count. A replica read is read/write splitting (seed 000 §1.6.3, mycat):
  * the count may be behind the primary's, and the write built on it loses
  * updates under any lock. Only the guarded sale reads apart from its

@@ -20,7 +20,7 @@
  *                     own): a copy naming another product finds the
  *                     claim and is order_conflict, as with MariaDB's
  *                     stock. Then {stock:P}:order:O, written by the step
- *                     that takes the units (locks/redis_stock.h; under
+ *                     that takes the units (store/redis_stock.h; under
  *                     the product's hash tag, one slot with its stock on
  *                     a cluster): the copies meet in Redis, which runs
  *                     one step at a time, and the consumer writes

@@ -55,9 +55,10 @@
  * XREADGROUP … BLOCK holds the connection it is sent on for up to
  * CONSUMER_BLOCK_MS, which no request's command may queue behind.
  */
-#include "redis_stock_private.h"
+#include "redis_stock.h"
+#include "../clients/redis.h"
 #include "../clients/db.h"
-#include "../store/buckets.h"
+#include "buckets.h"
 #include "../core/util.h"
 #include "../core/wait.h"
 
@@ -626,7 +627,7 @@ void redis_stock_consumer_stop(void)
         wait_cond_wait(&cons.end, &cons.end_mu, WAIT_FOREVER);
     pthread_mutex_unlock(&cons.end_mu);
     cons.running = 0;
-    lock_ctx_free(&cons.ctx);
+    redis_ctx_free(&cons.ctx);      /* its only connections but the db */
     db_free(cons.ctx.db);
     cons.ctx.db = NULL;
 }
@@ -668,20 +669,3 @@ void redis_stock_stats_reset(void)
     cons.last_error[0] = '\0';
     pthread_mutex_unlock(&cons.err_lock);
 }
-
-/* The Redis-stock family: its slots' connections are the Redis family's;
- * the instance runs the consumer that applies the sales to MariaDB, and
- * /stats has its section. */
-static void redis_stock_stats(json_t *body)
-{
-    json_object_set_new(body, "redis_stock", redis_stock_stats_json());
-}
-
-const struct lock_family lock_family_redis_stock = {
-    .name        = "redis-stock",
-    .start       = redis_stock_consumer_start,
-    .stop        = redis_stock_consumer_stop,
-    .ctx_free    = redis_ctx_free,
-    .stats_add   = redis_stock_stats,
-    .stats_clear = redis_stock_stats_reset,
-};

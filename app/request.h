@@ -2,7 +2,7 @@
  * HTTP library: the route, the query's parameters, their values, the admin
  * token, and the text of the error answers built from them.
  *
- * server/http.c feeds it what libmicrohttpd parsed (method, path, each query
+ * app/http.c feeds it what libmicrohttpd parsed (method, path, each query
  * parameter with its length, the Authorization header) and acts on what it
  * decides; tests/fuzz_request.c feeds it arbitrary bytes. Nothing here
  * blocks, allocates beyond jansson's answer objects, or touches a backend.

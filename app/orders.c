@@ -31,7 +31,7 @@
 #include "../core/config.h"
 #include "../core/util.h"
 #include "../locks/lock.h"
-#include "../locks/redis_stock.h"
+#include "../store/redis_stock.h"
 #include "../store/stock.h"
 
 #include <stdatomic.h>

@@ -14,7 +14,7 @@
  * LOCKLAB_MYSQL_SOCKET when that is set, else host:port.
  *
  * What it measures, S seconds (default 3) each, under the keys of
- * bench/harness.h, each the way locks/lock.h's table says (its method):
+ * bench/common/harness.h, each the way locks/lock.h's table says (its method):
  *   plateau   the strategy's own statements, looped by N clients on the
  *             hot row, N = 1, 2, 3, 4, 6, 8 for S/12 seconds each (the
  *             sweep), then the best N --trials times (default 3) for S/2
@@ -106,12 +106,12 @@
 #ifndef _GNU_SOURCE            /* clock_gettime, nanosleep, pthread barriers */
 #define _GNU_SOURCE
 #endif
-#include "harness.h"
+#include "../common/harness.h"
 #include "limits_sync.h"
-#include "../clients/db_pipe.h"
-#include "../core/util.h"
-#include "../clients/etcd.h"
-#include "../locks/redis_stock.h"
+#include "../../clients/db_pipe.h"
+#include "../../core/util.h"
+#include "../../clients/etcd.h"
+#include "../../store/redis_stock.h"
 
 #include <errno.h>
 #include <hiredis/hiredis.h>
@@ -898,7 +898,7 @@ out:
 
 /* ---------------------------------------------------------------- the Redis stock */
 
-/* What Redis alone takes of the Redis stock's sales (locks/redis_stock.h),
+/* What Redis alone takes of the Redis stock's sales (store/redis_stock.h),
  * with the strategies' own commands on scratch keys: no MariaDB on the path,
  * as none is on theirs (the consumer applies the stream afterwards). */
 #define RS_STOCK  "locklab:limits:stock"

@@ -12,7 +12,7 @@
  *                      for a hold per instance (its row queue)
  *   RUN/points.tsv     "MS<TAB>DIR" a point, DIR its run (DIR/results.json)
  *   RUN/points/rtt-MS/delay-before.json, delay-after.json
- *                      ll-delay's counters around the point (bench/delay.c),
+ *                      ll-delay's counters around the point (bench/net/delay.c),
  *                      when the point had a delay
  *   RUN/points/rtt-MS/ping.txt
  *                      "min max avg samples", ms: Redis PINGs from an

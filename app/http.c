@@ -42,9 +42,9 @@
 #include "../core/loop.h"
 #include "../core/util.h"
 #include "../core/wait.h"
-#include "../locks/buckets.h"
+#include "../store/buckets.h"
 #include "../locks/lock.h"
-#include "../locks/redis_stock.h"
+#include "../store/redis_stock.h"
 #include "../store/stock.h"
 #include "../sync/sync.h"
 
@@ -382,7 +382,7 @@ static enum MHD_Result route_sale(struct exchange *x, struct request *r)
     return in_flight(x, r, sale);
 }
 
-/* POST /order: a purchase with an order number (server/orders.h). Only a
+/* POST /order: a purchase with an order number (app/orders.h). Only a
  * first attempt's sale is counted under its strategy; a copy that got the
  * first answer again (replayed), a user's second order and a copy that
  * waited for a first attempt still selling are counted under "orders". */

@@ -14,7 +14,7 @@
  * `reconcile`: Redis's count and its units sold since the load, MariaDB's
  * count and its units applied, what is in flight between them (sold −
  * applied) and what the stream itself still held, and whether they add up
- * (locks/redis_stock.h): MariaDB = Redis + in flight, nothing applied twice,
+ * (store/redis_stock.h): MariaDB = Redis + in flight, nothing applied twice,
  * every unit in flight still in the stream. bench/compare waits for the
  * consumers to drain the stream before it reads GET /stock, so an exact run
  * ends drained: in flight 0, Redis = MariaDB.

@@ -6,6 +6,17 @@
  * flag 0 and leaves a permit instead, so a task is never resumed twice for
  * one park. A wake from another thread is posted to the task's loop first.
  *
+ * A posted wake never outlives its task. The post is a job embedded in the
+ * task, so while one is on its way (`posted`, set by the waking thread
+ * before it posts) the task is not freed: a coroutine that ends meanwhile
+ * — its park timer resumed it in the same turn, before the loop ran the
+ * post — leaves its task `ended`, and the post, when it runs, frees it
+ * instead of waking it. The waker only ever touches a live task (wait.h:
+ * t must exist when task_wake() is called), and the loop thread alone
+ * reads `ended` and frees, so nothing freed is touched and no later task
+ * made in the same memory is woken by an old post. The cost: a task's
+ * memory lives until its last post has run, at most a turn longer.
+ *
  * A thread's task is a mutex, a condition variable and the permit.
  */
 #include "wait.h"
@@ -36,6 +47,8 @@ struct task {
     struct loop_job run;        /* resume it from the loop's jobs    */
     struct loop_job post;       /* a wake from another thread        */
     atomic_int      posted;     /* `post` is on its way              */
+    int             ended;      /* its coroutine returned while a post
+                                 * was on its way: the post frees it  */
 
     /* Both kinds. */
     int             permit;
@@ -65,14 +78,19 @@ static void thread_key_make(void)
 
 /* ---------------------------------------------------------------- running */
 
-/* Resume t's coroutine, time the slice, and free t when it has ended. */
+/* Resume t's coroutine, time the slice, and free t when it has ended,
+ * unless a wake posted from another thread is still on its way to it:
+ * then that post frees it (on_post()). */
 static void task_resume(struct task *t)
 {
     int64_t t0 = now_us();
 
     if (!coro_resume(t->co)) {
         event_del(&t->timer);
-        free(t);
+        if (atomic_load(&t->posted))
+            t->ended = 1;
+        else
+            free(t);
     }
     loop_timed(t0);
 }
@@ -277,11 +295,16 @@ static void wake_here(struct task *t, int now)
 }
 
 /* A wake from another thread: the task resumes now, not a turn later
- * behind everything queued since. */
+ * behind everything queued since; or, if it ended while the wake was on
+ * its way, it is freed now. */
 static void on_post(struct loop_job *job)
 {
     struct task *t = (struct task *)((char *)job - offsetof(struct task, post));
 
+    if (t->ended) {
+        free(t);
+        return;
+    }
     atomic_store(&t->posted, 0);
     wake_here(t, 1);
 }

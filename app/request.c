@@ -157,9 +157,9 @@ static const char *const param_names[P_MAX] = {
     [P_BUCKETS] = "buckets",
 };
 
-_Static_assert(P_MAX <= 32, "struct route's params is a 32-bit mask");
+_Static_assert(P_MAX <= 64, "struct route's params is a 64-bit mask");
 
-#define BIT(p)  (1u << (p))
+#define BIT(p)  (1ull << (p))
 #define FAULTS  (BIT(P_HOLD_MS) | BIT(P_LATE_MS) | BIT(P_CRASH) | BIT(P_LOSE_ANSWER) | \
                  BIT(P_CONSUMER_CRASH) | BIT(P_RELEASE_PAUSE_MS) | BIT(P_ALLOW_DEADLOCK) | \
                  BIT(P_CLOCK_SKEW_MS))

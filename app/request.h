@@ -25,6 +25,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct config;
 struct lock_ops;
@@ -81,7 +82,7 @@ struct route {
     enum route_id id;
     const char   *method, *path;
     int           admin;            /* needs the admin token            */
-    unsigned      params;           /* (1u << P_*) it accepts            */
+    uint64_t      params;           /* (1ull << P_*) it accepts          */
 };
 /* A route whose path ends in '/' is a prefix: it takes every path that
  * starts with it and no exact path matches, and the rest is the route's to

@@ -19,7 +19,9 @@
  * ?fence=1 the write carries the hold's fencing token (store/stock.c), and
  * when an older holder's write landed between our read and our write the
  * sale reads and writes again under its token, at most STOCK_FENCED_TRIES
- * times, checks and all.
+ * times, checks and all. The fault ?check_pause_ms pauses between the
+ * check and the lease's judgement: a holder whose check's answer came back
+ * late, which the lease (from when the check was sent) must refuse.
  */
 #include "sale.h"
 #include "stats.h"
@@ -34,6 +36,15 @@
 #include <unistd.h>
 
 /* ---------------------------------------------------------------- the sale */
+
+/* A fault's pause (late_ms, check_pause_ms), counted in GET /stats "late"
+ * while it lasts, so a test can wait until a purchase is in it. */
+static void fault_pause(int ms)
+{
+    stats_late(1);
+    sleep_us((int64_t)ms * 1000);
+    stats_late(-1);
+}
 
 static int sell_guarded(struct lock_ctx *ctx, const struct product *p, const char *key,
                         long long *remaining)
@@ -51,15 +62,14 @@ again:
         stock_hold(ctx);    /* the window between read and write, stretched */
     if ((rc = lock_check(ctx, key)) != LL_OK)
         return rc;
+    if (ctx->check_pause_ms > 0 && tries == 0)  /* fault: the check's answer came late */
+        fault_pause(ctx->check_pause_ms);
     if (ctx->lease_until_us && now_us() >= ctx->lease_until_us)
         return lock_error(ctx, LL_LOST, NULL, "the lease on %s may have run out %lld ms "
                           "ago: sale not written", key,
                           (long long)(now_us() - ctx->lease_until_us) / 1000);
-    if (ctx->late_ms > 0 && tries == 0) {   /* fault: a pause no check can see */
-        stats_late(1);
-        sleep_us((int64_t)ctx->late_ms * 1000);
-        stats_late(-1);
-    }
+    if (ctx->late_ms > 0 && tries == 0)     /* fault: a pause no check can see */
+        fault_pause(ctx->late_ms);
     rc = stock_write_guarded(ctx, p, count);
     if (rc == STOCK_MOVED) {        /* an older holder's write landed after our read */
         ctx->retries++;

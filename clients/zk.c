@@ -5,9 +5,16 @@
  * (000 §4.3 ZkClient, "获取链接是一个耗时过程"); so do we, lazily: the first
  * caller that needs ZooKeeper calls zookeeper_init() with --zk (every
  * server of the ensemble; the client picks one and fails over) and waits
- * for the CONNECTED event. The session timeout is derived from --lease-ms
- * (a fifth of it, 4..30 s; 6 s by default): that is how long a crashed
- * holder keeps its lock. The server clamps it to [2, 20] tickTime.
+ * for the CONNECTED event. The session timeout asked for is derived from
+ * --lease-ms (a fifth of it, 4..30 s; 6 s by default) or is
+ * --zk-session-ms: that is how long a crashed holder keeps its lock. The
+ * server clamps it to its [minSessionTimeout, maxSessionTimeout] (2 and 20
+ * tickTime unless configured), and what it grants, read at each CONNECTED
+ * (zoo_recv_timeout()), is the session's timeout from then on: the lease a
+ * holder may count on, how long to wait for a lost connection to come
+ * back, the calls' deadlines (zk_timeout_ms()). Counting on the one asked
+ * for, a holder of a session granted 40 s of the 60 s it asked would
+ * believe itself the holder for 20 s after its session had died.
  *
  * Generations. Every zhandle is a struct zk_conn with a generation number.
  * When the session expires (the EXPIRED event), the next zk_connect()
@@ -76,6 +83,8 @@ struct zk_conn {
     int        connected;   /* last session event was CONNECTED        */
     int        expired;     /* EXPIRED or AUTH_FAILED: never again      */
     int64_t    session;     /* session id, known once connected        */
+    int        asked_ms;    /* the session timeout asked for           */
+    int        granted_ms;  /* ... and granted, known once connected   */
     int64_t    down_since;  /* when it lost (or had not yet) a connection */
 };
 
@@ -107,6 +116,13 @@ static void zk_init_once(void)
 static int64_t min64(int64_t a, int64_t b)
 {
     return a < b ? a : b;
+}
+
+/* With zk_mu held: c's session timeout, granted (or, before the server
+ * has answered, asked). */
+static int conn_timeout(const struct zk_conn *c)
+{
+    return c->granted_ms > 0 ? c->granted_ms : c->asked_ms;
 }
 
 int zk_session_ms(const struct lock_ctx *ctx)
@@ -150,6 +166,7 @@ static void zk_watcher(zhandle_t *zh, int type, int state, const char *path, voi
         if (state == ZOO_CONNECTED_STATE) {
             c->connected = 1;
             c->session = zoo_client_id(zh)->client_id;
+            c->granted_ms = zoo_recv_timeout(zh);   /* the server's, not ours */
         } else {
             if (c->connected)
                 c->down_since = now_ms();
@@ -222,7 +239,8 @@ static int conn_open(struct lock_ctx *ctx)
         snprintf(zk_backend_name, sizeof zk_backend_name, "zookeeper %s", ctx->cfg->zk);
     c->gen = ++zk_gens;
     c->down_since = now_ms();
-    c->zh = zookeeper_init(ctx->cfg->zk, zk_watcher, zk_session_ms(ctx), NULL, c, 0);
+    c->asked_ms = zk_session_ms(ctx);
+    c->zh = zookeeper_init(ctx->cfg->zk, zk_watcher, c->asked_ms, NULL, c, 0);
     if (c->zh == NULL) {
         int e = errno;
         free(c);
@@ -272,7 +290,7 @@ int zk_connect(struct lock_ctx *ctx, struct zk_conn **out)
             *out = c;
             break;
         }
-        if (!c->expired && now_ms() - c->down_since > 2 * (int64_t)zk_session_ms(ctx)) {
+        if (!c->expired && now_ms() - c->down_since > 2 * (int64_t)conn_timeout(c)) {
             /* No server for two session timeouts: the servers have expired
              * the session even if this client never hears of it (an
              * ensemble restarted with fresh data refuses a client that has
@@ -281,7 +299,7 @@ int zk_connect(struct lock_ctx *ctx, struct zk_conn **out)
             continue;
         }
         if (!c->expired) {
-            int64_t limit = min64(ctx->deadline_ms, c->down_since + zk_session_ms(ctx));
+            int64_t limit = min64(ctx->deadline_ms, c->down_since + conn_timeout(c));
             if (now_ms() >= limit) {
                 rc = lock_error(ctx, LL_UNAVAILABLE, zk_backend_name,
                                 "no ZooKeeper server has answered for %lld ms",
@@ -316,7 +334,7 @@ int zk_await(struct lock_ctx *ctx, struct zk_conn *c, int64_t until_ms)
 
     pthread_mutex_lock(&zk_mu);
     while (!(up = conn_up(c)) && !c->expired) {
-        int64_t limit = min64(until_ms, c->down_since + zk_session_ms(ctx));
+        int64_t limit = min64(until_ms, c->down_since + conn_timeout(c));
         if (now_ms() >= limit)
             break;
         state_wait(min64(limit, now_ms() + 20));
@@ -370,6 +388,16 @@ int64_t zk_session_id(struct zk_conn *c)
     id = c->session;
     pthread_mutex_unlock(&zk_mu);
     return id;
+}
+
+int zk_timeout_ms(struct zk_conn *c)
+{
+    int ms;
+
+    pthread_mutex_lock(&zk_mu);
+    ms = conn_timeout(c);
+    pthread_mutex_unlock(&zk_mu);
+    return ms;
 }
 
 uint64_t zk_generation(struct zk_conn *c)
@@ -579,10 +607,10 @@ int zk_call(struct lock_ctx *ctx, struct zk_conn *c, struct zk_call *call, int64
     return zrc;
 }
 
-/* A call of the lock code: waits at most a session timeout. */
+/* A call of the lock code: waits at most a session timeout, c's. */
 static int call_now(struct lock_ctx *ctx, struct zk_conn *c, struct zk_call *call)
 {
-    return zk_call(ctx, c, call, now_us() + (int64_t)zk_session_ms(ctx) * 1000);
+    return zk_call(ctx, c, call, now_us() + (int64_t)zk_timeout_ms(c) * 1000);
 }
 
 int zk_create_bin(struct lock_ctx *ctx, struct zk_conn *c, const char *path, const char *data,

@@ -55,7 +55,12 @@ void zk_close(void);
 int64_t     zk_session_id(struct zk_conn *c);
 int         zk_expired(struct zk_conn *c);     /* EXPIRED: gone for good */
 uint64_t    zk_generation(struct zk_conn *c);  /* 1, 2 … one per handle   */
+/* The session timeout a new session asks for (--zk-session-ms, or a fifth
+ * of --lease-ms), and the one c's server granted (what was asked until it
+ * has answered): the server may grant less, and every lease and wait
+ * counts the granted one. */
 int         zk_session_ms(const struct lock_ctx *ctx);
+int         zk_timeout_ms(struct zk_conn *c);
 const char *zk_backend(void);
 
 /* A connection loss or time-out: the outcome is unknown, the session may

@@ -82,6 +82,9 @@ struct lock_ctx {
                                      * lock_ops.release_pause says (once)     */
     int         clock_skew_ms;      /* fault: the wall clock this request
                                      * reads runs N ms ahead (redis_wall_ms)  */
+    int         check_pause_ms;     /* fault: a pause after the lock's check
+                                     * answered, before its lease is judged
+                                     * (app/sale.c)                           */
     int         read_replica;       /* ?read=replica: the guarded sale reads
                                      * the count on the replica (stock.c)     */
     int         qty;                /* units this purchase takes: 1, or what

@@ -9,8 +9,9 @@
  * created the node. A lock taken in a session that expired is never taken
  * for one of the live session: zk_check() asks ZooKeeper whether the node
  * is still there and its ephemeralOwner still our session, and that answer
- * is the lease the write may count on (a session timeout from when it was
- * asked) and, with ?fence=1, its czxid the fencing token.
+ * is the lease the write may count on (the session timeout the server
+ * granted, from when it was asked) and, with ?fence=1, its czxid the
+ * fencing token.
  *
  * Deletes. Our node is deleted on release, or on any failure after its
  * create. A delete (or a create) whose outcome a connection loss hid is
@@ -182,7 +183,7 @@ static void drain_pending(struct lock_ctx *ctx, struct zk_conn *c)
 int zk_delete_ours(struct lock_ctx *ctx, struct zk_conn *c, const char *node,
                    const char *token)
 {
-    int64_t until = now_ms() + zk_session_ms(ctx);
+    int64_t until = now_ms() + zk_timeout_ms(c);
     int zrc, tries;
 
     /* First attempt: while our session lives nobody else can have removed
@@ -308,7 +309,8 @@ int zk_release(struct lock_ctx *ctx, const char *key, int fixed_path)
 
 /* The node is still ours: an exists() answered on our session. That answer
  * also proves the session alive when it was sent, so the lease the write
- * may count on is the session timeout from then (lock_lease). With
+ * may count on is the session timeout from then (lock_lease): the granted
+ * one, which may be shorter than the one asked. With
  * ?fence=1 the token is the node's czxid: ZooKeeper's transaction ids grow
  * with every write of the ensemble, and a holder's node is created before
  * any later holder's (its sequence number, or its turn on the one node of
@@ -316,18 +318,19 @@ int zk_release(struct lock_ctx *ctx, const char *key, int fixed_path)
 int zk_check(struct lock_ctx *ctx, const char *key)
 {
     struct zk_hold *h = zk_hold_find(ctx, ctx->ops, key);
-    int64_t until = now_ms() + zk_session_ms(ctx), sent;
+    int64_t until, sent;
     const char *why = NULL;
     struct Stat st;
     int zrc, tries;
 
     if (h == NULL)
         return lock_error(ctx, LL_ERROR, zk_backend(), "%s: %s not held", ctx->ops->name, key);
+    until = now_ms() + zk_timeout_ms(h->conn);
     for (tries = 0; tries < 10 && why == NULL; tries++) {
         sent = now_us();
         zrc = zk_exists(ctx, h->conn, h->node, 0, &st);
         if (zrc == ZOK && st.ephemeralOwner == zk_session_id(h->conn)) {
-            lock_lease(ctx, sent, zk_session_ms(ctx));
+            lock_lease(ctx, sent, zk_timeout_ms(h->conn));     /* as granted */
             if (ctx->fence) {
                 ctx->token = st.czxid;
                 ctx->token_src = ZK_FENCE;

@@ -169,6 +169,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         MUST(a.release_pause_ms == 0 || a.ops->release_pause != NULL);
         MUST(a.release_pause_ms >= 0 && a.release_pause_ms <= cfg.max_wait_ms);
         MUST(a.clock_skew_ms >= 0 && a.clock_skew_ms <= cfg.max_wait_ms);
+        MUST(a.check_pause_ms >= 0 && a.check_pause_ms <= cfg.max_wait_ms);
         MUST(a.wait_ms >= 0 && a.wait_ms <= cfg.max_wait_ms);
         MUST(a.hold_ms >= 0 && a.hold_ms <= cfg.max_wait_ms);
         MUST(a.late_ms >= 0 && a.late_ms <= cfg.max_wait_ms);
@@ -176,7 +177,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         MUST(cfg.allow_faults || (a.hold_ms == 0 && a.late_ms == 0 && a.crash == 0 &&
                                   a.lose_answer == 0 && a.consumer_crash == 0 &&
                                   a.release_pause_ms == 0 && a.allow_deadlock == 0 &&
-                                  a.clock_skew_ms == 0));
+                                  a.clock_skew_ms == 0 && a.check_pause_ms == 0));
         break;
     case ROUTE_ORDER:
         if (request_sale(&r, &cfg, &a) != 0 || request_order(&r, &o) != 0) {
@@ -190,7 +191,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         MUST(cfg.allow_faults || (a.hold_ms == 0 && a.late_ms == 0 && a.crash == 0 &&
                                   a.lose_answer == 0 && a.consumer_crash == 0 &&
                                   a.release_pause_ms == 0 && a.allow_deadlock == 0 &&
-                                  a.clock_skew_ms == 0));
+                                  a.clock_skew_ms == 0 && a.check_pause_ms == 0));
         break;
     case ROUTE_STOCK:
     case ROUTE_STOCK_RESET:

@@ -14,6 +14,9 @@
 #                               missing (see below)
 #   t_need CMD|FILE... -- MSG   t_skip MSG unless every command is on PATH
 #                               and every /path exists; its status says which
+#   t_zk_sessions               the session timeouts the ZooKeeper servers
+#                               granted their clients (`cons`), each once:
+#                               "to=6000", "to=2000 to=6000"
 #   t_done                      "N passed, M failed, K skipped"; exit status
 #
 # Exit status: 1 when an assertion failed, else 77 when a part was skipped
@@ -65,6 +68,16 @@ t_need() {
     return 1
 }
 
+t_zk_sessions() {
+    local hp
+    for hp in ${LOCKLAB_ZK//,/ }; do
+        exec 3<> "/dev/tcp/${hp%:*}/${hp##*:}" || continue
+        printf cons >&3
+        grep -o 'to=[0-9]*' <&3
+        exec 3<&-
+    done | sort -u | paste -sd' '
+}
+
 t_done() {
     printf '%s: %d passed, %d failed, %d skipped\n' "${T_NAME:-test}" \
         "$T_PASSED" "$T_FAILED" "$T_SKIPPED"
@@ -77,7 +90,8 @@ t_done() {
 # or changed) as this test needs the stack: the topology of the last `up`
 # (the test topology, tests/CMakeLists.txt), the fault switches on, Redis
 # server 1's append-only file synced every second, the instances' own
-# ZooKeeper sessions (not up --seed-timing's), and none of the
+# ZooKeeper sessions (not up --seed-timing's) granted as asked (not up
+# --zk-max-session-ms's), and none of the
 # variants (--ledger, --netns, --redis-replica, --prometheus), unless
 # UP-FLAGS ask otherwise (--ledger, --no-faults, ...). A test that needs a
 # variant asks for it here and leaves it on when it ends: the next test's
@@ -88,7 +102,7 @@ t_done() {
 t_setup() {
     t_need curl jq -- "the integration tests (curl, jq)" || t_done
     "$T_ROOT/bench/stack" up --allow-faults --redis-aof everysec --no-ledger --no-netns \
-        --no-redis-replica --redis-cluster 0 --no-read-replica --galera 0 --no-prometheus --zk-session-ms 0 "$@" >/dev/null || { echo "stack up $* failed"; exit 1; }
+        --no-redis-replica --redis-cluster 0 --no-read-replica --galera 0 --no-prometheus --zk-session-ms 0 --zk-max-session-ms 0 "$@" >/dev/null || { echo "stack up $* failed"; exit 1; }
     t_env
 }
 

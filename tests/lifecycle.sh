@@ -62,17 +62,9 @@ purchases() {
     done
 }
 
-# The session timeouts the ZooKeeper servers granted their clients (`cons`),
-# each once: after the purchases, the instances' sessions among them.
-zk_sessions() {
-    local hp
-    for hp in ${LOCKLAB_ZK//,/ }; do
-        exec 3<> "/dev/tcp/${hp%:*}/${hp##*:}" || continue
-        printf cons >&3
-        grep -o 'to=[0-9]*' <&3
-        exec 3<&-
-    done | sort -u | paste -sd' '
-}
+# The session timeouts ZooKeeper granted: after the purchases, the
+# instances' sessions among them.
+zk_sessions() { t_zk_sessions; }
 
 # up --seed-timing (round A): the instances run with the seeds' 3 s lease
 # and 30 s ZooKeeper session, and ZooKeeper grants that session; without it

@@ -5,10 +5,15 @@
  * whether the connection is then closed, or the failure that ends the
  * request. Every case is fed whole, cut in two at every byte, and one byte
  * at a time, and must read the same each way. Then the counts a thread
- * derives from a stream of answers (struct tally), and the seconds of a
- * run (struct timeline). Prints "N passed, M failed".
+ * derives from a stream of answers (struct tally), the seconds of a run
+ * (struct timeline), the latency histogram (HdrHistogram's buckets at 3
+ * significant digits: its edges, and its percentiles against a sort of the
+ * same samples) and the open loop's schedule (load_sched.h: how many
+ * requests each step holds, when they are due). Prints "N passed, M
+ * failed".
  */
 #include "../bench/load/load_http.h"
+#include "../bench/load/load_sched.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -395,6 +400,171 @@ static void test_timeline(void)
     CHECK(monotone && prev == hist_max(&h) && hist_percentile(&h, 0) == hist_min(&h));
 }
 
+/* ---------------------------------------------------------------- histogram */
+
+/* The bucket scheme: every value up to 2047 µs its own bucket, then 1024
+ * buckets to each power of two, each as wide as a 1024th of its lowest
+ * value; the buckets tile the range with no gap and no overlap, and a
+ * value past the top lands in the last bucket. */
+static void test_hist_buckets(void)
+{
+    unsigned ok = 1, i;
+
+    for (uint64_t v = 0; v < 2048; v++)
+        ok &= hist_index(v) == v && hist_bucket_low((unsigned)v) == v &&
+              hist_bucket_width((unsigned)v) == 1;
+    CHECK(ok);
+    CHECK(hist_index(2048) == 2048 && hist_index(2049) == 2048 && hist_index(2050) == 2049);
+    CHECK(hist_bucket_low(2048) == 2048 && hist_bucket_width(2048) == 2);
+    CHECK(hist_index(4095) == 3071 && hist_index(4096) == 3072 && hist_bucket_width(3072) == 4);
+    CHECK(hist_index(60000000) < HIST_BUCKETS - 1);          /* 60 s is inside */
+    CHECK(hist_index(HIST_MAX_US) == HIST_BUCKETS - 1);
+    CHECK(hist_index(HIST_MAX_US + 1) == HIST_BUCKETS - 1 && hist_index(UINT64_MAX) == HIST_BUCKETS - 1);
+    CHECK(hist_bucket_low(HIST_BUCKETS - 1) + hist_bucket_width(HIST_BUCKETS - 1) == HIST_MAX_US + 1);
+    ok = 1;
+    for (i = 1; i < HIST_BUCKETS; i++) {
+        uint64_t low = hist_bucket_low(i), width = hist_bucket_width(i);
+        ok &= low == hist_bucket_low(i - 1) + hist_bucket_width(i - 1);   /* tiled   */
+        ok &= hist_index(low) == i && hist_index(low + width - 1) == i;
+        ok &= hist_index(low - 1) == i - 1;
+        ok &= width * 1024 <= (low > 1024 ? low : 1024);                  /* 3 digits */
+    }
+    CHECK(ok);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static uint64_t rng_next(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* Every percentile against the sorted samples: at or above the sample of
+ * rank ceil(q × n), and within its bucket (less than 0.1 % above it, or 1
+ * µs below 2048 µs, where it is exact); min, max and mean exact. The
+ * samples spread over eight decades, with a tail of stalls. */
+static void test_hist_percentiles(void)
+{
+    static const double q[] = { 0.001, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999,
+                                0.9995, 0.9999 };
+    enum { N = 200000 };
+    static uint64_t v[N];
+    static struct hist h, a, b;
+    uint64_t x = 88172645463325252u, sum = 0;
+    unsigned ok = 1, i;
+
+    hist_init(&h);
+    hist_init(&a);
+    hist_init(&b);
+    for (i = 0; i < N; i++) {
+        uint64_t r = rng_next(&x);
+        v[i] = (r >> 40) % (UINT64_C(1) << (r % 27));          /* 0 .. 67 s      */
+        if (i % 1000 == 0)
+            v[i] = 800000 + r % 200000;                       /* stalls: ~1 s   */
+        hist_add(&h, v[i]);
+        hist_add(i % 2 ? &a : &b, v[i]);
+        sum += v[i];
+    }
+    qsort(v, N, sizeof v[0], cmp_u64);
+    for (i = 0; i < sizeof q / sizeof q[0]; i++) {
+        uint64_t rank = (uint64_t)(q[i] * N + 0.999999), exact = v[rank - 1];
+        uint64_t got = hist_percentile(&h, q[i]);
+        ok &= got >= exact && got - exact < (exact < 2048 ? 1 : exact / 1024 + 1);
+        if (!(got >= exact && got - exact < (exact < 2048 ? 1 : exact / 1024 + 1)))
+            printf("  p%g: %llu against %llu\n", q[i] * 100, (unsigned long long)got,
+                   (unsigned long long)exact);
+    }
+    CHECK(ok);
+    CHECK(hist_percentile(&h, 0) == v[0] && hist_percentile(&h, 1) == v[N - 1]);
+    CHECK(hist_min(&h) == v[0] && hist_max(&h) == v[N - 1] && hist_count(&h) == N);
+    CHECK(hist_mean(&h) == (double)sum / N);
+    hist_merge(&a, &b);                 /* two threads' halves, merged      */
+    ok = hist_count(&a) == N && hist_min(&a) == hist_min(&h) && hist_max(&a) == hist_max(&h);
+    for (i = 0; i < sizeof q / sizeof q[0]; i++)
+        ok &= hist_percentile(&a, q[i]) == hist_percentile(&h, q[i]);
+    CHECK(ok);
+
+    /* A zero-filled histogram is empty, and the first sample sets the min. */
+    memset(&b, 0, sizeof b);
+    CHECK(hist_count(&b) == 0 && hist_min(&b) == 0 && hist_percentile(&b, 0.5) == 0);
+    hist_add(&b, 70);
+    CHECK(hist_min(&b) == 70 && hist_max(&b) == 70 && hist_percentile(&b, 0.99) == 70);
+    hist_add(&b, 120000000);                                  /* past the top   */
+    CHECK(hist_max(&b) == 120000000 && hist_percentile(&b, 1) == 120000000);
+    CHECK(hist_percentile(&b, 0.9) == HIST_MAX_US);
+}
+
+/* ---------------------------------------------------------------- schedule */
+
+/* Evenly spaced: a step of rate r over D seconds holds exactly the j < r D,
+ * request j due j / r into it; -n caps the whole run; steps follow each
+ * other at their own rates. Poisson: the same seed gives the same run, the
+ * requests of a step stay inside it, and their number is near r D. */
+static void test_sched(void)
+{
+    const int64_t S = 1000000000;
+    struct sched s;
+    int64_t at, prev = -1;
+    int step;
+    uint64_t n = 0, per[3] = { 0, 0, 0 }, ok = 1;
+
+    sched_init(&s, 1000, 0, 1, 10 * S, 0, SCHED_UNIFORM, 1);
+    while (sched_next(&s, &at, &step)) {
+        ok &= at == (int64_t)n * 1000000 && step == 0;
+        n++;
+    }
+    CHECK(ok && n == 10000 && sched_end_ns(&s) == 10 * S);
+
+    sched_init(&s, 333, 0, 1, 3 * S, 0, SCHED_UNIFORM, 1);    /* 999 < 333 × 3 */
+    for (n = 0; sched_next(&s, &at, &step); n++)
+        ;
+    CHECK(n == 999);
+
+    sched_init(&s, 500, 0, 1, 0, 1234, SCHED_UNIFORM, 1);     /* -n only       */
+    for (n = 0; sched_next(&s, &at, &step); n++)
+        prev = at;
+    CHECK(n == 1234 && prev == 1233 * INT64_C(2000000) && sched_end_ns(&s) == 1234 * (S / 500));
+
+    sched_init(&s, 100, 150, 3, 2 * S, 0, SCHED_UNIFORM, 1);  /* 100, 250, 400 */
+    ok = 1;
+    prev = -1;
+    while (sched_next(&s, &at, &step)) {
+        per[step]++;
+        ok &= at > prev && at >= step * 2 * S && at < (step + 1) * 2 * S;
+        prev = at;
+    }
+    CHECK(ok && per[0] == 200 && per[1] == 500 && per[2] == 800);
+    CHECK(sched_rate(&s, 2) == 400 && sched_end_ns(&s) == 6 * S);
+
+    sched_init(&s, 100, 150, 3, 2 * S, 600, SCHED_UNIFORM, 1);  /* capped       */
+    for (n = 0; sched_next(&s, &at, &step); n++)
+        ;
+    CHECK(n == 600);
+
+    struct sched p, q;
+    uint64_t same = 1, inside = 1;
+    sched_init(&p, 2000, 0, 1, 10 * S, 0, SCHED_POISSON, 7);
+    sched_init(&q, 2000, 0, 1, 10 * S, 0, SCHED_POISSON, 7);
+    prev = -1;
+    for (n = 0; sched_next(&p, &at, &step); n++) {
+        int64_t at2;
+        int step2;
+        same &= sched_next(&q, &at2, &step2) && at2 == at;
+        inside &= at >= prev && at < 10 * S;
+        prev = at;
+    }
+    CHECK(same && inside && !sched_next(&q, &at, &step));
+    /* 20,000 expected, a standard deviation of 141: 5 of them either way. */
+    CHECK(n > 20000 - 710 && n < 20000 + 710);
+}
+
 int main(void)
 {
     test_complete();
@@ -405,6 +575,9 @@ int main(void)
     test_truncated();
     test_tally();
     test_timeline();
+    test_hist_buckets();
+    test_hist_percentiles();
+    test_sched();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

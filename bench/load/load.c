@@ -5,7 +5,19 @@
  * by the JSON "result" field of each answer. ll-load does only that:
  *
  *     ll-load [-c CONNECTIONS] [-n REQUESTS] [-d SECONDS] [-m GET|POST]
- *             [-t TIMEOUT_S] [--copies K] [--json] [--progress] URL [URL…]
+ *             [-t TIMEOUT_S] [--copies K] [--json] [--progress]
+ *             [--rate R [--arrivals uniform|poisson] [--seed N]
+ *              [--rate-step S --steps K] [--late-ms MS]] URL [URL…]
+ *
+ * Two kinds of load. By default a closed loop: C connections each send
+ * their next request when the last answer came back, so the load slows
+ * down when the server does, and a stall shows as one slow request per
+ * connection (coordinated omission). With --rate R, an open loop: the
+ * requests leave on a schedule of R a second fixed in advance
+ * (load_sched.h: evenly spaced, or --arrivals poisson), and each one's
+ * latency runs from the moment it was DUE, not from when a connection was
+ * free, so a stall is charged to every request that should have left
+ * during it, as real users would have sent them.
  *
  * How it works. One thread per connection, each keeping one keep-alive TCP
  * connection (TCP_NODELAY, non-blocking, waited on with poll so that every
@@ -59,6 +71,24 @@
  * sync reads the synchronizers' answers so); a body's own newlines become
  * spaces. Only then do the threads share a lock on the hot path.
  *
+ * The open loop. One more thread, the dispatcher, walks the schedule: it
+ * sleeps until the next request is due (CLOCK_MONOTONIC, 1 ns timer
+ * slack), takes the most recently freed connection thread (a stack of
+ * idle ones, so the run uses as few connections as the rate and the
+ * latency need, up to -c, and the others never connect), and hands it the
+ * ticket and its due time; the thread sends at once and goes back on the
+ * stack with the answer. When every thread is busy the dispatcher waits
+ * for one, and the request leaves late: its latency still runs from its
+ * due time, and it counts in late_sends when it left more than --late-ms
+ * (1 ms) after it. -d is the schedule's length (the requests due within
+ * it are all sent, however late) and -n caps its requests. With
+ * --rate-step S --steps K the run is K steps of -d seconds each, at R,
+ * R + S, … requests a second, each step reported on its own (step_<k>_*:
+ * its rate asked and achieved, percentiles and late sends): where the
+ * latency turns up is the knee. In either loop the output has the
+ * process's own CPU time (getrusage): a generator short of CPU sends late,
+ * and that is how to tell.
+ *
  * Output is key=value lines with names [a-z0-9_] and values free of spaces
  * and quotes, so that a shell can `eval` it, or one JSON object (--json).
  * Exit status: 0 when it ran (whatever the answers), 2 on bad usage, 1 when
@@ -69,6 +99,7 @@
 #endif
 
 #include "load_http.h"
+#include "load_sched.h"
 
 #include <arpa/inet.h>
 #include <assert.h>
@@ -79,6 +110,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -87,6 +119,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -96,6 +129,7 @@
 
 #define MAX_CONNS    4096               /* -c upper bound                    */
 #define MAX_URLS     16
+#define MAX_STEPS    20                 /* --steps upper bound               */
 #define STACK_SIZE   (256 * 1024)
 #define NS_PER_S     INT64_C(1000000000)
 
@@ -121,6 +155,13 @@ struct load_opts {
     bool        json, progress;
     int         copies;                 /* --copies                          */
     FILE       *bodies;                 /* --bodies: every answer's body     */
+    double      rate;                   /* --rate: an open loop; 0: closed   */
+    double      rate_step;              /* --rate-step                       */
+    int         steps;                  /* --steps (1 without --rate-step)   */
+    bool        stepped;                /* --rate-step: each step reported   */
+    enum sched_arrivals arrivals;       /* --arrivals                        */
+    uint64_t    seed;                   /* --seed: the Poisson arrivals'     */
+    int64_t     late_ns;                /* --late-ms                         */
     struct target target[MAX_URLS];
     int         ntargets;
 };
@@ -130,7 +171,10 @@ struct conn {
     struct reader in;                   /* what it received, not yet read    */
 };
 
-/* What the threads share: the tickets, the stop flag and the gates. */
+struct worker;
+
+/* What the threads share: the tickets, the stop flag and the gates; in an
+ * open loop the schedule and the stack of idle workers too. */
 struct load {
     const struct load_opts *opts;
     atomic_uint_fast64_t issued;
@@ -141,6 +185,22 @@ struct load {
     pthread_cond_t       done_cond;     /* workers → main: one finished      */
     bool                 go;
     int                  finished;
+    /* the open loop */
+    struct sched         sched;
+    struct worker       *workers;
+    pthread_t            dispatcher;
+    pthread_mutex_t      idle_mu;
+    pthread_cond_t       idle_cond;     /* a worker came back: dispatcher    */
+    int                 *idle;          /* idle workers' indexes, a stack    */
+    int                  nidle;
+};
+
+/* One step of an open loop, as one worker saw it. */
+struct step_tally {
+    uint64_t    requests;               /* sent (answered or failed)         */
+    uint64_t    late;
+    int64_t     last_end_ns;            /* when the last of them ended       */
+    struct hist latency;                /* from the due times                */
 };
 
 struct worker {
@@ -155,6 +215,15 @@ struct worker {
     struct response resp;
     struct tally   tally;
     struct timeline timeline;           /* what each second of the run saw   */
+    /* the open loop: the job the dispatcher hands over */
+    int            index;
+    sem_t          job;                 /* posted with a ticket, or to end   */
+    uint64_t       job_ticket;
+    int64_t        job_due_ns;
+    int            job_step;
+    bool           job_end;
+    bool           used;                /* it sent at least one request      */
+    struct step_tally *step;            /* [opts->steps], calloc'ed          */
 };
 
 /* ---------------------------------------------------------------- utilities */
@@ -209,7 +278,9 @@ static void sleep_ns(int64_t ns)
 
 static const char usage_text[] =
     "usage: ll-load [-c CONNECTIONS] [-n REQUESTS] [-d SECONDS] [-m GET|POST]\n"
-    "               [-t TIMEOUT_S] [--copies K] [--json] [--progress] URL [URL...]\n"
+    "               [-t TIMEOUT_S] [--copies K] [--json] [--progress]\n"
+    "               [--rate R [--arrivals uniform|poisson] [--seed N]\n"
+    "                [--rate-step S --steps K] [--late-ms MS]] URL [URL...]\n"
     "\n"
     "  -c, --connections N  keep-alive connections, one thread each (default 64)\n"
     "  -n, --requests N     send exactly N requests in total (default 1000)\n"
@@ -224,6 +295,16 @@ static const char usage_text[] =
     "      --progress       print progress to stderr every second (default:\n"
     "                       only when stderr is a terminal)\n"
     "      --bodies FILE    write every answer's body to FILE, one a line\n"
+    "      --rate R         an open loop: R requests a second on a fixed schedule\n"
+    "                       over as many of the -c connections as it takes, each\n"
+    "                       request's latency from when it was due; -d is the\n"
+    "                       schedule's length, -n caps its requests\n"
+    "      --arrivals A     uniform (evenly spaced, default) or poisson\n"
+    "      --seed N         the Poisson arrivals' seed (default 1)\n"
+    "      --rate-step S    with --steps K: K steps of -d seconds each, at R,\n"
+    "                       R + S, ... requests a second, each reported\n"
+    "      --late-ms MS     a request sent more than MS after it was due counts\n"
+    "                       as late (default 1)\n"
     "  URL                  http://host[:port]/path?query (IPv4 or a name); with\n"
     "                       several, purchase j's copy c goes to URL (j + c) mod\n"
     "                       their number; {n} in a URL is replaced by j\n";
@@ -261,6 +342,28 @@ static int64_t opt_seconds(const char *arg, const char *what)
     if (end == arg || *end != '\0' || errno != 0 || !(v > 0.0) || v > 1e6)
         usage_error("%s wants a number of seconds > 0, got '%s'", what, arg);
     return (int64_t)(v * (double)NS_PER_S);
+}
+
+/* A number in (0, hi], or [0, hi] when zero_ok, of `unit`. */
+static double opt_real(const char *arg, const char *what, bool zero_ok, double hi,
+                       const char *unit)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (end == arg || *end != '\0' || errno != 0 || !(zero_ok ? v >= 0.0 : v > 0.0) || v > hi)
+        usage_error("%s wants %s from %s0 up to %g, got '%s'", what, unit,
+                    zero_ok ? "" : "above ", hi, arg);
+    return v;
+}
+
+static enum sched_arrivals opt_arrivals(const char *arg)
+{
+    if (strcmp(arg, "uniform") == 0)
+        return SCHED_UNIFORM;
+    if (strcmp(arg, "poisson") == 0)
+        return SCHED_POISSON;
+    usage_error("--arrivals wants uniform or poisson, got '%s'", arg);
 }
 
 static const char *opt_method(const char *arg)
@@ -376,7 +479,8 @@ static const char *request_for(const struct target *t, uint64_t j, char **buf, s
 
 /* ---------------------------------------------------------------- options */
 
-enum { OPT_JSON = 256, OPT_PROGRESS, OPT_COPIES, OPT_BODIES };
+enum { OPT_JSON = 256, OPT_PROGRESS, OPT_COPIES, OPT_BODIES, OPT_RATE, OPT_ARRIVALS, OPT_SEED,
+       OPT_RATE_STEP, OPT_STEPS, OPT_LATE };
 
 static const struct option long_options[] = {
     { "connections", required_argument, NULL, 'c' },
@@ -388,6 +492,12 @@ static const struct option long_options[] = {
     { "progress",    no_argument,       NULL, OPT_PROGRESS },
     { "copies",      required_argument, NULL, OPT_COPIES },
     { "bodies",      required_argument, NULL, OPT_BODIES },
+    { "rate",        required_argument, NULL, OPT_RATE },
+    { "arrivals",    required_argument, NULL, OPT_ARRIVALS },
+    { "seed",        required_argument, NULL, OPT_SEED },
+    { "rate-step",   required_argument, NULL, OPT_RATE_STEP },
+    { "steps",       required_argument, NULL, OPT_STEPS },
+    { "late-ms",     required_argument, NULL, OPT_LATE },
     { "help",        no_argument,       NULL, 'h' },
     { NULL, 0, NULL, 0 }
 };
@@ -395,9 +505,10 @@ static const struct option long_options[] = {
 static void opts_parse(int argc, char **argv, struct load_opts *o)
 {
     bool have_n = false;
+    bool have_step = false, have_steps = false, open_only = false;
     *o = (struct load_opts){ .conns = 64, .requests = 1000, .timeout_ns = 30 * NS_PER_S,
                              .method = "GET", .progress = isatty(STDERR_FILENO),
-                             .copies = 1 };
+                             .copies = 1, .steps = 1, .seed = 1, .late_ns = NS_PER_S / 1000 };
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, ":c:n:d:m:t:h", long_options, NULL)) != -1) {
@@ -417,6 +528,24 @@ static void opts_parse(int argc, char **argv, struct load_opts *o)
             if ((o->bodies = fopen(optarg, "w")) == NULL)
                 usage_error("--bodies %s: cannot write there", optarg);
             break;
+        case OPT_RATE: o->rate = opt_real(optarg, "--rate", false, 1e6, "requests a second"); break;
+        case OPT_ARRIVALS: o->arrivals = opt_arrivals(optarg); open_only = true; break;
+        case OPT_SEED:
+            o->seed = opt_count(optarg, "--seed", 0, UINT64_MAX);
+            open_only = true;
+            break;
+        case OPT_RATE_STEP:
+            o->rate_step = opt_real(optarg, "--rate-step", true, 1e6, "requests a second");
+            have_step = true;
+            break;
+        case OPT_STEPS:
+            o->steps = (int)opt_count(optarg, "--steps", 1, MAX_STEPS);
+            have_steps = true;
+            break;
+        case OPT_LATE:
+            o->late_ns = (int64_t)(opt_real(optarg, "--late-ms", false, 60000, "milliseconds") * 1e6);
+            open_only = true;
+            break;
         case 'h': fputs(usage_text, stdout); exit(EXIT_RAN);
         case ':': usage_error("option '%s' needs a value", argv[optind - 1]);
         default:
@@ -427,6 +556,13 @@ static void opts_parse(int argc, char **argv, struct load_opts *o)
     }
     if (o->duration_ns && !have_n)
         o->requests = 0;
+    if ((open_only || have_step || have_steps) && o->rate == 0)
+        usage_error("--arrivals, --seed, --rate-step, --steps and --late-ms go with --rate");
+    if (have_step != have_steps)
+        usage_error("--rate-step and --steps go together");
+    if (have_step && o->duration_ns == 0)
+        usage_error("--rate-step needs -d, each step's length");
+    o->stepped = have_step;
     if (optind == argc)
         usage_error("missing URL");
     if (argc - optind > MAX_URLS)
@@ -570,6 +706,20 @@ static uint64_t worker_second(const struct worker *w, int64_t end)
     return ns > 0 ? (uint64_t)(ns / NS_PER_S) : 0;
 }
 
+/* An open loop's request of step `step` that ended at `end`. */
+static void worker_step(struct worker *w, int step, int64_t end, int64_t lag_ns,
+                        int64_t latency_ns, bool answered)
+{
+    struct step_tally *st = &w->step[step];
+    st->requests++;
+    if (lag_ns > w->load->opts->late_ns)
+        st->late++;
+    if (end > st->last_end_ns)
+        st->last_end_ns = end;
+    if (answered)
+        hist_add(&st->latency, (uint64_t)((latency_ns + 500) / 1000));
+}
+
 static void worker_failed(struct worker *w, int k, int rc)
 {
     tally_failure(&w->tally, rc);
@@ -593,14 +743,20 @@ static void body_write(struct load *l, const struct response *r)
 }
 
 /* One ticket: (re)connect if needed, send, read the whole answer. Ticket t
- * is copy t mod K of purchase t div K, sent to its URL (see the top). */
-static void worker_request(struct worker *w, uint64_t ticket)
+ * is copy t mod K of purchase t div K, sent to its URL (see the top). In
+ * an open loop (step >= 0) it was due at `due` and its latency runs from
+ * then; in a closed loop from now. */
+static void worker_request(struct worker *w, uint64_t ticket, int64_t due, int step)
 {
     const struct load_opts *o = w->load->opts;
     uint64_t j = ticket / (uint64_t)o->copies, copy = ticket % (uint64_t)o->copies;
     int k = (int)((j + copy) % (uint64_t)o->ntargets);
     int64_t start = now_ns();
     int64_t deadline = start + o->timeout_ns;
+    if (step < 0)
+        due = start;
+    else
+        tally_sent(&w->tally, start - due, o->late_ns);
     size_t len;
     const char *req = request_for(&o->target[k], j, &w->buf, &w->buf_cap, &len);
 
@@ -610,12 +766,16 @@ static void worker_request(struct worker *w, uint64_t ticket)
     if (rc == IO_OK)
         rc = resp_read(&w->conn[k].in, &w->resp, deadline);
     if (rc != IO_OK) {
+        if (step >= 0)
+            worker_step(w, step, now_ns(), start - due, 0, false);
         worker_failed(w, k, rc);
         return;
     }
     int64_t end = now_ns();
     uint64_t second = worker_second(w, end);
-    tally_answer(&w->tally, &w->resp, end - start);
+    tally_answer(&w->tally, &w->resp, end - due);
+    if (step >= 0)
+        worker_step(w, step, end, start - due, end - due, true);
     timeline_add(&w->timeline, second, TL_ANSWERS);
     if (w->resp.status == 200) {
         timeline_add(&w->timeline, second, TL_SOLD);
@@ -637,21 +797,50 @@ static bool load_take_ticket(struct load *l, uint64_t *ticket)
     return l->opts->requests == 0 || *ticket < l->opts->requests;  /* 0: duration mode */
 }
 
+static void load_wait_go(struct load *l)
+{
+    pthread_mutex_lock(&l->mu);
+    while (!l->go)
+        pthread_cond_wait(&l->go_cond, &l->mu);
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* An open loop's worker: the dispatcher's tickets, until it says the end;
+ * after each, back on the idle stack. */
+static void worker_open(struct worker *w)
+{
+    struct load *l = w->load;
+    uint64_t done = 0;
+
+    for (;;) {
+        while (sem_wait(&w->job) != 0)
+            ;                           /* EINTR                             */
+        if (w->job_end)
+            break;
+        w->used = true;
+        worker_request(w, w->job_ticket, w->job_due_ns, w->job_step);
+        atomic_store_explicit(&w->done, ++done, memory_order_relaxed);
+        pthread_mutex_lock(&l->idle_mu);
+        l->idle[l->nidle++] = w->index;
+        pthread_cond_signal(&l->idle_cond);
+        pthread_mutex_unlock(&l->idle_mu);
+    }
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
     struct load *l = w->load;
 
-    pthread_mutex_lock(&l->mu);
-    while (!l->go)
-        pthread_cond_wait(&l->go_cond, &l->mu);
-    pthread_mutex_unlock(&l->mu);
-
+    load_wait_go(l);
     uint64_t done = 0, ticket;
-    while (load_take_ticket(l, &ticket)) {
-        worker_request(w, ticket);
-        atomic_store_explicit(&w->done, ++done, memory_order_relaxed);
-    }
+    if (l->opts->rate > 0)
+        worker_open(w);
+    else
+        while (load_take_ticket(l, &ticket)) {
+            worker_request(w, ticket, 0, -1);
+            atomic_store_explicit(&w->done, ++done, memory_order_relaxed);
+        }
     for (int k = 0; k < l->opts->ntargets; k++)
         conn_close(&w->conn[k]);
     free(w->buf);
@@ -660,6 +849,60 @@ static void *worker_main(void *arg)
     l->finished++;
     pthread_cond_signal(&l->done_cond);
     pthread_mutex_unlock(&l->mu);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- the open loop */
+
+static void sleep_until(int64_t t)
+{
+    struct timespec ts = ns_to_timespec(t);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+/* The most recently freed worker (the top of the stack: its connection is
+ * the warmest), waiting for one when none is idle. */
+static struct worker *load_idle_worker(struct load *l)
+{
+    pthread_mutex_lock(&l->idle_mu);
+    while (l->nidle == 0)
+        pthread_cond_wait(&l->idle_cond, &l->idle_mu);
+    struct worker *w = &l->workers[l->idle[--l->nidle]];
+    pthread_mutex_unlock(&l->idle_mu);
+    return w;
+}
+
+/* The dispatcher: each request of the schedule, when it is due, to an idle
+ * worker; then, once every worker is back, the end to all of them. */
+static void *dispatcher_main(void *arg)
+{
+    struct load *l = arg;
+    int64_t at;
+    int step;
+    uint64_t ticket = 0;
+
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);     /* wake when asked      */
+    load_wait_go(l);
+    while (sched_next(&l->sched, &at, &step)) {
+        int64_t due = l->start_ns + at;
+        if (due > now_ns())
+            sleep_until(due);
+        struct worker *w = load_idle_worker(l);
+        w->job_ticket = ticket++;
+        w->job_due_ns = due;
+        w->job_step = step;
+        sem_post(&w->job);              /* orders the job's fields before it  */
+    }
+    atomic_store(&l->issued, ticket);
+    pthread_mutex_lock(&l->idle_mu);
+    while (l->nidle < l->opts->conns)
+        pthread_cond_wait(&l->idle_cond, &l->idle_mu);
+    pthread_mutex_unlock(&l->idle_mu);
+    for (int i = 0; i < l->opts->conns; i++) {
+        l->workers[i].job_end = true;
+        sem_post(&l->workers[i].job);
+    }
     return NULL;
 }
 
@@ -679,6 +922,11 @@ static void load_init(struct load *l, const struct load_opts *o)
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&l->done_cond, &attr);
     pthread_condattr_destroy(&attr);
+
+    pthread_mutex_init(&l->idle_mu, NULL);
+    pthread_cond_init(&l->idle_cond, NULL);
+    sched_init(&l->sched, o->rate, o->rate_step, o->steps, o->duration_ns, o->requests,
+               o->arrivals, o->seed);
 }
 
 /* Each connection needs a descriptor: raise the soft limit if it is low. */
@@ -691,15 +939,31 @@ static void load_raise_nofile(int conns)
     setrlimit(RLIMIT_NOFILE, &rl);
 }
 
+/* The workers (their tallies are calloc'ed zeros: empty, and their
+ * histograms' pages untouched until used) and, in an open loop, the idle
+ * stack, worker 0 on top, and the dispatcher. */
 static struct worker *load_spawn(struct load *l)
 {
     int n = l->opts->conns;
+    bool open = l->opts->rate > 0;
     struct worker *w = xcalloc((size_t)n, sizeof *w);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, STACK_SIZE);
+    l->workers = w;
+    if (open) {
+        l->idle = xcalloc((size_t)n, sizeof *l->idle);
+        for (int i = 0; i < n; i++)
+            l->idle[i] = n - 1 - i;
+        l->nidle = n;
+    }
     for (int i = 0; i < n; i++) {
         w[i].load = l;
+        w[i].index = i;
+        if (open) {
+            sem_init(&w[i].job, 0, 0);
+            w[i].step = xcalloc((size_t)l->opts->steps, sizeof *w[i].step);
+        }
         for (int k = 0; k < MAX_URLS; k++) {
             w[i].conn[k].fd = -1;
             reader_init(&w[i].conn[k].in, conn_recv, &w[i].conn[k]);
@@ -707,10 +971,14 @@ static struct worker *load_spawn(struct load *l)
         atomic_init(&w[i].done, 0);
         atomic_init(&w[i].sold, 0);
         timeline_init(&w[i].timeline);
-        tally_init(&w[i].tally);
         int rc = pthread_create(&w[i].tid, &attr, worker_main, &w[i]);
         if (rc != 0)
             die("cannot start thread %d of %d: %s (try a smaller -c)", i + 1, n, strerror(rc));
+    }
+    if (open) {
+        int rc = pthread_create(&l->dispatcher, &attr, dispatcher_main, l);
+        if (rc != 0)
+            die("cannot start the dispatcher: %s", strerror(rc));
     }
     pthread_attr_destroy(&attr);
     return w;
@@ -737,6 +1005,13 @@ static double load_left(const struct load *l, int64_t now, uint64_t done)
 
     double cap = -1, left;
 
+    if (o->rate > 0) {                  /* the schedule's end                */
+        int64_t end = sched_end_ns(&l->sched);
+        if (end == INT64_MAX)
+            return -1;
+        left = (double)(l->start_ns + end - now) / (double)NS_PER_S;
+        return left > 0 ? left : 0;
+    }
     if (o->duration_ns) {
         cap = (double)o->duration_ns / (double)NS_PER_S - ran;
         if (cap < 0)
@@ -779,7 +1054,8 @@ static int64_t load_supervise(struct load *l, const struct worker *w)
     pthread_mutex_lock(&l->mu);
     int64_t start = now_ns(), last_ns = start;
     l->start_ns = start;                /* the workers read it after go      */
-    int64_t stop_at = o->duration_ns ? start + o->duration_ns : INT64_MAX;
+    /* An open loop's schedule ends it; a closed loop's -d, the stop flag. */
+    int64_t stop_at = o->duration_ns && o->rate == 0 ? start + o->duration_ns : INT64_MAX;
     int64_t tick_at = o->progress ? start + NS_PER_S : INT64_MAX;
     uint64_t last_done = 0;
     bool printed = false;
@@ -813,11 +1089,11 @@ static int64_t load_supervise(struct load *l, const struct worker *w)
 
 /* ---------------------------------------------------------------- output */
 
-#define FIELDS_MAX 32
+#define FIELDS_MAX 256
 
 /* One scalar of the summary, already formatted: both outputs share them. */
 struct field {
-    char name[24];
+    char name[40];
     char value[32];
 };
 
@@ -853,7 +1129,7 @@ static void summary_latency(struct summary *s)
 {
     static const struct { const char *name; double q; } pct[] = {
         { "lat_p50_ms", 0.50 }, { "lat_p90_ms", 0.90 }, { "lat_p95_ms", 0.95 },
-        { "lat_p99_ms", 0.99 }, { "lat_p999_ms", 0.999 },
+        { "lat_p99_ms", 0.99 }, { "lat_p999_ms", 0.999 }, { "lat_p9999_ms", 0.9999 },
     };
     const struct hist *h = &s->total.latency;
     summary_add(s, "lat_mean_ms", "%.3f", hist_mean(h) / 1000.0);
@@ -868,7 +1144,72 @@ static int result_cmp(const void *a, const void *b)
     return strcmp(((const struct result_count *)a)->name, ((const struct result_count *)b)->name);
 }
 
-static void summary_build(struct summary *s, const struct worker *w, int n, int64_t elapsed_ns)
+/* The process's CPU time (every thread's, the dispatcher's too). */
+static void summary_cpu(struct summary *s, uint64_t requests)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double user = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
+    double sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    summary_add(s, "cpu_user_s", "%.3f", user);
+    summary_add(s, "cpu_sys_s", "%.3f", sys);
+    summary_add(s, "cpu_us_per_request", "%.1f",
+                requests ? (user + sys) * 1e6 / (double)requests : 0.0);
+}
+
+/* Step k of an open loop, every worker's part of it added up. */
+static void summary_step(struct summary *s, const struct load *l, const struct worker *w, int k)
+{
+    static struct step_tally sum;       /* 136 KB: not on the stack          */
+    const struct load_opts *o = l->opts;
+    char name[40];
+
+    memset(&sum, 0, sizeof sum);
+    for (int i = 0; i < o->conns; i++) {
+        sum.requests += w[i].step[k].requests;
+        sum.late += w[i].step[k].late;
+        if (w[i].step[k].last_end_ns > sum.last_end_ns)
+            sum.last_end_ns = w[i].step[k].last_end_ns;
+        hist_merge(&sum.latency, &w[i].step[k].latency);
+    }
+    double ran = (double)(sum.last_end_ns - l->start_ns - (int64_t)k * o->duration_ns) / 1e9;
+#define STEP_FIELD(suffix, ...) \
+    (snprintf(name, sizeof name, "step_%d_" suffix, k), summary_add(s, name, __VA_ARGS__))
+    STEP_FIELD("rate", "%.1f", sched_rate(&l->sched, k));
+    STEP_FIELD("requests", "%llu", (unsigned long long)sum.requests);
+    STEP_FIELD("rps", "%.1f", sum.requests && ran > 0 ? (double)sum.requests / ran : 0.0);
+    STEP_FIELD("late", "%llu", (unsigned long long)sum.late);
+    STEP_FIELD("p50_ms", "%.3f", (double)hist_percentile(&sum.latency, 0.50) / 1000.0);
+    STEP_FIELD("p99_ms", "%.3f", (double)hist_percentile(&sum.latency, 0.99) / 1000.0);
+    STEP_FIELD("p999_ms", "%.3f", (double)hist_percentile(&sum.latency, 0.999) / 1000.0);
+    STEP_FIELD("max_ms", "%.3f", (double)hist_max(&sum.latency) / 1000.0);
+#undef STEP_FIELD
+}
+
+/* What only an open loop has: the rate asked, the late sends, how many
+ * connections it took, and each step. */
+static void summary_open(struct summary *s, const struct load *l, const struct worker *w)
+{
+    const struct load_opts *o = l->opts;
+    int used = 0;
+
+    for (int i = 0; i < o->conns; i++)
+        used += w[i].used;
+    summary_add(s, "open_loop", "1");
+    summary_add(s, "rate_asked", "%.1f", o->rate);
+    summary_add(s, "poisson", "%d", o->arrivals == SCHED_POISSON);
+    summary_add(s, "late_sends", "%llu", (unsigned long long)s->total.late);
+    summary_add(s, "send_lag_max_ms", "%.3f", (double)s->total.lag_max_us / 1000.0);
+    summary_add(s, "connections_used", "%d", used);
+    if (o->stepped) {
+        summary_add(s, "steps", "%d", o->steps);
+        for (int k = 0; k < o->steps; k++)
+            summary_step(s, l, w, k);
+    }
+}
+
+static void summary_build(struct summary *s, const struct load *l, const struct worker *w, int n,
+                          int64_t elapsed_ns)
 {
     memset(s, 0, sizeof *s);
     tally_init(&s->total);
@@ -896,6 +1237,9 @@ static void summary_build(struct summary *s, const struct worker *w, int n, int6
     summary_add(s, "rps", "%.1f", elapsed > 0 ? (double)(answers + errors) / elapsed : 0.0);
     summary_latency(s);
     summary_add(s, "results_missing", "%llu", (unsigned long long)t->missing);
+    summary_cpu(s, answers + errors);
+    if (l->opts->rate > 0)
+        summary_open(s, l, w);
 }
 
 /* Result names as shell-safe key suffixes: [a-z0-9_], anything else '_'. */
@@ -1046,7 +1390,9 @@ int main(int argc, char **argv)
     for (int i = 0; i < opts.conns; i++)
         pthread_join(w[i].tid, NULL);
 
-    summary_build(&summary, w, opts.conns, elapsed);
+    if (opts.rate > 0)
+        pthread_join(load.dispatcher, NULL);
+    summary_build(&summary, &load, w, opts.conns, elapsed);
     if (opts.json)
         print_json(&summary);
     else
@@ -1056,8 +1402,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "ll-load: --bodies: %s\n", strerror(errno));
 
     int err = load_connect_failure(w, opts.conns, &summary.total);
-    for (int i = 0; i < opts.conns; i++)
+    for (int i = 0; i < opts.conns; i++) {
         timeline_free(&w[i].timeline);
+        free(w[i].step);
+    }
+    free(load.idle);
     timeline_free(&summary.seconds);
     free(w);
     for (int k = 0; k < opts.ntargets; k++)

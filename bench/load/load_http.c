@@ -314,8 +314,7 @@ bool resp_result(const struct response *r, char *out, size_t cap)
 
 void tally_init(struct tally *t)
 {
-    memset(t, 0, sizeof *t);
-    hist_init(&t->latency);
+    memset(t, 0, sizeof *t);           /* zeros: an empty histogram too   */
 }
 
 void tally_result(struct tally *t, const char *name, uint64_t n)
@@ -359,6 +358,15 @@ void tally_failure(struct tally *t, int rc)
     t->errors[kind[rc]]++;
 }
 
+void tally_sent(struct tally *t, int64_t lag_ns, int64_t late_ns)
+{
+    uint64_t us = lag_ns > 0 ? (uint64_t)(lag_ns / 1000) : 0;
+    if (lag_ns > late_ns)
+        t->late++;
+    if (us > t->lag_max_us)
+        t->lag_max_us = us;
+}
+
 void tally_merge(struct tally *dst, const struct tally *src)
 {
     for (int i = 0; i < STATUS_MAX; i++)
@@ -367,6 +375,9 @@ void tally_merge(struct tally *dst, const struct tally *src)
         dst->errors[i] += src->errors[i];
     dst->missing += src->missing;
     dst->connects += src->connects;
+    dst->late += src->late;
+    if (src->lag_max_us > dst->lag_max_us)
+        dst->lag_max_us = src->lag_max_us;
     for (unsigned i = 0; i < src->nresults; i++)
         tally_result(dst, src->result[i].name, src->result[i].n);
     hist_merge(&dst->latency, &src->latency);

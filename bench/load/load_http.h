@@ -17,7 +17,8 @@
  *
  * A struct tally is what one ll-load thread counts: answers by status and
  * by result, answers without a result, transport failures by kind, TCP
- * connects and a latency histogram (load_stats.h).
+ * connects, a latency histogram (load_stats.h) and, in an open loop, how
+ * late the requests left against their schedule.
  */
 #ifndef LOCKLAB_LOAD_HTTP_H
 #define LOCKLAB_LOAD_HTTP_H
@@ -95,6 +96,8 @@ struct tally {
     uint64_t errors[ERR_KINDS];
     uint64_t missing;                   /* answers without a "result"        */
     uint64_t connects;                  /* TCP connections opened            */
+    uint64_t late;                      /* open loop: requests sent late     */
+    uint64_t lag_max_us;                /* ... and the latest of them, in µs  */
     unsigned nresults;
     struct result_count result[RESULT_MAX];
     struct hist latency;
@@ -112,6 +115,10 @@ void tally_answer(struct tally *t, const struct response *r, int64_t ns);
 
 /* A request that failed below HTTP with rc (IO_EOF .. IO_CONNECT). */
 void tally_failure(struct tally *t, int rc);
+
+/* A request of an open loop left lag_ns after it was due: late when that
+ * is more than late_ns. */
+void tally_sent(struct tally *t, int64_t lag_ns, int64_t late_ns);
 
 void tally_merge(struct tally *dst, const struct tally *src);
 uint64_t tally_errors(const struct tally *t);

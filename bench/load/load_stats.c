@@ -1,11 +1,12 @@
-/* load_stats.c — the log-linear latency histogram declared in load_stats.h.
+/* load_stats.c — the histogram and the timeline declared in load_stats.h.
  *
- * Bucket layout: index = group × 32 + sub. Group 0 holds the values 0..31
- * one per bucket. Group g >= 1 holds [32 << (g-1), 64 << (g-1)) in 32
- * buckets of width 1 << (g-1). For v >= 32 with highest set bit b, the
- * shift is s = b - 5, the group s + 1 and the sub-bucket (v >> s) - 32,
- * which is exactly how HdrHistogram finds its buckets, in a few
- * instructions and without floating point.
+ * Bucket layout, as HdrHistogram's with a unit of 1 µs and 2048 sub-buckets:
+ * index = ((g + 1) << 10) + (v >> g) − 1024, where g, the value's group,
+ * is 0 below 2048 and otherwise the shift that brings v into [1024, 2048).
+ * So indexes 0..2047 are the values 0..2047 themselves, and each later
+ * group of 1024 indexes covers one power of two. The group is found from
+ * the highest set bit of v | 2047 (HdrHistogram's get_bucket_index), in a
+ * few instructions and without floating point.
  */
 #include "load_stats.h"
 
@@ -16,31 +17,33 @@
 
 /* ---------------------------------------------------------------- buckets */
 
-static unsigned hist_index(uint64_t us)
+#define HIST_SUB_MASK ((UINT64_C(1) << HIST_SUB_BITS) - 1)
+
+unsigned hist_index(uint64_t us)
 {
-    if (us < HIST_SUB)
-        return (unsigned)us;
     if (us > HIST_MAX_US)
         us = HIST_MAX_US;
-    unsigned top = 63u - (unsigned)__builtin_clzll(us);   /* >= 5 */
-    unsigned shift = top - HIST_SUB_BITS;
-    unsigned idx = (shift + 1) * HIST_SUB + (unsigned)((us >> shift) - HIST_SUB);
+    unsigned top = 64u - (unsigned)__builtin_clzll(us | HIST_SUB_MASK);   /* >= 11 */
+    unsigned group = top - HIST_SUB_BITS;
+    unsigned idx = ((group + 1) << HIST_HALF_BITS) + (unsigned)(us >> group) -
+                   (1u << HIST_HALF_BITS);
     assert(idx < HIST_BUCKETS);
     return idx;
 }
 
-static uint64_t hist_bucket_low(unsigned idx)
+uint64_t hist_bucket_low(unsigned idx)
 {
-    unsigned group = idx / HIST_SUB, sub = idx % HIST_SUB;
-    if (group == 0)
-        return sub;
-    return (uint64_t)(HIST_SUB + sub) << (group - 1);
+    unsigned group = idx >> HIST_HALF_BITS;
+    if (group <= 1)                     /* 0..2047: one value each          */
+        return idx;
+    uint64_t sub = (idx & ((1u << HIST_HALF_BITS) - 1)) + (1u << HIST_HALF_BITS);
+    return sub << (group - 1);
 }
 
-static uint64_t hist_bucket_width(unsigned idx)
+uint64_t hist_bucket_width(unsigned idx)
 {
-    unsigned group = idx / HIST_SUB;
-    return group == 0 ? 1 : UINT64_C(1) << (group - 1);
+    unsigned group = idx >> HIST_HALF_BITS;
+    return group <= 1 ? 1 : UINT64_C(1) << (group - 1);
 }
 
 /* ---------------------------------------------------------------- public */
@@ -48,30 +51,31 @@ static uint64_t hist_bucket_width(unsigned idx)
 void hist_init(struct hist *h)
 {
     memset(h, 0, sizeof *h);
-    h->min_us = UINT64_MAX;
 }
 
 void hist_add(struct hist *h, uint64_t us)
 {
     h->bucket[hist_index(us)]++;
-    h->count++;
-    h->sum_us += us;
-    if (us < h->min_us)
+    if (h->count == 0 || us < h->min_us)
         h->min_us = us;
     if (us > h->max_us)
         h->max_us = us;
+    h->count++;
+    h->sum_us += us;
 }
 
 void hist_merge(struct hist *dst, const struct hist *src)
 {
+    if (src->count == 0)
+        return;
     for (unsigned i = 0; i < HIST_BUCKETS; i++)
         dst->bucket[i] += src->bucket[i];
-    dst->count += src->count;
-    dst->sum_us += src->sum_us;
-    if (src->min_us < dst->min_us)
+    if (dst->count == 0 || src->min_us < dst->min_us)
         dst->min_us = src->min_us;
     if (src->max_us > dst->max_us)
         dst->max_us = src->max_us;
+    dst->count += src->count;
+    dst->sum_us += src->sum_us;
 }
 
 uint64_t hist_count(const struct hist *h)
@@ -117,12 +121,12 @@ uint64_t hist_percentile(const struct hist *h, double q)
         if (seen >= rank)
             break;
     }
-    uint64_t mid = hist_bucket_low(i) + (hist_bucket_width(i) - 1) / 2;
-    if (mid < h->min_us)
+    uint64_t high = hist_bucket_low(i) + hist_bucket_width(i) - 1;
+    if (high < h->min_us)
         return h->min_us;
-    if (mid > h->max_us)
+    if (high > h->max_us)
         return h->max_us;
-    return mid;
+    return high;
 }
 
 /* ---------------------------------------------------------------- timeline */

@@ -1,19 +1,23 @@
 /* load_stats.h — a latency histogram and per-second counts for ll-load
  * (and anything else).
  *
- * A fixed-size, allocation-free, log-linear histogram of durations in
- * microseconds, in the manner of HdrHistogram: values below 32 µs each get
- * their own bucket; above that, every power of two is split into 32 equal
- * buckets, so a bucket is never wider than 1/32 (3.1 %) of the values it
- * holds. Percentiles answer with the bucket's midpoint, hence within 1.6 % of
- * the exact order statistic. The range covers 0 µs to HIST_MAX_US (about
- * 134 s); larger values are counted in the top bucket. Count, sum (so the
- * mean), minimum and maximum are kept exactly, whatever the bucket.
+ * The histogram is HdrHistogram's bucket scheme at 3 significant digits,
+ * from 1 µs to 60 s (Debian packages no C HdrHistogram; this is the few
+ * lines of it ll-load needs). Values below 2048 µs each get a bucket of
+ * their own; above that, every power of two [1024 × 2^b, 2048 × 2^b) is
+ * split into 1024 buckets of width 2^b, so a bucket is never wider than
+ * 1/1024 of the values it holds. A percentile answers with the highest
+ * value its bucket holds (HdrHistogram's "highest equivalent value"): at
+ * or above the exact order statistic, and by less than 0.1 % of it. The
+ * layout reaches HIST_MAX_US (67 s); a larger value is counted in the top
+ * bucket. Count, sum (so the mean), minimum and maximum are exact.
  *
- * One struct hist is about 6 KB and owns no memory: embed it, copy it,
- * memset it. It is not thread-safe; the intended use is one histogram per
- * thread, merged with hist_merge() after the threads are joined, so that the
- * hot path takes no lock.
+ * One struct hist is 17,408 counters (136 KB) and owns no memory: embed
+ * it, copy it, memset it. All zeros is an empty histogram, so one in
+ * calloc'ed memory costs only the pages its samples touch (ll-load gives
+ * each of its threads one). It is not thread-safe; the intended use is one
+ * histogram per thread, merged with hist_merge() after the threads are
+ * joined, so that the hot path takes no lock.
  *
  *     struct hist h;
  *     hist_init(&h);
@@ -25,23 +29,22 @@
 
 #include <stdint.h>
 
-#define HIST_SUB_BITS 5                          /* 32 buckets per octave */
-#define HIST_SUB      (1u << HIST_SUB_BITS)
-#define HIST_TOP_BIT  27                         /* values < 2^27 µs       */
-#define HIST_MAX_US   ((UINT64_C(1) << HIST_TOP_BIT) - 1)
-#define HIST_BUCKETS  ((HIST_TOP_BIT - HIST_SUB_BITS + 1) * HIST_SUB)
+#define HIST_SUB_BITS  11                        /* 2048 single-µs buckets   */
+#define HIST_HALF_BITS (HIST_SUB_BITS - 1)       /* 1024 buckets an octave   */
+#define HIST_GROUPS    16                        /* 2048 << 15 > 60 s        */
+#define HIST_MAX_US    ((UINT64_C(1) << (HIST_SUB_BITS + HIST_GROUPS - 1)) - 1)
+#define HIST_BUCKETS   ((HIST_GROUPS + 1) << HIST_HALF_BITS)
 
 /* The fields are private: read them through the functions below. */
 struct hist {
     uint64_t count;                  /* samples added                     */
     uint64_t sum_us;                 /* exact sum, for the mean           */
-    uint64_t min_us;                 /* UINT64_MAX while empty            */
+    uint64_t min_us;                 /* meaningful once count > 0         */
     uint64_t max_us;                 /* 0 while empty                     */
     uint64_t bucket[HIST_BUCKETS];
 };
 
-/* Make h empty. A zero-filled struct hist is NOT empty-ready (min_us must
- * start at UINT64_MAX): always call this first. */
+/* Make h empty (the same as filling it with zeros). */
 void hist_init(struct hist *h);
 
 /* Record one sample of `us` microseconds. */
@@ -61,10 +64,16 @@ uint64_t hist_min(const struct hist *h);
 uint64_t hist_max(const struct hist *h);
 
 /* The q-quantile in microseconds, q in [0, 1] (0.99 for p99): the value of
- * the sample of rank ceil(q × count), approximated by its bucket's midpoint
- * and clamped to [min, max]. q <= 0 gives the exact minimum, q >= 1 the
- * exact maximum, and an empty histogram gives 0. */
+ * the sample of rank ceil(q × count), given as the highest value of its
+ * bucket and clamped to [min, max]. q <= 0 gives the exact minimum, q >= 1
+ * the exact maximum, and an empty histogram gives 0. */
 uint64_t hist_percentile(const struct hist *h, double q);
+
+/* The bucket scheme itself, for the tests: the bucket of a value, and the
+ * lowest value and width of a bucket. */
+unsigned hist_index(uint64_t us);
+uint64_t hist_bucket_low(unsigned idx);
+uint64_t hist_bucket_width(unsigned idx);
 
 /* ---------------------------------------------------------------- timeline */
 

@@ -23,6 +23,7 @@ struct config;
 
 #define DB_ER_DUP_ENTRY     1062
 #define DB_ER_LOCK_DEADLOCK 1213
+#define DB_ER_LOCK_WAIT_TIMEOUT 1205 /* also MariaDB's answer to a NOWAIT that meets a lock */
 
 struct db *db_new(const struct config *cfg);
 /* A connection to cfg's read replica (--mysql-replica; it must be set). */

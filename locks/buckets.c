@@ -34,8 +34,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define BUCKETS_FRESH_MS 100    /* an instance's K on a sale's way, at most */
-#define BUCKETS_PASSES   4      /* K changed under the pass: look again     */
 
 /* ---------------------------------------------------------------- the sale */
 

@@ -9,6 +9,9 @@
 
 struct lock_ctx;
 
+#define BUCKETS_FRESH_MS 100    /* an instance's K on a sale's way, at most */
+#define BUCKETS_PASSES   4      /* K changed under the pass: look again     */
+
 /* One bucket's sale of one unit: LL_OK, LL_SOLD_OUT (the bucket was
  * empty when it looked) or a failure. */
 typedef int (*bucket_sell_fn)(struct lock_ctx *ctx, const struct product *bucket,

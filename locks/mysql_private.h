@@ -58,6 +58,20 @@ void mysql_queue_pass(struct lock_ctx *ctx, struct purchase *next, int began);
 void mysql_queue_leave_row(const struct product *prod, const long long row[2]);
 int mysql_queue_take_row(const struct product *prod, long long row[2]);
 
+/* A sale in one transaction of its own, in two halves (mysql_row.c).
+ * mysql_row_read begins it and runs `sql`, a locking read of p's count by
+ * its id (one 'l' parameter, one column): LL_OK with *count, the row held;
+ * LL_SOLD_OUT (fewer than ctx->qty left, committed); or a failure, rolled
+ * back. mysql_row_write then writes *count − ctx->qty to p's row and
+ * commits, the UPDATE and the COMMIT in one round trip when one_trip (not
+ * with --ledger): LL_OK, or a failure, rolled back. */
+int mysql_row_read(struct lock_ctx *ctx, const char *sql, const struct product *p,
+                   long long *count);
+int mysql_row_write(struct lock_ctx *ctx, const struct product *p, long long count, int one_trip);
+/* Both: the sale of one purchase, *remaining what it left. */
+int mysql_row_sell(struct lock_ctx *ctx, const char *sql, const struct product *p,
+                   int one_trip, long long *remaining);
+
 /* UPDATE … count = count - 1 WHERE id = ? AND count >= 1 (seed 001). */
 int mysql_sell_one(struct lock_ctx *ctx, const struct product *prod, long long *remaining);
 

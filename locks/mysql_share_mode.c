@@ -23,44 +23,14 @@
  */
 #include "mysql_private.h"
 #include "../clients/db.h"
-#include "../core/config.h"
-#include "../core/util.h"
-#include "../store/stock.h"
 
 static const char sql_select[] = "SELECT count FROM db_stock WHERE id = ? LOCK IN SHARE MODE";
 
-/* One transaction: LL_OK, LL_SOLD_OUT or a failure; a deadlock is
- * LL_TIMEOUT with db_errno() 1213, rolled back. */
+/* One transaction (mysql_row.c): LL_OK, LL_SOLD_OUT or a failure; a
+ * deadlock is LL_TIMEOUT with db_errno() 1213, rolled back. */
 static int share_mode_once(struct lock_ctx *ctx, const struct product *p, long long *remaining)
 {
-    long long count = 0, rows = 0;
-    int64_t since = 0;
-    int rc;
-
-    if ((rc = db_begin(ctx)) != LL_OK)
-        return rc;
-    ctx->backend_ops++;
-    rc = db_exec(ctx, sql_select, &rows, "l>l", p->id, &count);
-    if (rc == LL_OK && rows == 0)
-        rc = lock_error(ctx, LL_ERROR, "mysql", "db_stock row %lld vanished", p->id);
-    if (rc == LL_OK && count < ctx->qty) {
-        rc = db_commit(ctx);
-        return rc == LL_OK ? LL_SOLD_OUT : rc;
-    }
-    if (rc == LL_OK) {
-        since = now_us();
-        stock_hold(ctx);
-        rc = stock_write(ctx, p, count - ctx->qty);
-    }
-    if (rc != LL_OK) {
-        db_rollback(ctx);
-        return rc;
-    }
-    rc = ctx->cfg->ledger ? stock_ledger_commit(ctx, p, count, count - ctx->qty, since, now_us())
-                          : db_commit_sale(ctx);
-    if (rc == LL_OK)
-        *remaining = count - ctx->qty;
-    return rc;
+    return mysql_row_sell(ctx, sql_select, p, 0, remaining);
 }
 
 static int share_mode_sell(struct lock_ctx *ctx, const struct product *p, long long *remaining)

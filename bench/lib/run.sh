@@ -33,6 +33,16 @@
 #                               to wait for what can be observed (a lock
 #                               held, a request in flight) instead of
 #                               sleeping and hoping
+#   t_mariadb ARGS...           the mariadb client as the application's
+#                               account, on the stack's database
+#   t_innodb NAME               a counter of SHOW GLOBAL STATUS (Innodb_…)
+#   t_hold SQL                  a MariaDB session of its own begins a
+#                               transaction and runs SQL in it (a
+#                               SELECT … FOR UPDATE, an UPDATE), then
+#                               keeps it open, holding what it locked, so a
+#                               purchase certainly finds the row held;
+#                               t_hold_end ROLLBACK|COMMIT ends it. One
+#                               at a time.
 #   t_missing CMD|FILE...       prints the commands not on PATH and the
 #                               /paths that do not exist; status 1 if any
 #   t_now_us                    microseconds since the epoch
@@ -193,6 +203,37 @@ t_held() {
             jq -r --arg s "$lock" '.strategies[$s] | "\(.holds) \(.held_us)"')"
         H_holds=$((H_holds + n)) H_held_us=$((H_held_us + us))
     done
+}
+
+t_mariadb() {
+    MYSQL_PWD=$LOCKLAB_MYSQL_PASSWORD mariadb -h"$LOCKLAB_MYSQL_HOST" -P"$LOCKLAB_MYSQL_PORT" \
+        -u"$LOCKLAB_MYSQL_USER" "$LOCKLAB_MYSQL_DB" "$@"
+}
+
+t_innodb() {
+    t_mariadb -N -e "SHOW GLOBAL STATUS LIKE '$1'" | awk '{ print $2 }'
+}
+
+# The holding session is a coprocess: the client reads its statements from
+# a pipe as they come (--unbuffered: and answers at once), so its
+# transaction stays open between them, and its rows stay locked, until
+# t_hold_end. It prints "held" once SQL has run: t_hold returns then.
+t_hold() {
+    local line
+    coproc T_HOLD { t_mariadb --batch --skip-column-names --unbuffered 2>&1; }
+    printf 'BEGIN;\n%s\nSELECT "held";\n' "$1" >&"${T_HOLD[1]}"
+    while read -r -t 60 line <&"${T_HOLD[0]}"; do
+        [ "$line" = held ] && return 0
+        [[ $line == ERROR* ]] && t_log "t_hold: $line"
+    done
+    return 1
+}
+
+t_hold_end() {
+    local in=${T_HOLD[1]} out=${T_HOLD[0]} pid=$T_HOLD_PID
+    printf '%s;\n' "$1" >&"$in"
+    exec {in}>&- {out}<&-
+    wait "$pid"
 }
 
 # Microseconds since the epoch, for timing a load from outside.

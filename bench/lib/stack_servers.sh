@@ -154,6 +154,44 @@ mysql_setup() {
     setup_done "$RUN/mysql"
 }
 
+# The two settings of MariaDB that follow the topology, both dynamic: a
+# running server that has other values gets them by SET GLOBAL (mysql_tune),
+# a new one on its command line.
+#   max_connections         every worker slot's connection of every instance
+#                           (--threads; 16, the server's default, when not
+#                           given) and each instance's few of its own (the
+#                           metrics reader, the Redis stock's consumer), plus
+#                           300 for the rest (ll-limits' clients, the tests'
+#                           and tools' clients, the exporter, a replica's
+#                           link); never below 1000
+#   innodb_deadlock_detect  --mysql-deadlock-detect on|off (on, MariaDB's
+#                           default): off, a transaction waiting for a row
+#                           lock no longer walks the wait-for graph, and a
+#                           deadlock ends only at innodb_lock_wait_timeout
+mysql_max_connections() {
+    local n=$((TOPO_INSTANCES * (${TOPO_THREADS:-16} + 4) + 300))
+    ((n > 1000)) || n=1000
+    printf '%d\n' "$n"
+}
+mysql_deadlock_detect() { [[ $TOPO_MYSQL_DEADLOCK_DETECT == off ]] && echo 0 || echo 1; }
+mysql_tune_flags() {
+    printf '%s\n' "--max-connections=$(mysql_max_connections)" \
+        "--innodb-deadlock-detect=$(mysql_deadlock_detect)"
+}
+
+# mysql_tune: the running server given mysql_tune_flags' values, unless
+# .run/mysql/tune says it has them (written at its start and here).
+mysql_tune() {
+    local want
+    want=$(mysql_tune_flags)
+    [[ -r $RUN/mysql/tune && $(<"$RUN/mysql/tune") == "$want" ]] && return 0
+    mysql_root -e "SET GLOBAL max_connections = $(mysql_max_connections);
+        SET GLOBAL innodb_deadlock_detect = $(mysql_deadlock_detect)" ||
+        die "could not set max_connections and innodb_deadlock_detect on mariadb"
+    printf '%s\n' "$want" >"$RUN/mysql/tune"
+    say "mariadb: max_connections $(mysql_max_connections), innodb_deadlock_detect $TOPO_MYSQL_DEADLOCK_DETECT"
+}
+
 # mysql_start: start MariaDB unless it runs (MYSQL_STARTED: its pid, or
 # empty); mysql_ready waits until it answers and sets it up. Between the
 # two the other backends start (backends_up).
@@ -185,9 +223,10 @@ mysql_start() {
         --datadir="$RUN/mysql/data" --tmpdir="$(mysql_tmpdir)" \
         --socket="$sock" --port="$MYSQL_PORT" --bind-address="$(backend_binds | tr ' ' ,)" \
         --pid-file="$(pid_file mysql)" --log-error="$log" \
-        --skip-name-resolve --max-connections=1000 --max-connect-errors=1000000 \
+        --skip-name-resolve $(mysql_tune_flags) --max-connect-errors=1000000 \
         --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 \
         $(mysql_binlog_flags) --innodb-lock-wait-timeout=10 --performance-schema=OFF)
+    mysql_tune_flags >"$RUN/mysql/tune"
 }
 
 mysql_ready() {
@@ -200,6 +239,7 @@ mysql_ready() {
         [[ -s $(pid_file mysql) ]] || printf '%s\n' "$pid" >"$(pid_file mysql)"
     fi
     mysql_setup
+    mysql_tune
     say "mariadb up on 127.0.0.1:$MYSQL_PORT (socket $(mysql_socket))"
 }
 

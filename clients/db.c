@@ -1,7 +1,11 @@
 /* db.c — MariaDB access for one worker slot: connect, prepare, bind, fetch.
  *
- * A slot owns one MYSQL connection and up to DB_MAX_STMTS prepared
- * statements, found by the address of their SQL text. Reconnection is lazy:
+ * A slot owns one MYSQL connection and its prepared statements, found by
+ * the address of their SQL text: a cache that grows as statements are
+ * first used, up to DB_MAX_STMTS, past which the least recently used one
+ * is closed to make room (a worker slot that runs every strategy prepares
+ * about 46; the bound keeps the server's max_prepared_stmt_count, shared
+ * by every connection, out of reach). Reconnection is lazy:
  * a lost connection is closed at once and the next db_exec() connects
  * again (the server may be well: a connection lost on its own must not
  * make the slot refuse the next request); a connect that fails holds the
@@ -46,13 +50,14 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#define DB_MAX_STMTS  32
+#define DB_MAX_STMTS  64         /* prepared at once on a connection */
 #define DB_MAX_PARAMS 12
 #define DB_RETRY_MS   200
 
 struct db_stmt {
-    const char *sql;
-    MYSQL_STMT *stmt;
+    const char   *sql;
+    MYSQL_STMT   *stmt;
+    unsigned long used;         /* db->uses at its last use: the LRU's */
 };
 
 /* Bumped whenever any slot finds the server unavailable: every other slot
@@ -76,8 +81,9 @@ struct db {
     MYSQL_STMT     *pending;        /* its answer not read yet: rest has
                                      * what came of it                   */
     struct db_pipe_buf rest;
-    int             nstmts;
-    struct db_stmt  stmts[DB_MAX_STMTS];
+    int             nstmts;         /* statements cached                 */
+    unsigned long   uses;           /* statement uses so far             */
+    struct db_stmt *stmts;          /* DB_MAX_STMTS of them              */
 };
 
 /* ---------------------------------------------------------------- non-blocking calls */
@@ -178,6 +184,7 @@ static struct db *db_at(const struct config *cfg, const char *host, int port,
                         const char *sock)
 {
     struct db *db = xcalloc(1, sizeof *db);
+    db->stmts = xcalloc(DB_MAX_STMTS, sizeof *db->stmts);
     db->cfg = cfg;
     db->host = host;
     db->port = port;
@@ -220,6 +227,7 @@ void db_free(struct db *db)
     if (db == NULL)
         return;
     db_disconnect(db);
+    free(db->stmts);
     free(db);
 }
 
@@ -403,17 +411,38 @@ static int db_connect(struct lock_ctx *ctx)
     return LL_OK;
 }
 
+/* A free entry of db's cache: a new one while there is room, else the
+ * least recently used statement's, closed. The statements of the call in
+ * progress were just used and the pending one is read before any other
+ * use (db_prepare()), so the one closed is never one of them. */
+static struct db_stmt *db_stmt_slot(struct db *db)
+{
+    struct db_stmt *lru;
+    int i;
+
+    if (db->nstmts < DB_MAX_STMTS)
+        return &db->stmts[db->nstmts++];
+    for (lru = &db->stmts[0], i = 1; i < db->nstmts; i++)
+        if (db->stmts[i].used < lru->used)
+            lru = &db->stmts[i];
+    assert(lru->stmt != db->pending);
+    nb_stmt_close(db->conn, lru->stmt);
+    return lru;
+}
+
 /* `sql` prepared on the connection as it is (see db_prepare()). */
 static MYSQL_STMT *db_stmt(struct lock_ctx *ctx, const char *sql, int *status)
 {
     struct db *db = ctx->db;
+    struct db_stmt *e;
     MYSQL_STMT *stmt;
     int i;
 
     for (i = 0; i < db->nstmts; i++)
-        if (db->stmts[i].sql == sql)
+        if (db->stmts[i].sql == sql) {
+            db->stmts[i].used = ++db->uses;
             return db->stmts[i].stmt;
-    assert(db->nstmts < DB_MAX_STMTS);  /* the SQL texts are a fixed set */
+        }
     stmt = mysql_stmt_init(db->conn);
     if (stmt == NULL) {
         *status = db_fail(ctx, mysql_errno(db->conn), mysql_error(db->conn), "prepare");
@@ -424,8 +453,10 @@ static MYSQL_STMT *db_stmt(struct lock_ctx *ctx, const char *sql, int *status)
         nb_stmt_close(db->conn, stmt);
         return NULL;
     }
-    db->stmts[db->nstmts].sql = sql;
-    db->stmts[db->nstmts++].stmt = stmt;
+    e = db_stmt_slot(db);
+    e->sql = sql;
+    e->stmt = stmt;
+    e->used = ++db->uses;
     return stmt;
 }
 

@@ -8,10 +8,18 @@
  * (db_pipe_repeat()). Works on product 1002 (the one ll-limits uses) and
  * puts its count back at the end.
  *
+ * Then clients/db.c on the same server, over the socket: more distinct
+ * prepared statements on one connection than its cache once held (32:
+ * under -DNDEBUG the old cache wrote past its end).
+ *
  *     set -a; . .run/stack.env; set +a; build/test_db_pipe
  */
 #include "check.h"
+#include "../clients/db.h"
 #include "../clients/db_pipe.h"
+#include "../core/config.h"
+#include "../core/ctx.h"
+#include "../core/util.h"
 
 #include <errmsg.h>
 #include <mysql.h>
@@ -290,10 +298,62 @@ static void suite(int tcp)
     mysql_close(m);
 }
 
+/* ---------------------------------------------------------------- db.c */
+
+static struct config cfg;
+
+static void db_ctx(struct lock_ctx *ctx)
+{
+    memset(ctx, 0, sizeof *ctx);
+    ctx->cfg = &cfg;
+    ctx->db = db_new(&cfg);
+}
+
+/* More distinct statements than the old cache's 32 slots (a worker slot
+ * prepares about 46), each prepared on first use and run twice: every
+ * answer right, on one connection throughout (the cache never dropped
+ * it), under any build. */
+#define MANY_STMTS 80
+
+static void test_many_statements(void)
+{
+    static const char sql_conn[] = "SELECT CONNECTION_ID()";
+    struct lock_ctx ctx;
+    char *sql[MANY_STMTS];
+    long long v, rows, conn0 = -1, conn1 = -2;
+    int i, round, ok = 1;
+
+    printf("-- db.c: %d distinct statements on one connection\n", MANY_STMTS);
+    db_ctx(&ctx);
+    CHECK(db_exec(&ctx, sql_conn, &rows, ">l", &conn0) == LL_OK && rows == 1);
+    for (i = 0; i < MANY_STMTS; i++) {
+        sql[i] = xmalloc(32);
+        snprintf(sql[i], 32, "SELECT %d + ?", i);
+    }
+    for (round = 0; round < 2; round++)
+        for (i = 0; i < MANY_STMTS; i++) {
+            v = -1;
+            ok &= db_exec(&ctx, sql[i], &rows, "l>l", (long long)round, &v) == LL_OK &&
+                  rows == 1 && v == i + round;
+        }
+    CHECK(ok);
+    CHECK(db_exec(&ctx, sql_conn, &rows, ">l", &conn1) == LL_OK && conn1 == conn0);
+    db_free(ctx.db);
+    for (i = 0; i < MANY_STMTS; i++)
+        free(sql[i]);
+}
+
 int main(void)
 {
+    char err[256];
+
     suite(0);
     suite(1);
+    if (config_parse(&cfg, 1, (char *[]){ "test_db_pipe", NULL }, err, sizeof err) != 0) {
+        fprintf(stderr, "test_db_pipe: %s\n", err);
+        return 2;
+    }
+    test_many_statements();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -427,7 +427,7 @@ int request_sale(struct request *r, const struct config *cfg, struct sale_args *
         request_int(r, P_HOLD_MS, 0, cfg->max_wait_ms, 0, &hold_ms) ||
         request_int(r, P_LATE_MS, 0, cfg->max_wait_ms, 0, &late_ms) ||
         request_int(r, P_CRASH, 0, 1, 0, &crash) ||
-        request_int(r, P_LOSE_ANSWER, 0, 1, 0, &lose) ||
+        request_int(r, P_LOSE_ANSWER, 0, 2, 0, &lose) ||
         request_int(r, P_FENCE, 0, 1, 0, &fence) ||
         request_int(r, P_CONSUMER_CRASH, 0, 1, 0, &consumer_crash) ||
         request_int(r, P_RELEASE_PAUSE_MS, 0, cfg->max_wait_ms, 0, &release_pause_ms) ||

@@ -306,6 +306,13 @@ static void db_fault_lose_answer(struct lock_ctx *ctx)
         shutdown((int)mysql_get_socket(ctx->db->conn), SHUT_RD);
 }
 
+/* The fault ?lose_answer=2 on db_exec_query(): the server kills the
+ * connection between the statement's answer and the query's, as a KILL
+ * or a shutdown from outside would, but certainly there: the query's
+ * place in the round trip is taken by KILL CONNECTION of the connection
+ * itself, which answers "Connection was killed" (1927) and closes it. */
+static const char sql_kill_self[] = "KILL CONNECTION ?";
+
 /* SET SESSION innodb_lock_wait_timeout = ?, prepared like everything else. */
 static int db_set_lock_wait(MYSQL *conn, long long seconds)
 {
@@ -809,29 +816,50 @@ int db_exec_query(struct lock_ctx *ctx, const char *sql, long long *rows,
     struct db *db = ctx->db;
     struct db_pipe_answer a[2];
     MYSQL_STMT *stmt, *query = NULL;
-    int status, got = 0;
+    long long self;
+    int status, got = 0, rc, killed = ctx->lose_answer == 2;
 
     assert(!db->txn);
     if ((status = db_autocommit(ctx)) != LL_OK)
         return status;
     stmt = db_prepare(ctx, sql, &status);
     if (stmt != NULL)
-        query = db_stmt(ctx, query_sql, &status);
+        query = db_stmt(ctx, killed ? sql_kill_self : query_sql, &status);
     if (query == NULL)
         return status;
+    if (killed) {
+        self = (long long)mysql_thread_id(db->conn);
+        qparams = &self;
+        m = 1;
+    }
     assert((unsigned long)n == mysql_stmt_param_count(stmt) && mysql_stmt_field_count(stmt) == 0);
     assert((unsigned long)m == mysql_stmt_param_count(query) &&
            mysql_stmt_field_count(query) <= DB_PIPE_COLS);
-    db_fault_lose_answer(ctx);
-    if (db_pipe_exec_query(db->conn, stmt, params, n, query, qparams, m,
-                           (int)db_rw_timeout(db->cfg) * 1000, a, values, &got) != 0)
+    if (!killed)
+        db_fault_lose_answer(ctx);
+    rc = db_pipe_exec_query(db->conn, stmt, params, n, query, qparams, m,
+                            (int)db_rw_timeout(db->cfg) * 1000, a, values, &got);
+    if (rc < 0)
         return db_pipe_lost(ctx, &a[0], 1);
-    if (a[0].err)
-        return db_fail(ctx, a[0].err, a[0].msg, "execute");
-    if (a[1].err)
-        return db_fail(ctx, a[1].err, a[1].msg, "execute");
+    if (a[0].err) {
+        status = db_fail(ctx, a[0].err, a[0].msg, "execute");
+        if (rc > 0)                         /* the query's answer lost too */
+            db_disconnect(db);
+        return status;
+    }
     if (rows)
         *rows = (long long)a[0].affected;
     *found = got;
+    if (rc == 0 && a[1].err == 0)
+        return LL_OK;
+    /* The statement's OK came, its query failed (the server's error, or
+     * its answer lost: the connection is then closed). What the statement
+     * did stands: an UPDATE in autocommit that changed its row has sold,
+     * whatever came of the query behind it. */
+    status = rc > 0 ? db_pipe_lost(ctx, &a[1], 0) : db_fail(ctx, a[1].err, a[1].msg, "query");
+    *found = 0;
+    if (a[0].affected == 0)
+        return status;
+    ctx->err = 0;
     return LL_OK;
 }

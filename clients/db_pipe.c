@@ -209,10 +209,15 @@ static int refuse_tls(MYSQL *conn, struct db_pipe_answer *a)
     return -1;
 }
 
+/* An answer that cannot be read. It is only ever read after the
+ * statements left, so they may have run: to the caller it is an answer
+ * lost (CR_SERVER_LOST), never a refusal, whatever came before it (a
+ * COMMIT's OK included: what follows it says the exchange is out of
+ * step, so the OK cannot be trusted either). */
 static int malformed(struct db_pipe_answer *a, const char *what)
 {
-    a->err = CR_MALFORMED_PACKET;
-    snprintf(a->msg, sizeof a->msg, "%s", what);
+    a->err = CR_SERVER_LOST;
+    snprintf(a->msg, sizeof a->msg, "%s (malformed: the statements may have run)", what);
     return -1;
 }
 
@@ -292,9 +297,7 @@ int db_pipe2(MYSQL *conn, MYSQL_STMT *first, const long long *params, const char
         return -1;
     if (b.have == 0)
         return 0;
-    snprintf(a[0].msg, sizeof a[0].msg, "%zu bytes past the answers", b.have);
-    a[0].err = CR_MALFORMED_PACKET;
-    return -1;
+    return malformed(&a[0], "bytes past the answers");
 }
 
 int db_pipe_repeat(MYSQL *conn, MYSQL_STMT *stmt, const long long *params, int n, int times,
@@ -330,9 +333,7 @@ int db_pipe_repeat(MYSQL *conn, MYSQL_STMT *stmt, const long long *params, int n
     }
     if (b.have == 0)
         return 0;
-    snprintf(a[0].msg, sizeof a[0].msg, "%zu bytes past the answers", b.have);
-    a[0].err = CR_MALFORMED_PACKET;
-    return -1;
+    return malformed(&a[0], "bytes past the answers");
 }
 
 int db_pipe2_then(MYSQL *conn, MYSQL_STMT *first, const long long *params, int n,
@@ -485,11 +486,11 @@ int db_pipe_exec_query(MYSQL *conn, MYSQL_STMT *first, const long long *params, 
         return -1;
     if (parse_answer(conn, p, len, &a[0]) != 0)
         return malformed(&a[0], "a malformed answer to a pipelined statement");
-    if (read_result(conn, query, &b, &at, &deadline, values, found, &a[1]) != 0) {
-        a[0] = a[1];                                /* why, where callers look */
-        return -1;
-    }
+    /* From here the first's answer is known: a failure is the query's. */
+    if (read_result(conn, query, &b, &at, &deadline, values, found, &a[1]) != 0)
+        return 1;
     if (at == b.have)
         return 0;
-    return malformed(&a[0], "bytes past a pipelined query's answer");
+    malformed(&a[1], "bytes past a pipelined query's answer");
+    return 1;
 }

@@ -57,10 +57,12 @@ struct db_pipe_answer {
  * when the pair could not be run to the end, with a[0].err one of
  *   CR_NOT_IMPLEMENTED   a TLS or compressed connection: nothing was sent
  *   CR_SERVER_GONE_ERROR the connection failed before anything was sent
- *   CR_SERVER_LOST       the connection failed or timed out once the
- *                        statements were on their way: they may have run
- *   CR_MALFORMED_PACKET  an answer that is not a lone OK or ERR
- * and a sentence in a[0].msg. After the last two the connection is out of
+ *   CR_SERVER_LOST       once the statements were on their way, the
+ *                        connection failed or timed out, or an answer
+ *                        could not be read (not a lone OK or ERR, bytes
+ *                        past the answers: "malformed" in the sentence),
+ *                        even after a COMMIT's OK: they may have run
+ * and a sentence in a[0].msg. After the last the connection is out of
  * step with libmariadb and must be closed. */
 int db_pipe2(MYSQL *conn, MYSQL_STMT *first, const long long *params, const char *const *strs,
              int n, MYSQL_STMT *second, int timeout_ms, struct db_pipe_answer a[2]);
@@ -94,7 +96,12 @@ int db_pipe_repeat(MYSQL *conn, MYSQL_STMT *stmt, const long long *params, int n
 /* `first` (n parameters, no result set) and `query` (m parameters, a row
  * of integers as db_pipe_row() reads) in one round trip, both answers
  * read: first's in a[0], the query's in a[1] with *found and values[].
- * The query runs even after a failed first. Returns as db_pipe2(). */
+ * The query runs even after a failed first. Returns 0 when both answers
+ * were read (each may be a server error); -1 as db_pipe2() when first's
+ * answer was not (why in a[0]); 1 when first's answer is in a[0] but the
+ * query's was lost or could not be read (why in a[1], CR_SERVER_LOST; the
+ * connection out of step): a first statement that sells has then sold or
+ * not by its own answer. */
 int db_pipe_exec_query(MYSQL *conn, MYSQL_STMT *first, const long long *params, int n,
                        MYSQL_STMT *query, const long long *qparams, int m, int timeout_ms,
                        struct db_pipe_answer a[2], long long *values, int *found);

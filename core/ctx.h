@@ -76,8 +76,9 @@ struct lock_ctx {
     int         late_ms;            /* fault: a pause after the checks, just
                                      * before the write (app/sale.c)       */
     int         crash;              /* fault: _exit() while holding the lock  */
-    int         lose_answer;        /* fault: the sale's answer from MariaDB
-                                     * never arrives (clients/db.c)           */
+    int         lose_answer;        /* fault: 1, the sale's answer from MariaDB
+                                     * never arrives; 2, the server kills the
+                                     * connection right after it (clients/db.c) */
     int         release_pause_ms;   /* fault: a pause inside the release, where
                                      * lock_ops.release_pause says (once)     */
     int         clock_skew_ms;      /* fault: the wall clock this request

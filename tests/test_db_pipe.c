@@ -5,12 +5,16 @@
  * statement behind the two, a query whose answer db_pipe_row() reads: a
  * row, no row, a lock wait timeout; a statement and a query read at once
  * (db_pipe_exec_query()); one statement 64 times in one write
- * (db_pipe_repeat()). Works on product 1002 (the one ll-limits uses) and
- * puts its count back at the end.
+ * (db_pipe_repeat()); an answer that cannot be read once the statements
+ * left (a result set where an OK was due, after a COMMIT's OK, or behind a
+ * statement's OK), which is a lost answer, not a refusal. Works on product
+ * 1002 (the one ll-limits uses) and puts its count back at the end.
  *
  * Then clients/db.c on the same server, over the socket: more distinct
  * prepared statements on one connection than its cache once held (32:
- * under -DNDEBUG the old cache wrote past its end).
+ * under -DNDEBUG the old cache wrote past its end); a sale in autocommit
+ * whose pipelined query fails behind the UPDATE's OK (a server error, an
+ * answer that cannot be read): the sale counts as made.
  *
  *     set -a; . .run/stack.env; set +a; build/test_db_pipe
  */
@@ -236,6 +240,41 @@ static void suite(int tcp)
         mysql_stmt_close(row2);
     }
 
+    /* An answer that cannot be read once the statements left is a lost
+     * answer: they may have run. A query's unreadable answer behind an
+     * OK (a string column where integers are read) keeps the OK; a
+     * result set where an OK was due, after a COMMIT's OK, says the
+     * COMMIT may have run, and it did. Each leaves its connection out
+     * of step: a connection of its own. */
+    {
+        MYSQL *odd = connect_to(tcp);
+        MYSQL_STMT *owrite = prepare(odd, "UPDATE db_stock SET count = ? WHERE id = ?");
+        MYSQL_STMT *ostr = prepare(odd, "SELECT 'x' FROM db_stock WHERE id = ?");
+        long long v1[1] = { -1 };
+        int found = -1;
+
+        p[0] = was - 9, p[1] = id;
+        CHECK(db_pipe_exec_query(odd, owrite, p, 2, ostr, &id, 1, 5000, a, v1, &found) == 1);
+        CHECK(a[0].err == 0 && a[0].affected == 1 && a[1].err == CR_SERVER_LOST);
+        CHECK(run(nowait, &id, 1, &err) == was - 9 && err == 0);   /* sold, in autocommit */
+        mysql_stmt_close(owrite), mysql_stmt_close(ostr);
+        mysql_close(odd);
+
+        odd = connect_to(tcp);
+        owrite = prepare(odd, "UPDATE db_stock SET count = ? WHERE id = ?");
+        ostr = prepare(odd, "SELECT 'x'");
+        MYSQL_STMT *ocommit = prepare(odd, "COMMIT");
+        CHECK(mysql_autocommit(odd, 0) == 0);
+        p[0] = was, p[1] = id;
+        CHECK(run(owrite, p, 2, &err) == 1 && err == 0);            /* in its transaction */
+        CHECK(db_pipe2(odd, ocommit, NULL, NULL, 0, ostr, 5000, a) == -1);
+        CHECK(a[0].err == CR_SERVER_LOST && strstr(a[0].msg, "malformed") != NULL);
+        CHECK(run(waitrow, &id, 1, &err) == was && err == 0);      /* it committed */
+        CHECK(mysql_commit(other) == 0);
+        mysql_stmt_close(owrite), mysql_stmt_close(ostr), mysql_stmt_close(ocommit);
+        mysql_close(odd);
+    }
+
     /* One statement run 64 times in one write (mysql-update's pipeline),
      * in autocommit: 64 answers, each its own sale; a conditional one
      * that runs out answers 0 rows from then on; a failing statement
@@ -309,6 +348,16 @@ static void db_ctx(struct lock_ctx *ctx)
     ctx->db = db_new(&cfg);
 }
 
+static long long product_id(struct lock_ctx *ctx, long long *count)
+{
+    static const char sql[] = "SELECT id, count FROM db_stock WHERE product_code = '1002' "
+                              "AND stock_code = '001'";
+    long long id = -1, rows = 0;
+
+    CHECK(db_exec(ctx, sql, &rows, ">ll", &id, count) == LL_OK && rows == 1);
+    return id;
+}
+
 /* More distinct statements than the old cache's 32 slots (a worker slot
  * prepares about 46), each prepared on first use and run twice: every
  * answer right, on one connection throughout (the cache never dropped
@@ -343,6 +392,41 @@ static void test_many_statements(void)
         free(sql[i]);
 }
 
+/* mysql-optimistic's pipeline: the UPDATE in autocommit, a query behind
+ * it. Once the UPDATE's OK with its row is read, the sale is made, what
+ * ever comes of the query: a server error (a subquery of two rows), or
+ * an answer that cannot be read (a string where integers are read). */
+static void test_sale_then_query_fails(void)
+{
+    static const char write_sql[] = "UPDATE db_stock SET count = ? WHERE id = ?";
+    static const char err_sql[] = "SELECT (SELECT id FROM db_stock) FROM db_stock WHERE id = ?";
+    static const char str_sql[] = "SELECT 'x' FROM db_stock WHERE id = ?";
+    const char *queries[2] = { err_sql, str_sql };
+    struct lock_ctx ctx;
+    long long was = -1, now = -1, id, rows, found, values[DB_PIPE_COLS];
+    int i, rc;
+
+    printf("-- db.c: a sale whose pipelined query fails\n");
+    db_ctx(&ctx);
+    id = product_id(&ctx, &was);
+    for (i = 0; i < 2; i++) {
+        const long long params[2] = { was - 1 - i, id };
+
+        rows = found = -1;
+        rc = db_exec_query(&ctx, write_sql, &rows, params, 2, queries[i], &id, 1, values, &found);
+        printf("   %s: %s, rows %lld, found %lld (%s)\n", i ? "unreadable" : "server error",
+               ll_status_name(rc), rows, found, rc == LL_OK ? "" : ctx.errstr);
+        CHECK(rc == LL_OK && rows == 1 && found == 0);
+        CHECK(product_id(&ctx, &now) == id && now == was - 1 - i);      /* it sold */
+    }
+    {
+        const long long back[2] = { was, id };
+
+        CHECK(db_exec_ints(&ctx, write_sql, &rows, back, 2) == LL_OK);
+    }
+    db_free(ctx.db);
+}
+
 int main(void)
 {
     char err[256];
@@ -353,6 +437,7 @@ int main(void)
         fprintf(stderr, "test_db_pipe: %s\n", err);
         return 2;
     }
+    test_sale_then_query_fails();
     test_many_statements();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

@@ -321,6 +321,8 @@ http_ok() {
 # installed, about 10 s here; without it a fresh machine skipped tests.
 # fonts-wqy-zenhei (7.5 MB) gives chromium the seeds' Chinese: the class
 # page and the reports quote their section titles, boxes without it.
+# faketime brings libfaketime, under which `up --redis-faketime` runs the
+# Redis servers, so that bench/fault clock can move their wall clock.
 STACK_NEEDS=(
     cmd:mariadbd:mariadb-server cmd:mariadb-install-db:mariadb-server
     cmd:mariadb:mariadb-client cmd:mariadb-admin:mariadb-client
@@ -348,6 +350,7 @@ STACK_NEEDS=(
     cmd:prometheus-redis-exporter:prometheus-redis-exporter
     pkg:libnetfilter-queue-dev:libnetfilter-queue-dev cmd:iptables:iptables
     cmd:chromium:chromium file:/usr/share/fonts/truetype/wqy/wqy-zenhei.ttc:fonts-wqy-zenhei
+    cmd:faketime:faketime
 )
 
 # missing_packages: print the packages whose test fails, once each. The

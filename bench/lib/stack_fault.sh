@@ -6,13 +6,40 @@
 #                               disk; with --for, SIGCONT after MS (and the
 #                               command waits), else at `resume TARGET`
 #   resume TARGET               SIGCONT
-#   kill TARGET                 SIGKILL: a crash
+#   kill TARGET [--for MS]      SIGKILL: a crash; with --for, `bench/stack
+#                               up` brings it back after MS
 #   restart TARGET              SIGKILL, then `bench/stack up` brings it back
-#   restart redis:K --alone     SIGKILL, then that server alone is started
+#   restart redis:K --alone [--empty]
+#                               SIGKILL, then that server alone is started
 #                               again (a fraction of a second, not up's
 #                               seconds: within a lease), with what it keeps:
 #                               server 1 its append-only file (--redis-aof),
-#                               the others nothing, as if never locked
+#                               the others nothing, as if never locked;
+#                               --empty: server 1 too comes back with
+#                               nothing (its append-only file removed)
+#   starve TARGET [--cpu PCT] [--for MS]
+#                               CPU starvation: the process in a cgroup of
+#                               its own whose quota is PCT % of one CPU (2),
+#                               its timers and renewals late but running,
+#                               unlike a pause; undone after MS or at `feed`
+#   feed TARGET                 the quota lifted
+#   reset app:PORT redis|mysql  the instance's connections reset by the
+#                               backend: Redis's CLIENT KILL, MariaDB's KILL
+#                               CONNECTION of each (MariaDB's need --netns,
+#                               where they come over TCP from the instance's
+#                               own address); the instance reconnects
+#   expire app:PORT zk          the instance's ZooKeeper session expired from
+#                               outside: the server it is connected to ends
+#                               it (ZooKeeper's own terminateSession, through
+#                               the server's JMX, bench/lib/ZkSession.java)
+#   revoke etcd PRODUCT         the lease of the holder of PRODUCT's etcd lock
+#                               revoked (etcdctl lease revoke)
+#   clock redis --jump S [--for MS]
+#                               every Redis server's wall clock moved S
+#                               seconds on (libfaketime: `bench/stack up
+#                               --redis-faketime`), so every expiry comes S
+#                               seconds early; back after MS or at `clock
+#                               redis --jump 0`
 #   partition app:PORT BACKEND [--for MS]
 #                               cut the instance off from BACKEND (mysql,
 #                               redis, redis:K, zk, zk:K, etcd, etcd:K; redis,
@@ -25,7 +52,7 @@
 #                               the master took meanwhile is lost (needs
 #                               `bench/stack up --redis-replica`; --lag
 #                               needs root): bench/lib/stack_replica.sh
-#   status                      what is paused or cut now
+#   status                      what is paused, starved, cut or shifted now
 #
 # TARGET is app:PORT, mysql, redis:K, zk:K, zk:leader, zk:follower, etcd:K,
 # etcd:leader, etcd:follower or nginx.
@@ -36,6 +63,9 @@
 # namespaced instance and the backend's port, nothing else: see
 # bench/lib/stack_net.sh. Every fault is logged to .run/logs/faults.log
 # with the time, so a test or a report can line it up with what it saw.
+# What a fault leaves in force when its command is interrupted (a quota,
+# a clock moved on, a pause, a cut) `bench/stack down` undoes
+# (fault_leftovers_undo).
 
 fault_log() {
     printf '%s %s\n' "$(date '+%F %T.%3N')" "$*" >>"$RUN/logs/faults.log"
@@ -115,13 +145,31 @@ fault_resume() {
     fault_log "resumed ${name/-/:} (pid $pid)"
 }
 
+# fault_for_ms ARGS...: the value of a lone `--for MS`, checked ("" without).
+fault_for_ms() {
+    case "$#:${1:-}" in
+        0:) ;;
+        2:--for) fault_ms "$2" ;;
+        *) die "unknown option '$*' (--for MS)" ;;
+    esac
+}
+
+# fault_kill TARGET [--for MS]: SIGKILL; with --for, `bench/stack up`
+# brings it back MS later (only what was killed: the rest is as the last
+# `up` left it).
 fault_kill() {
-    local name
+    local name ms
+    ms=$(fault_for_ms "${@:2}")
     name=$(fault_service "$1")
     fault_pid "$name" >/dev/null
     stack_lock
     svc_stop "$name" 0 KILL
-    fault_log "killed ${name/-/:}"
+    fault_log "killed ${name/-/:}${ms:+, back in $ms ms}"
+    [[ -n $ms ]] || return 0
+    exec 9>&-                       # cmd_up takes the lock itself
+    fault_sleep_ms "$ms"
+    cmd_up >/dev/null
+    fault_log "restarted ${name/-/:} (bench/stack up)"
 }
 
 fault_restart() {
@@ -131,21 +179,242 @@ fault_restart() {
     fault_log "restarted $1 (bench/stack up)"
 }
 
-# fault_restart_alone redis:K: the server killed and started again by
-# itself, .run/stack.lock held throughout. `up` would check every service
-# of the stack first (3 to 4 s), longer than a lease: a lock a holder took
-# before the crash would expire before the server came back without it.
+# fault_restart_alone redis:K [--empty]: the server killed and started
+# again by itself, .run/stack.lock held throughout. `up` would check every
+# service of the stack first (3 to 4 s), longer than a lease: a lock a
+# holder took before the crash would expire before the server came back
+# without it. --empty: whatever it keeps (server 1's append-only file) is
+# removed before it starts, a disk lost with the machine.
 fault_restart_alone() {
-    local k=${1#redis:}
+    local k=${1#redis:} empty=${2:-} dir kept
     topology_load
     if [[ $1 != redis:* || ! $k =~ ^[0-9]+$ ]] || ((k < 1 || k > TOPO_REDIS)); then
         die "restart --alone: only redis:K, K from 1 to $TOPO_REDIS, not '$1'"
     fi
+    [[ -z $empty || $empty == --empty ]] || die "restart --alone: unknown option '$empty' (--empty)"
     fault_kill "$1"
+    dir="$RUN/redis/$k"
+    [[ -z $empty ]] || rm -rf "$dir/appendonlydir" "$dir/appendonly.aof" "$dir/dump.rdb"
     redis_start_one "$k"
     redis_ready >/dev/null
-    fault_log "restarted $1 alone ($( ((k == 1)) && [[ $TOPO_REDIS_AOF != no ]] &&
-        echo "its append-only file kept" || echo "nothing kept: empty"))"
+    if ((k == 1)) && [[ $TOPO_REDIS_AOF != no && -z $empty ]]; then
+        kept="its append-only file kept"
+    else
+        kept="nothing kept: empty"
+    fi
+    fault_log "restarted $1 alone ($kept)"
+}
+
+# ------------------------------------------------------------ starvation
+
+# A cgroup (v1) of the cpu controller per starved service, named by the
+# stack's port offset and the service, under the group its process was in;
+# the file .run/faults/starve-NAME remembers that group, so that `feed`,
+# `status` and `down` find what is in force.
+FAULT_CPU_ROOT=/sys/fs/cgroup/cpu
+
+fault_cpu_group() { printf '%s/locklab%s-%s
+' "$FAULT_CPU_ROOT" "$STACK_OFFSET" "$1"; }
+
+# fault_cpu_of PID: the cpu controller's group of PID, relative to its root.
+fault_cpu_of() {
+    sed -n 's/^[0-9]*:\([^:]*,\)\{0,1\}cpu\(,[^:]*\)\{0,1\}:\(.*\)$/\3/p' "/proc/$1/cgroup" | head -1
+}
+
+fault_starve() {
+    local target=$1 pct=2 ms="" name pid group was p
+    shift
+    while (($#)); do
+        case $1 in
+            --cpu)
+                if ! [[ ${2:-} =~ ^[0-9]+$ ]] || (($2 < 1 || $2 > 100)); then
+                    die "--cpu wants a percentage of one CPU, 1 to 100, not '${2:-}'"
+                fi
+                pct=$2 ;;
+            --for) ms=$(fault_ms "${2:-}") ;;
+            *) die "starve: unknown option '$1' (--cpu PCT, --for MS)" ;;
+        esac
+        shift 2 || die "starve: $1 wants a value"
+    done
+    ((EUID == 0)) || die "starve needs root (a cgroup of the cpu controller)"
+    [[ -w $FAULT_CPU_ROOT/cgroup.procs ]] || die "starve needs the cgroup v1 cpu controller at $FAULT_CPU_ROOT"
+    name=$(fault_service "$target")
+    pid=$(fault_pid "$name")
+    group=$(fault_cpu_group "$name")
+    [[ -e $RUN/faults/starve-$name ]] && die "${name/-/:} is starved already (bench/fault feed ${name/-/:})"
+    was=$(fault_cpu_of "$pid")
+    mkdir -p "$RUN/faults" "$group" || die "cannot make the cgroup $group"
+    printf '%s\n' "${was:-/}" >"$RUN/faults/starve-$name"
+    echo 100000 >"$group/cpu.cfs_period_us"
+    echo $((pct * 1000)) >"$group/cpu.cfs_quota_us"
+    # Every process of its group (nginx's workers with their master), each
+    # with all its threads (cgroup.procs, not tasks).
+    for p in $(fault_group_pids "$pid"); do echo "$p" >"$group/cgroup.procs" 2>/dev/null || true; done
+    fault_log "starved ${name/-/:} (pid $pid): $pct % of one CPU${ms:+ for $ms ms}"
+    [[ -n $ms ]] || return 0
+    fault_sleep_ms "$ms"
+    fault_feed_name "$name"
+}
+
+# fault_group_pids PID: PID and the other processes of its process group.
+fault_group_pids() {
+    local g
+    g=$(proc_group "$1" 2>/dev/null) || { printf '%s\n' "$1"; return 0; }
+    if [[ $g == "$1" ]]; then pgrep -g "$g" || printf '%s\n' "$1"; else printf '%s\n' "$1"; fi
+}
+
+# fault_feed_name NAME: its processes back in their group, ours removed.
+fault_feed_name() {
+    local name=$1 group was p
+    group=$(fault_cpu_group "$name")
+    [[ -r $RUN/faults/starve-$name ]] || die "${name/-/:} is not starved"
+    read -r was <"$RUN/faults/starve-$name"
+    if [[ -d $group ]]; then
+        while read -r p; do
+            echo "$p" >"$FAULT_CPU_ROOT${was%/}/cgroup.procs" 2>/dev/null || true
+        done <"$group/cgroup.procs"
+        rmdir "$group" 2>/dev/null || warn "cannot remove the cgroup $group"
+    fi
+    rm -f "$RUN/faults/starve-$name"
+    fault_log "fed ${name/-/:}: its CPU quota lifted"
+}
+
+# ------------------------------------------------------------ connections
+
+# fault_app_conns app:PORT PORT...: "LOCAL PEER" for each TCP connection of
+# the instance to one of the ports: in its namespace (--netns), every one
+# there; else the sockets of its process.
+fault_app_conns() {
+    local app=$1 port=${1#app:} name pid i
+    shift
+    [[ $app == app:* && $port =~ ^[0-9]+$ ]] || die "the instance is app:PORT, not '$app'"
+    name=$(svc_name "$app")
+    pid=$(fault_pid "$name")
+    topology_load
+    if ((TOPO_NETNS)) && net_active; then
+        i=$(net_app_index "$port")
+        ip netns exec "$(net_app_ns "$i")" ss -Htn state established
+    else
+        ss -Htnp state established | grep -F "pid=$pid,"
+    fi | awk -v ports=" $* " '{ n = split($4, p, ":"); if (index(ports, " " p[n] " ")) print $3, $4 }'
+}
+
+# fault_redis_ports: every Redis server an instance may be connected to.
+fault_redis_ports() {
+    local k
+    topology_load
+    for ((k = 1; k <= TOPO_REDIS; k++)); do redis_port "$k"; done
+    ((TOPO_REDIS_REPLICA == 0)) || printf '%s\n' "$REDIS_REPLICA_PORT"
+    for ((k = 1; k <= 2 * TOPO_REDIS_CLUSTER; k++)); do rcluster_port "$k"; done
+}
+
+fault_reset() {
+    local app=$1 backend=${2:-} here peer n=0 id
+    local -a ports
+    case $backend in
+        redis)
+            mapfile -t ports < <(fault_redis_ports)
+            while read -r here peer; do
+                redis-cli -h 127.0.0.1 -p "${peer##*:}" CLIENT KILL ADDR "$here" >/dev/null 2>&1 &&
+                    n=$((n + 1))
+            done < <(fault_app_conns "$app" "${ports[@]}")
+            ;;
+        mysql | mariadb)
+            topology_load
+            ((TOPO_NETNS)) || die "reset $app mysql: the instances reach MariaDB through its socket, where nothing tells one from another: bench/stack up --netns"
+            while read -r here peer; do
+                id=$(mysql_root -N -e "SELECT ID FROM information_schema.PROCESSLIST WHERE HOST = '$here'") || continue
+                [[ -n $id ]] && mysql_root -e "KILL CONNECTION $id" 2>/dev/null && n=$((n + 1))
+            done < <(fault_app_conns "$app" "$MYSQL_PORT")
+            ;;
+        *) die "usage: bench/fault reset app:PORT redis|mysql" ;;
+    esac
+    fault_log "reset $n $backend connection(s) of $app (by the server)"
+}
+
+# fault_expire app:PORT zk: the instance's session, found by its connection
+# in the servers' `cons`, ended by the server that holds the connection.
+fault_expire() {
+    local app=$1 k port here peer sid="" server="" cls="$RUN/zk/class"
+    local -a ports
+    [[ ${2:-} == zk ]] || die "usage: bench/fault expire app:PORT zk"
+    topology_load
+    for ((k = 1; k <= TOPO_ZK; k++)); do ports+=("$(zk_port "$k")"); done
+    while read -r here peer; do
+        for ((k = 1; k <= TOPO_ZK; k++)); do
+            port=$(zk_port "$k")
+            [[ ${peer##*:} == "$port" ]] || continue
+            sid=$(tcp_chat "$port" cons | grep -F "/${here}[" | sed -n 's/.*sid=\(0x[0-9a-f]*\).*/\1/p')
+            [[ -n $sid ]] && server=$k && break 2
+        done
+    done < <(fault_app_conns "$app" "${ports[@]}")
+    [[ -n $sid ]] || die "expire: $app has no ZooKeeper session now (no connection in the servers' cons)"
+    mkdir -p "$cls"
+    if [[ ! $cls/ZkSession.class -nt $ROOT/bench/lib/ZkSession.java ]]; then
+        javac -encoding UTF-8 -d "$cls" "$ROOT/bench/lib/ZkSession.java" ||
+            die "cannot compile bench/lib/ZkSession.java"
+    fi
+    java -cp "$cls" ZkSession "$(fault_pid "zk-$server")" "$sid" >/dev/null ||
+        die "expire: zk:$server did not end session $sid"
+    fault_log "expired $app's ZooKeeper session $sid (ended by zk:$server)"
+}
+
+# fault_revoke etcd PRODUCT: the holder's key is the first created under
+# the product's prefix (locks/etcd.c), named after its lease.
+fault_revoke() {
+    local key lease ep
+    [[ ${1:-} == etcd && ${2:-} =~ ^[A-Za-z0-9_-]+$ ]] || die "usage: bench/fault revoke etcd PRODUCT"
+    topology_load
+    ep=$(etcd_list "$TOPO_ETCD")
+    key=$(ETCDCTL_API=3 etcdctl --endpoints "$ep" get --prefix "/locklab/etcd/$2/" --keys-only \
+        --sort-by=CREATE --order=ASCEND --limit 1 2>/dev/null | head -1)
+    [[ -n $key ]] || die "revoke: nobody holds the etcd lock of product $2"
+    lease=${key##*/}
+    ETCDCTL_API=3 etcdctl --endpoints "$ep" lease revoke "$lease" >/dev/null ||
+        die "revoke: etcd did not revoke lease $lease"
+    fault_log "revoked etcd lease $lease, under which $key held product $2's lock"
+}
+
+# ------------------------------------------------------------ clocks
+
+# The offset every Redis server started under libfaketime reads (FAKETIME_
+# TIMESTAMP_FILE, re-read at each call: FAKETIME_NO_CACHE), "+S" seconds.
+fault_clock_file() { printf '%s/redis/faketime\n' "$RUN"; }
+
+fault_clock() {
+    local what=${1:-} jump="" ms=""
+    shift || true
+    [[ $what == redis ]] || die "usage: bench/fault clock redis --jump SECONDS [--for MS]"
+    while (($#)); do
+        case $1 in
+            --jump) [[ ${2:-} =~ ^\+?[0-9]+$ ]] || die "--jump wants whole seconds ahead, not '${2:-}'"
+                    jump=${2#+} ;;
+            --for) ms=$(fault_ms "${2:-}") ;;
+            *) die "clock: unknown option '$1' (--jump S, --for MS)" ;;
+        esac
+        shift 2 || die "clock: $1 wants a value"
+    done
+    [[ -n $jump ]] || die "usage: bench/fault clock redis --jump SECONDS [--for MS]"
+    topology_load
+    ((TOPO_REDIS_FAKETIME)) || die "clock redis: the Redis servers do not run under libfaketime (bench/stack up --redis-faketime)"
+    printf '+%s\n' "$jump" >"$(fault_clock_file)"
+    fault_log "moved the Redis servers' clock to +$jump s${ms:+ for $ms ms}"
+    [[ -n $ms ]] || return 0
+    fault_sleep_ms "$ms"
+    printf '+0\n' >"$(fault_clock_file)"
+    fault_log "moved the Redis servers' clock back to +0 s"
+}
+
+# fault_leftovers_undo: what an interrupted fault left in force (`down`):
+# quotas lifted, the clock back; a pause and a cut go with their processes
+# and tables.
+fault_leftovers_undo() {
+    local file
+    for file in "$RUN/faults"/starve-*; do
+        [[ -e $file ]] || continue
+        fault_feed_name "${file##*/starve-}" >/dev/null
+    done
+    [[ ! -e $(fault_clock_file) ]] || printf '+0\n' >"$(fault_clock_file)"
 }
 
 # fault_ports BACKEND: the ports a cut from BACKEND blocks.
@@ -232,6 +501,14 @@ fault_status() {
         [[ -z $cuts ]] || printf 'cut     %s\n' "$cuts"
     fi
     repl_cut_active && printf 'cut     the replication link of Redis server 1\n'
+    for file in "$RUN/faults"/starve-*; do
+        [[ -e $file ]] || continue
+        name=${file##*/starve-}
+        printf 'starved %s\n' "${name/-/:}"
+    done
+    if [[ -r $(fault_clock_file) && $(<"$(fault_clock_file)") != +0 ]]; then
+        printf 'clock   the Redis servers at %s s\n' "$(<"$(fault_clock_file)")"
+    fi
     return 0
 }
 
@@ -241,22 +518,29 @@ cmd_fault() {
     # A fault that leaves the process as it was (a pause, a resume, a
     # partition, a failover) changes what the last `up` checked: the next
     # `up` then checks every server (bench/stack, up_state). A kill changes
-    # the pid, which the next `up` sees itself.
+    # the pid, which the next `up` sees itself; the others change nothing
+    # `up` checks (a quota, a connection, a session, a clock).
     case $what in
-        status | kill | restart) ;;
+        status | kill | restart | starve | feed | reset | expire | revoke | clock) ;;
         *) rm -f "$RUN/up.stamp" ;;
     esac
     case $what in
         pause) (($# >= 1)) || die "usage: bench/fault pause TARGET [--for MS]"; fault_pause "$@" ;;
         resume) (($# == 1)) || die "usage: bench/fault resume TARGET"; fault_resume "$1" ;;
-        kill) (($# == 1)) || die "usage: bench/fault kill TARGET"; fault_kill "$1" ;;
+        kill) (($# == 1 || $# == 3)) || die "usage: bench/fault kill TARGET [--for MS]"; fault_kill "$@" ;;
         restart)
             case "$#:${2:-}" in
                 1:) fault_restart "$1" ;;
-                2:--alone) fault_restart_alone "$1" ;;
-                *) die "usage: bench/fault restart TARGET | restart redis:K --alone" ;;
+                2:--alone | 3:--alone) fault_restart_alone "$1" "${3:-}" ;;
+                *) die "usage: bench/fault restart TARGET | restart redis:K --alone [--empty]" ;;
             esac
             ;;
+        starve) (($# >= 1)) || die "usage: bench/fault starve TARGET [--cpu PCT] [--for MS]"; fault_starve "$@" ;;
+        feed) (($# == 1)) || die "usage: bench/fault feed TARGET"; fault_feed_name "$(fault_service "$1")" ;;
+        reset) (($# == 2)) || die "usage: bench/fault reset app:PORT redis|mysql"; fault_reset "$@" ;;
+        expire) (($# == 2)) || die "usage: bench/fault expire app:PORT zk"; fault_expire "$@" ;;
+        revoke) (($# == 2)) || die "usage: bench/fault revoke etcd PRODUCT"; fault_revoke "$@" ;;
+        clock) fault_clock "$@" ;;
         partition) (($# >= 2)) || die "usage: bench/fault partition app:PORT BACKEND [--for MS]"
             fault_partition "$@" ;;
         heal) fault_heal "${1:-}" ;;

@@ -262,6 +262,23 @@ redis_persist() {
     fi
 }
 
+# redis_clock: the prefix that starts a Redis server under libfaketime
+# (--redis-faketime), one word a line, or nothing. Its wall clock is offset
+# by what .run/redis/faketime says, re-read at every call, so that
+# `bench/fault clock redis` moves it mid-run; the monotonic clock is left
+# alone (Redis's timers), and glibc's malloc is preloaded first because
+# libfaketime cannot start under Redis's jemalloc (libfaketime issue 130):
+# the first clock_gettime() of jemalloc's start recurses into libfaketime's.
+redis_clock() {
+    local lib
+    ((TOPO_REDIS_FAKETIME)) || return 0
+    for lib in /usr/lib/*/faketime/libfaketimeMT.so.1; do [[ -e $lib ]] && break; done
+    [[ -e $lib ]] || return 0
+    [[ -e $RUN/redis/faketime ]] || printf '+0\n' >"$RUN/redis/faketime"
+    printf '%s\n' env "LD_PRELOAD=$(dirname "$(dirname "$lib")")/libc_malloc_debug.so.0:$lib" \
+        "FAKETIME_TIMESTAMP_FILE=$RUN/redis/faketime" FAKETIME_NO_CACHE=1 FAKETIME_DONT_FAKE_MONOTONIC=1
+}
+
 redis_ping() {
     [[ $(redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null) == PONG ]]
 }
@@ -283,6 +300,7 @@ redis_start() {
 # REDIS_STARTED); `bench/fault restart redis:K --alone` starts it so.
 redis_start_one() {
     local k=$1 port dir pid log
+    local -a clock
     port=$(redis_port "$k")
     dir="$RUN/redis/$k"
     log="$RUN/logs/redis-$k.log"
@@ -292,6 +310,10 @@ redis_start_one() {
     fi
     if pid=$(svc_pid "redis-$k") && [[ $(cat "$dir/persist" 2>/dev/null) != "$(redis_persist "$k")" ]]; then
         say "redis:$k: persistence changed to '$(redis_persist "$k" | xargs)', restarting it"
+        svc_stop "redis-$k" 10
+    fi
+    if pid=$(svc_pid "redis-$k") && [[ $(cat "$dir/clock" 2>/dev/null) != "$TOPO_REDIS_FAKETIME" ]]; then
+        say "redis:$k: $( ((TOPO_REDIS_FAKETIME)) && echo "now under libfaketime" || echo "no longer under libfaketime"), restarting it"
         svc_stop "redis-$k" 10
     fi
     if pid=$(svc_pid "redis-$k"); then
@@ -307,8 +329,10 @@ redis_start_one() {
     # the failure the Redis lock strategies must survive.
     # Protected mode refuses every address but loopback's; with --netns
     # the instances come from the bridge, which only this machine has.
+    mapfile -t clock < <(redis_clock)
+    ((TOPO_REDIS_FAKETIME == 0 || ${#clock[@]})) || die "redis:$k: --redis-faketime, but no libfaketime (bench/stack install)"
     # shellcheck disable=SC2046 # one word per address, as --bind takes them
-    (cd "$dir" && "${BACKEND_PRIO[@]}" redis-server --bind $(backend_binds) --port "$port" --dir "$dir" \
+    (cd "$dir" && "${BACKEND_PRIO[@]}" "${clock[@]}" redis-server --bind $(backend_binds) --port "$port" --dir "$dir" \
         --save '' $(redis_persist "$k") --maxclients 10000 \
         --protected-mode "$( ((TOPO_NETNS)) && echo no || echo yes)" \
         --daemonize yes --pidfile "$(pid_file "redis-$k")" --logfile "$log" 9>&-) ||
@@ -324,6 +348,7 @@ redis_ready() {
         wait_for "redis:$k" "$STACK_TIMEOUT" - "$RUN/logs/redis-$k.log" redis_ping "$port"
         backend_binds >"$dir/bind"
         redis_persist "$k" >"$dir/persist"
+        printf '%s\n' "$TOPO_REDIS_FAKETIME" >"$dir/clock"
         backend_first "redis:$k" "$(svc_pid "redis-$k")"
         say "redis:$k up on 127.0.0.1:$port"
     done

@@ -15,6 +15,7 @@
 #include "http.h"
 #include "metrics.h"
 #include "pool.h"
+#include "rtt.h"
 #include "stats.h"
 #include "../core/config.h"
 #include "../core/loop.h"
@@ -66,6 +67,7 @@ static void shutdown_task(void *arg)
 {
     (void)arg;
     http_quiesce();
+    rtt_stop();
     lock_families_stop();
     metrics_stop();
     pool_free();
@@ -140,6 +142,7 @@ int main(int argc, char **argv)
     if (http_start(&cfg) != 0)
         return 1;
     lock_families_start(&cfg);          /* their background tasks (the Redis stock's consumer) */
+    rtt_start(&cfg);                    /* the backends' round trips, timed each second */
     fprintf(stderr, "locklab: %s listening on %s:%d%s%s (id %s, default lock %s, %d slots)\n",
             cfg.name, cfg.listen, cfg.port, cfg.unix_path ? " and " : "",
             cfg.unix_path ? cfg.unix_path : "", cfg.instance_id, cfg.lock, cfg.threads);

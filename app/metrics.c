@@ -125,6 +125,15 @@ void metrics_gauge(struct metrics *m, const char *name, const char *labels, long
         put(m, "%s %lld\n", name, v);
 }
 
+void metrics_seconds(struct metrics *m, const char *name, const char *labels, int64_t us)
+{
+    const char *sign = us < 0 ? "-" : "";
+    int64_t a = us < 0 ? -us : us;
+
+    put(m, "%s%s%s%s %s%lld.%06lld\n", name, labels ? "{" : "", labels ? labels : "",
+        labels ? "}" : "", sign, (long long)(a / 1000000), (long long)(a % 1000000));
+}
+
 void metrics_histogram(struct metrics *m, const char *name, const char *labels,
                        const uint64_t *bucket, uint64_t sum_us)
 {

@@ -55,6 +55,8 @@ void metrics_family(struct metrics *m, const char *name, const char *type,
  * (metrics_label_value()), or NULL for none. */
 void metrics_int(struct metrics *m, const char *name, const char *labels, uint64_t v);
 void metrics_gauge(struct metrics *m, const char *name, const char *labels, long long v);
+/* A gauge of seconds given in microseconds, written exactly. */
+void metrics_seconds(struct metrics *m, const char *name, const char *labels, int64_t us);
 
 /* A histogram of seconds (name_bucket{…,le="…"} cumulative, name_sum,
  * name_count) from per-bucket counts: bucket[METRICS_LE_N + 1], the last

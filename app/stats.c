@@ -10,6 +10,7 @@
  */
 #include "stats.h"
 #include "metrics.h"
+#include "rtt.h"
 #include "../core/loop.h"
 #include "../core/util.h"
 #include "../locks/lock.h"
@@ -149,6 +150,7 @@ void stats_reset(void)
     int i, k;
 
     atomic_store(&overloaded, 0);
+    rtt_reset();
     for (i = 0; i < nstats; i++) {
         struct lock_stats *s = &stats[i];
         for (k = 0; k < LL_STATUS_MAX; k++)
@@ -275,13 +277,13 @@ json_t *stats_json(void)
     all = lock_all(&n);
     for (i = 0; i < n && i < nstats; i++)
         json_object_set_new(by, all[i]->name, one_json(&stats[i]));
-    return json_pack("{s:I,s:I,s:I,s:I,s:i,s:o,s:o}",
+    return json_pack("{s:I,s:I,s:I,s:I,s:i,s:o,s:o,s:o}",
                      "in_flight", (json_int_t)atomic_load(&in_flight),
                      "late", (json_int_t)atomic_load(&late),
                      "overloaded", (json_int_t)atomic_load(&overloaded),
                      "context_switches", (json_int_t)context_switches(),
                      "threads", thread_count(), "loop", loop_json(),
-                     "strategies", by);
+                     "rtt", rtt_json(), "strategies", by);
 }
 
 /* ---------------------------------------------------------------- GET /metrics */
@@ -391,4 +393,5 @@ void stats_metrics(struct metrics *m)
                    "The process's context switches, voluntary and not, of every thread it had.");
     metrics_int(m, "locklab_context_switches_total", NULL,
                 (uint64_t)(context_switches() < 0 ? 0 : context_switches()));
+    rtt_metrics(m);
 }

@@ -45,7 +45,7 @@ void    stats_late(int n);
  * connections open (answered 503 "overloaded", before any route). */
 void    stats_overloaded(void);
 json_t *stats_json(void);   /* {"in_flight":N,"late":N,"overloaded":N,"context_switches":N,
-                             *  "strategies":{name:{...}}} */
+                             *  "rtt":{...} (rtt.h), "strategies":{name:{...}}} */
 /* The same counters as Prometheus's families (metrics.h, docs/metrics.md). */
 void    stats_metrics(struct metrics *m);
 

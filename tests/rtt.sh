@@ -16,6 +16,20 @@
 #      them at once, each its own product: 10 units to 20 purchases through
 #      nginx to three instances, 10 sold, 0 left, 0 lost, every answer
 #      sold, sold_out or (busy) lock_timeout.
+#   4. The round trip on the instances' own connections, however the stack
+#      got to 0.5 ms: set on the running stack (`bench/stack rtt`), one
+#      instance restarted, `down` then `up --netns --rtt 0.5`, and `up
+#      --rtt 0.5` over a running stack at 0. After each, every instance's
+#      own probe (app/rtt.c: SELECT 1 on a worker slot's MariaDB
+#      connection, PING on each Redis server's shared connection, timed
+#      each second) must see 0.5 ± 0.1 ms, the least of 5 samples, and
+#      reach MariaDB over TCP. Each `bench/stack` call runs, as every call
+#      of this test does, with .run/stack.env in its environment (t_env),
+#      as a shell that sourced it, or bench/compare, runs it: with
+#      LOCKLAB_MYSQL_SOCKET there, an instance started in a namespace took
+#      MariaDB's Unix socket from it and sold undelayed (issue 51). Its
+#      ZooKeeper probe is logged, not judged: the client's hand-offs
+#      between its threads and the loop add a few hundred µs to the wire.
 #
 # What is measured, and why the margin holds on a 2-vCPU machine. ll-probe
 # takes the kernel's own round trip of each connect (SYN out to SYN-ACK in,
@@ -248,4 +262,46 @@ for ((k = 0; k < N; k++)); do
 done
 t_log "the exact strategies ran in $((SECONDS - t0)) s"
 t_ok "$(queue_drops) -eq 0" "the queue dropped no packet"
+
+echo "== 0.5 ms on the instances' own connections, however the stack got there"
+# instances_rtt HOW: every instance's probe since a POST /stats/reset (1.2 s
+# after the change, so no round straddles it), once each has 5 samples of
+# every backend: MariaDB's and each Redis server's least within 0.5 ± 0.1
+# ms, MariaDB over TCP; ZooKeeper's logged.
+instances_rtt() {
+    local how=$1 u j i b where min t1
+    t1=$SECONDS
+    sleep 1.2
+    for u in "${T_INSTANCES[@]}"; do t_admin -X POST "$u/stats/reset" >/dev/null; done
+    for u in "${T_INSTANCES[@]}"; do
+        t_until 30 sh -c "curl -s -m 5 '$u/stats' | jq -e '[.rtt.backends[].samples] | min >= 5' >/dev/null" ||
+            t_log "$how: $u has not 5 samples of every backend after 30 s"
+    done
+    for u in "${T_INSTANCES[@]}"; do
+        j=$(t_curl -m 5 "$u/stats")
+        for ((i = 0; i < $(t_jq "$j" '.rtt.backends | length'); i++)); do
+            b=$(t_jq "$j" ".rtt.backends[$i].backend") where=$(t_jq "$j" ".rtt.backends[$i].where")
+            min=$(t_jq "$j" ".rtt.backends[$i].min_ms // \"none\"")
+            if [ "$b" = zookeeper ]; then
+                t_log "$how: $u: $where, least $min ms (logged)"
+                continue
+            fi
+            t_ok "$(awk -v m="$min" 'BEGIN { print (m >= 0.4 && m <= 0.6) ? 0 : 1 }') -eq 0" \
+                 "$how: $u's own round trip to $where: $min ms at least (0.5 ± 0.1)"
+            [ "$b" = mysql ] && t_ok "'${where#mysql socket}' = '$where'" "$how: $u reaches MariaDB over TCP ($where)"
+        done
+    done
+    t_log "$how: checked in $((SECONDS - t1)) s"
+}
+instances_rtt "bench/stack rtt 0.5 on the running stack"
+"$STACK" stop "app:${T_INSTANCES[0]##*:}" >/dev/null
+"$STACK" up >/dev/null || t_ok "1 = 0" "bench/stack up after stopping instance 0"
+instances_rtt "instance 0 restarted"
+"$STACK" down >/dev/null
+"$STACK" up --netns --rtt 0.5 >/dev/null || t_ok "1 = 0" "bench/stack up --netns --rtt 0.5 after down"
+t_env
+instances_rtt "down, then up --netns --rtt 0.5"
+"$STACK" rtt 0 >/dev/null
+"$STACK" up --rtt 0.5 >/dev/null || t_ok "1 = 0" "bench/stack up --rtt 0.5 over a running stack"
+instances_rtt "up --rtt 0.5 over a running stack at 0"
 t_done

@@ -150,22 +150,32 @@ app_spec() {
 }
 
 app_start() {
-    local port=$1 name="app-$1" pid
+    local port=$1 name="app-$1" pid bin
     local -a args netns=()
     mapfile -t args < <(app_args "$port")
+    bin=$(locklab_bin)
     if ((TOPO_NETNS)); then     # `ip netns exec` execs the server: same pid
         netns=(ip netns exec "$(net_app_ns "$(net_app_index "$port")")")
     else
         port_free_or_die "$port" "$name"
     fi
     mkdir -p "$RUN/apps"
-    # The Sentinel comes from the topology (app_args), never from a
-    # LOCKLAB_REDIS_SENTINEL the caller exported from an older stack.env.
-    pid=$(cd "$ROOT" && unset LOCKLAB_REDIS_SENTINEL LOCKLAB_MYSQL_REPLICA LOCKLAB_REDIS_CLUSTER &&
+    # The instance is configured by its command line (app_args) and the two
+    # secrets, and by nothing the caller happens to export: the server
+    # reads LOCKLAB_<OPTION> wherever its flag is not given (core/config.c),
+    # and a caller that sourced .run/stack.env (a shell, bench/compare, the
+    # tests' t_env) exports LOCKLAB_MYSQL_SOCKET, LOCKLAB_REDIS_SENTINEL …
+    # of whatever stack wrote it. In a namespace app_args gives no
+    # --mysql-socket, and an instance took MariaDB's Unix socket from the
+    # caller's environment: its sales never crossed the --rtt wire, nor a
+    # partition's cut (issue 51). So every LOCKLAB_ variable goes but
+    # LOCKLAB_LOOP_WARN_MS, a debugging knob and no part of the topology.
+    pid=$(cd "$ROOT" && warn=${LOCKLAB_LOOP_WARN_MS:-} && unset "${!LOCKLAB_@}" &&
+        { [[ -z $warn ]] || export LOCKLAB_LOOP_WARN_MS=$warn; } &&
         LOCKLAB_MYSQL_PASSWORD=$(secret mysql-password) &&
         LOCKLAB_ADMIN_TOKEN=$(secret admin-token) &&
         export LOCKLAB_MYSQL_PASSWORD LOCKLAB_ADMIN_TOKEN &&
-        spawn "$RUN/logs/$name.log" "${netns[@]}" "$(locklab_bin)" "${args[@]}")
+        spawn "$RUN/logs/$name.log" "${netns[@]}" "$bin" "${args[@]}")
     printf '%s\n' "$pid" >"$(pid_file "$name")"
     app_spec "$port" >"$RUN/apps/$name.spec"
 }

@@ -11,8 +11,12 @@
 # chromium with every chart holding data, and each point's exact
 # strategies under their ceilings. Then a sweep over instances (1
 # and 2, mutex): each point ran on that many instances, mutex is exact on
-# one, and the stack is put back as it was. Nothing here asserts a time or
-# a rate: only structure.
+# one, and the stack is put back as it was. Then a sweep over threads (1
+# and 2 slots an instance, mysql-for-update-naive), each point with
+# InnoDB's deadlock detection on and off: four points, each run with its
+# slots and its detection, over as many connections as the largest point's
+# slots, MariaDB's counters kept before and after each run, and the stack
+# put back. Nothing here asserts a time or a rate: only structure.
 set -u
 T_NAME=sweep
 # shellcheck source=SCRIPTDIR/lib.sh
@@ -115,4 +119,26 @@ t_ok "'$(jq -c '.series[0].points[0] | [.oversold, .lost_updates]' "$sw/sweep.js
 t_env
 t_ok "${#T_INSTANCES[@]} -eq 3 -a '$(cksum < "$T_RUN/topology")' = '$was'" \
      "the stack is put back as it was (3 instances)"
+
+echo "== bench/compare --sweep threads=1,2 (--deadlock-detect on,off by default)"
+was=$(cksum < "$T_RUN/topology")
+"$T_ROOT/bench/compare" --scenario throughput --sweep threads=1,2 --strategies mysql-for-update-naive \
+    --duration 2 --limits-seconds 0 --warmup 0 --out "$OUT/t" > "$OUT/t.log" 2>&1
+rc=$?
+sed 's/^/    /' "$OUT/t.log"
+t_ok "$rc -eq 0" "bench/compare --sweep threads exits 0"
+dirs=("$OUT"/t/2*-sweep/)
+sw=${dirs[0]%/}
+t_ok "'$(cut -f1,3 "$sw/points.tsv" | tr '\t\n' ':,')' = '1:detect on,1:detect off,2:detect on,2:detect off,'" \
+     "a point per value and detection ($(cut -f1,3 "$sw/points.tsv" | tr '\t\n' ':,'))"
+while IFS=$'\t' read -r v dir variant; do
+    res=$sw/$dir/results.json raw=$sw/$dir/raw
+    "$T_BUILD/ll-report" check "$res" > /dev/null 2> "$OUT/check.err"
+    t_ok "$? -eq 0" "point $v, $variant: results.json valid ($(head -c 200 "$OUT/check.err"))"
+    t_ok "'$(jq -r '"\(.settings.threads) \(.settings.deadlock_detect) \(.settings.connections)"' "$res")' = '$v ${variant#detect } 6'" \
+         "point $v, $variant: $v slots an instance, detection ${variant#detect }, 6 connections (3 x 2 slots)"
+    t_ok "'$(cut -f1 "$raw/01.innodb-before" | xargs) / $(cut -f1 "$raw/01.innodb-after" | xargs)' = 'Innodb_deadlocks Innodb_row_lock_time Innodb_row_lock_waits / Innodb_deadlocks Innodb_row_lock_time Innodb_row_lock_waits'" \
+         "point $v, $variant: MariaDB's counters before and after the run"
+done < "$sw/points.tsv"
+t_ok "'$(cksum < "$T_RUN/topology")' = '$was'" "the stack is put back as it was (its slots, detection on)"
 t_done

@@ -88,9 +88,15 @@ void redis_pin(struct lock_ctx *ctx, int on)
 
 unsigned redis_own_gen(struct lock_ctx *ctx, int server)
 {
-    struct redis_link *l = &redis_set_of(ctx)->link[node_of(ctx, server)];
+    return redis_own_mark(ctx, server).gen;
+}
 
-    return l->c ? l->gen : 0;
+struct redis_mark redis_own_mark(struct lock_ctx *ctx, int server)
+{
+    int node = node_of(ctx, server);
+    struct redis_link *l = &redis_set_of(ctx)->link[node];
+
+    return (struct redis_mark){ node, l->c ? l->gen : 0 };
 }
 
 /* Does ctx's next command to a server go on the loop's shared connection? */
@@ -141,6 +147,12 @@ void redis_pipe_init(struct redis_pipe *p, struct lock_ctx *ctx, int server, int
     p->cluster = redis_cluster_on(ctx->cfg);
     p->node = server;
     p->to = p->slot = -1;
+}
+
+void redis_pipe_on(struct redis_pipe *p, struct redis_mark m)
+{
+    assert(p->own);
+    p->on = m;
 }
 
 /* On a cluster: where the command begins, and its slot. */
@@ -276,6 +288,12 @@ int redis_pipe_send(struct redis_pipe *p)
             redis_cluster_stale(p->ctx->cfg);
         return p->ctx->err;
     }
+    if (p->on.gen && (p->on.node != p->node ||
+                      redis_set_of(p->ctx)->link[p->node].gen != p->on.gen))
+        return lock_error(p->ctx, LL_LOST, redis_set_of(p->ctx)->name[p->node],
+                          "%s: the connection of the step before is gone (%s): what it "
+                          "held went with it", p->what, p->on.node != p->node ?
+                          "the slot is on another node now" : "closed by the server");
     p->ctx->backend_ops++;
     redisAppendFormattedCommand(c, p->buf, p->len);
     free(p->buf);

@@ -76,6 +76,13 @@ struct redis_set {
     int                last_node;   /* on a cluster: where the last command went */
 };
 
+/* One connection of a slot, as it was at a moment: its node (the server,
+ * or a cluster's node) and its generation (struct redis_link's gen). */
+struct redis_mark {
+    int      node;
+    unsigned gen;
+};
+
 /* A Lua script run by SHA1; sha is filled once per process (SCRIPT LOAD). */
 struct redis_script {
     const char *text;
@@ -102,6 +109,10 @@ void redis_pin(struct lock_ctx *ctx, int on);
  * two equal answers mean nothing came between on that connection. */
 unsigned redis_own_gen(struct lock_ctx *ctx, int server);
 
+/* ctx's own connection to server i as it is now: the node (on a cluster,
+ * where ctx's last command went) and its generation there (0: none). */
+struct redis_mark redis_own_mark(struct lock_ctx *ctx, int server);
+
 /* Make sure ctx's next command to server i has a connection, connecting
  * now if there is none (the rule below says which): LL_OK, or the failure
  * on ctx (Redlock counts the servers it cannot reach first). */
@@ -124,6 +135,9 @@ struct redis_pipe {
     char            *buf;           /* their protocol text                   */
     size_t           len, cap;
     int              sent;          /* they may have reached the server      */
+    struct redis_mark on;           /* REDIS_OWN: only on this connection,
+                                     * else refused unsent (redis_pipe_on());
+                                     * gen 0: any                            */
     int64_t          deadline_us;   /* from the send                         */
     struct redis_wait_entry *entry; /* on the shared connection, until read  */
     /* On a cluster: */
@@ -138,6 +152,15 @@ struct redis_pipe {
 
 void redis_pipe_init(struct redis_pipe *p, struct lock_ctx *ctx, int server, int timeout_ms,
                      enum redis_via via, const char *what);
+/* A pipeline on ctx's own connection that depends on that connection's
+ * state (MULTI … EXEC after a WATCH) goes out only on the very connection
+ * that made the state: m, redis_own_mark() taken right after the step that
+ * made it. If that connection was replaced since (the server closed it:
+ * the send would reconnect) or the commands now go to another node (a
+ * cluster's slot moved), the send refuses, nothing sent, with LL_LOST on
+ * ctx: what the connection held is gone. */
+void redis_pipe_on(struct redis_pipe *p, struct redis_mark m);
+
 /* Add one command: a hiredis format (%s, %d, %lld, %b …), or argv. */
 void redis_pipe_add(struct redis_pipe *p, const char *fmt, ...);
 void redis_pipe_argv(struct redis_pipe *p, int argc, const char **argv);

@@ -7,7 +7,13 @@
  * of the client, clients/redis.h). The write step's MULTI … EXEC, and the
  * read step when it WATCHes, go on the slot's own connection, whose state
  * they are; redis-lock-stock's plain read may share the loop's. redis-decr
- * does both in one Lua script instead (redis_decr.c).
+ * does both in one Lua script instead (redis_decr.c). A WATCH lives and
+ * dies with its connection: the write step after one goes out only on
+ * that connection (redis_pipe_on()), and when it is gone — the server
+ * closed it (a failover's CLIENT KILL, `timeout`, an RST), which the
+ * client would silently replace — the write is not sent and counts as a
+ * race lost: MULTI … EXEC on a fresh connection, without the WATCH, would
+ * always commit, on a count another sale may have taken meanwhile.
  *
  * A reset runs in three steps, each atomic in its store: (1) MariaDB's
  * epoch of the product goes up by one (db_redis_stock), which a consumer
@@ -133,6 +139,12 @@ int rs_read(struct lock_ctx *ctx, struct rs_sale *s, int watch)
     n = p.n;
     if ((rc = rs_run(ctx, &p, r, 0)) != LL_OK)
         return rc;
+    if (watch) {
+        struct redis_mark m = redis_own_mark(ctx, 0);
+
+        s->watch_node = m.node;
+        s->watch_gen = m.gen;
+    }
     if ((rc = first_error(ctx, r, n, s->k.stock)) != LL_OK) {
         redis_replies_free(r, n);
         return rc;
@@ -192,6 +204,8 @@ int rs_write(struct lock_ctx *ctx, struct rs_sale *s, int absolute, int *committ
     if (sold_out && !s->order_no[0])
         return LL_SOLD_OUT;                 /* nothing to record */
     redis_pipe_init(&p, ctx, 0, REDIS_CMD_TIMEOUT_MS, REDIS_OWN, "MULTI/EXEC");
+    if (s->watch_gen)
+        redis_pipe_on(&p, (struct redis_mark){ s->watch_node, s->watch_gen });
     redis_pipe_add(&p, "MULTI");
     if (sold_out) {
         add_order(&p, s, "sold_out", s->count);
@@ -211,7 +225,11 @@ int rs_write(struct lock_ctx *ctx, struct rs_sale *s, int absolute, int *committ
     }
     redis_pipe_add(&p, "EXEC");
     n = p.n;
-    if ((rc = rs_run(ctx, &p, r, 1)) != LL_OK)
+    if ((rc = rs_run(ctx, &p, r, 1)) == LL_LOST) {
+        ctx->err = 0;                       /* the WATCH's connection is gone */
+        return sold_out ? LL_SOLD_OUT : LL_OK;
+    }
+    if (rc != LL_OK)
         return rc;
     exec = r[n - 1];
     if (exec->type == REDIS_REPLY_ERROR) {  /* EXECABORT: a command was refused */

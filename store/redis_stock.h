@@ -204,6 +204,8 @@ struct rs_sale {
     const char *lock;                   /* the strategy, for the entry     */
 
     /* rs_read() */
+    int        watch_node;              /* with its WATCH: the connection  */
+    unsigned   watch_gen;               /* that holds it (redis_own_mark)  */
     int        loaded;                  /* {stock:P} exists                */
     long long  count, epoch;
     int        replayed;                /* its order:O exists: first_* below */
@@ -229,8 +231,11 @@ int rs_read(struct lock_ctx *ctx, struct rs_sale *s, int watch);
  * as the seeds write it under a lock), INCRBY {stock:P}:sold, XADD
  * {stock:P}:sales, the order's record and its buyer, EXEC; or, when fewer than qty are left,
  * only the order's record of a sale refused. *committed = 0 when EXEC
- * answered nil (a watched key changed). *remaining: the count left. A
- * transport failure after sending is LL_UNKNOWN: the EXEC may have run. */
+ * answered nil (a watched key changed), and when the read step WATCHed
+ * and the connection that holds the WATCH is gone (closed by the server,
+ * the slot moved): then nothing is sent, as a race lost. *remaining: the
+ * count left. A transport failure after sending is LL_UNKNOWN: the EXEC
+ * may have run. */
 int rs_write(struct lock_ctx *ctx, struct rs_sale *s, int absolute, int *committed,
              long long *remaining);
 

@@ -50,4 +50,34 @@ t_ok "'${A_GOT#* }' = sold -a '$(jq -r '.replayed // false' <<< "$A_BODY")' = tr
     "its retry on another instance replays the first answer ($A_GOT: ${A_BODY:0:100})"
 t_ok "$(t_stock) -eq 9" "one unit for the order, not two ($(t_stock))"
 
+echo "== redis-watch: its slot's connection killed between the WATCH and the EXEC"
+# A WATCHes and reads the last unit on instance 0, then holds (?hold_ms)
+# before its MULTI … EXEC; B sells that unit on instance 1; then A's own
+# connection, the one that holds the WATCH (the only client whose last
+# command is the read step's HGET), is killed from outside, as a Sentinel
+# failover's CLIENT KILL, a `timeout` or an RST would. A's write must not
+# run on a fresh connection without its WATCH.
+if t_need redis-cli -- "CLIENT KILL of a slot's connection (redis-cli)"; then
+    IFS=, read -r -a REDIS <<< "$LOCKLAB_REDIS"
+    on_redis() { redis-cli -h "${REDIS[0]%:*}" -p "${REDIS[0]#*:}" "$@"; }
+    watcher() { on_redis CLIENT LIST TYPE normal | sed -n 's/^id=\([0-9]*\) .* cmd=hget .*/\1/p' | head -1; }
+    # shellcheck disable=SC2317 # run through t_until
+    watching() { [ -n "$(watcher)" ]; }
+    t_reset 1
+    t_curl "${T_INSTANCES[0]}/check/lock?lock=redis-watch&hold_ms=5000" > "/tmp/defects-a.$$" &
+    a=$!
+    t_until 5 watching
+    victim=$(watcher)
+    t_ok "-n '$victim'" "A has WATCHed and read, and holds (client $victim)"
+    ask 1 "/check/lock?lock=redis-watch"
+    t_ok "'$A_GOT' = '200 sold'" "B sells the last unit meanwhile ($A_GOT)"
+    t_ok "'$(on_redis CLIENT KILL ID "$victim")' = 1" "A's connection killed from outside"
+    wait "$a"
+    got=$(jq -r .result "/tmp/defects-a.$$")
+    rm -f "/tmp/defects-a.$$"
+    t_ok "'$got' = sold_out" "A, its WATCH gone, does not sell the unit again (A: $got)"
+    t_ok "'$(on_redis GET '{stock:1001}')' = 0" "Redis's count is 0, not -1 ($(on_redis GET '{stock:1001}'))"
+    t_ok "$(t_stats_sum redis-watch sold) -eq 1" "one unit sold in all ($(t_stats_sum redis-watch sold))"
+fi
+
 t_done

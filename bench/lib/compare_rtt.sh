@@ -22,6 +22,17 @@
 # reads it all into RUN/rtt.json, rtt.md, rtt.html and the tables on the
 # terminal; rtt.png is the page as headless chromium shows it.
 #
+# The round trip is proven before each point is run: the instances' own
+# probes (app/rtt.c: SELECT 1 and PING timed each second on the
+# connections they sell with) must see it. 1.2 s after the change their
+# windows are cleared (POST /stats/reset), and once each instance has 5
+# samples of every backend, MariaDB's and each Redis server's least, on
+# every instance, must be within 0.1 ms of what was asked, or the point is
+# refused (the round trip put back, compare exits 1); they are printed
+# beside it, and kept in points/rtt-MS/measured.tsv (instance, backend,
+# where, least and median ms) for ll-report rtt. ZooKeeper's is printed,
+# not judged: its client's hand-offs between threads add a few hundred µs.
+#
 # The round trip the stack had is put back at the end (or the namespaces
 # left, which takes it to 0). Uses ROOT BUILD REPORT OUT ARGS RTT_LIST
 # SCENARIO DURATION REQUESTS WARMUP LIMITS_SECONDS STRATEGIES TARGET
@@ -76,6 +87,40 @@ app_ping() {    # OUT: "min max avg samples" (ms) of 2 s of PINGs
         --latency --raw > "$1" 2>/dev/null || true
 }
 
+# rtt_measured MS OUT: the instances' own round trips once MS is set (see
+# above) into OUT; prints them and fails when one is more than 0.1 ms off.
+rtt_measured() {
+    local ms=$1 out=$2 u deadline
+    local -a apps
+    IFS=, read -r -a apps <<< "$LOCKLAB_INSTANCES"
+    sleep 1.2
+    for u in "${apps[@]}"; do
+        curl -sf -m 10 -H @"$STACK_RUN/secrets/admin-header" -X POST "$u/stats/reset" >/dev/null ||
+            die "POST $u/stats/reset failed"
+    done
+    deadline=$((SECONDS + 30))
+    for u in "${apps[@]}"; do
+        until curl -sf -m 10 "$u/stats" | jq -e '[.rtt.backends[].samples] | min >= 5' >/dev/null; do
+            [ $SECONDS -lt $deadline ] || break
+            sleep 0.5
+        done
+    done
+    for u in "${apps[@]}"; do
+        curl -sf -m 10 "$u/stats" | jq -r --arg u "$u" \
+            '.rtt.backends[] | [$u, .backend, .where, (.min_ms // "none"), (.median_ms // "none")] | @tsv'
+    done > "$out"
+    awk -F'\t' -v ms="$ms" '
+        { k = $2; lo[k] = (k in lo && lo[k] < $4) ? lo[k] : $4; hi[k] = (k in hi && hi[k] > $4) ? hi[k] : $4
+          if (k != "zookeeper" && ($4 == "none" || $4 - ms > 0.1 || ms - $4 > 0.1)) {
+              bad = bad sprintf("\n  %s: %s (%s) at %s ms", $1, k, $3, $4) } }
+        END { line = ""
+              for (k in lo) line = line sprintf("%s%s %s%s", line ? ", " : "", k, lo[k],
+                                                lo[k] == hi[k] ? "" : "-" hi[k])
+              printf "compare: %s ms asked; the instances measure %s ms (the least of 5 on their own connections%s)\n",
+                     ms, line, ("zookeeper" in lo) ? "; zookeeper not judged" : ""
+              if (bad != "") { printf "compare: more than 0.1 ms from %s ms:%s\n", ms, bad; exit 1 } }' "$out"
+}
+
 "$BUILD/ll-strategies" --holds > "$RTT_RUN/holds.tsv" || die "ll-strategies --holds failed"
 {
     echo "values=$RTT_LIST"
@@ -94,6 +139,8 @@ for v in "${RTT_AT[@]}"; do
     "$ROOT/bench/stack" rtt "$v" --jitter 0 --loss 0 > /dev/null ||
         { rtt_restore; die "bench/stack rtt $v failed"; }
     echo "compare: round trip point $k of ${#RTT_AT[@]}: $v ms between hosts"
+    rtt_measured "$v" "$point/measured.tsv" ||
+        { rtt_restore; die "the point $v ms is refused: the instances do not sell across the round trip asked"; }
     app_ping "$point/ping.txt"
     if [ "$(topology_value RTT)" != 0 ] && [ -r "$stats" ]; then cp "$stats" "$point/delay-before.json"; fi
     # The warm-up (ZooKeeper's JIT, the instances' threads and connections)

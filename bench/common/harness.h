@@ -1,6 +1,6 @@
 /* harness.h — the arithmetic of the comparison, apart from any I/O.
  *
- * bench/compare measures; ll-report (report.c) turns the measurements into
+ * bench/compare measures; ll-report (bench/report/) turns the measurements into
  * a table and reports with the functions below, and tests/test_harness.c
  * checks them. Nothing here allocates or prints.
  *

@@ -18,30 +18,16 @@
  */
 #define _POSIX_C_SOURCE 200809L    /* open_memstream */
 #include "ledger.h"
+#include "../common/cli.h"
 
 #include <errno.h>
 #include <jansson.h>
 #include <mysql.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_ROWS_START 1024
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-
-    fputs("ll-check: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    exit(2);
-}
 
 static const char *env_or(const char *name, const char *def)
 {
@@ -201,6 +187,7 @@ int main(int argc, char **argv)
     size_t said_len = 0;
     FILE *out;
 
+    cli_init("ll-check", 2);
     for (i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json"))
             json = 1;

@@ -100,6 +100,7 @@
 
 #include "load_http.h"
 #include "load_sched.h"
+#include "../common/cli.h"
 
 #include <arpa/inet.h>
 #include <assert.h>
@@ -227,19 +228,6 @@ struct worker {
 };
 
 /* ---------------------------------------------------------------- utilities */
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("ll-load: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(EXIT_NOCONNECT);
-}
 
 /* Out of memory is fatal: a load generator that cannot allocate its
  * workers has nothing useful left to do, and checking at every call site
@@ -1381,6 +1369,7 @@ int main(int argc, char **argv)
     static struct load load;
     static struct summary summary;
 
+    cli_init("ll-load", EXIT_NOCONNECT);
     opts_parse(argc, argv, &opts);
     load_raise_nofile(opts.conns * opts.ntargets);
     load_init(&load, &opts);

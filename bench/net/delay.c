@@ -88,6 +88,8 @@
  * instead of being dropped (`bench/stack status` shows whether it runs).
  */
 #define _GNU_SOURCE
+#include "../common/cli.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -178,12 +180,6 @@ struct delay {
     double   late_sum_us, late_max_us, wait_sum_us;
     int64_t  start_ns;
 };
-
-static void die(const char *what)
-{
-    fprintf(stderr, "ll-delay: %s: %s\n", what, strerror(errno));
-    exit(1);
-}
 
 /* Out of memory at start: nothing to do but stop (no packet is held yet). */
 static void *xcalloc(size_t n, size_t size)
@@ -486,16 +482,13 @@ static void usage(void)
 
 static long number(const char *text, long lo, long hi)
 {
-    char *end;
-    long v;
+    long long v;
 
-    errno = 0;
-    v = strtol(text, &end, 10);
-    if (errno != 0 || *end != '\0' || end == text || v < lo || v > hi) {
+    if (cli_number(text, lo, hi, &v) != 0) {
         fprintf(stderr, "ll-delay: '%s' is not a number in [%ld, %ld]\n", text, lo, hi);
         exit(2);
     }
-    return v;
+    return (long)v;
 }
 
 static void parse_args(struct delay *d, int argc, char **argv, int *rt_prio)
@@ -554,19 +547,19 @@ static void listen_queue(struct delay *d, struct listener *l)
         ns = open(path, O_RDONLY | O_CLOEXEC);
         if (self < 0 || ns < 0 || setns(ns, CLONE_NEWNET) != 0) {
             snprintf(what, sizeof what, "entering the network namespace %s", path);
-            die(what);
+            die_errno(what);
         }
     }
     l->h = nfq_open();
     if (l->h == NULL)
-        die("nfq_open (needs root)");
+        die_errno("nfq_open (needs root)");
     l->qh = nfq_create_queue(l->h, (uint16_t)d->queue, on_packet, l);
     if (l->qh == NULL)
-        die("nfq_create_queue (another listener on this queue?)");
+        die_errno("nfq_create_queue (another listener on this queue?)");
     if (nfq_set_mode(l->qh, NFQNL_COPY_PACKET, DELAY_COPY_BYTES) < 0)
-        die("nfq_set_mode");
+        die_errno("nfq_set_mode");
     if (nfq_set_queue_maxlen(l->qh, d->max_held) < 0)
-        die("nfq_set_queue_maxlen");
+        die_errno("nfq_set_queue_maxlen");
     /* GSO packets queued whole: nothing here changes a packet. */
     if (nfq_set_queue_flags(l->qh, NFQA_CFG_F_GSO, NFQA_CFG_F_GSO) < 0)
         fprintf(stderr, "ll-delay: the kernel queues GSO packets segmented\n");
@@ -577,7 +570,7 @@ static void listen_queue(struct delay *d, struct listener *l)
     setsockopt(l->fd, SOL_NETLINK, NETLINK_NO_ENOBUFS, &one, sizeof one);
     if (self >= 0) {
         if (setns(self, CLONE_NEWNET) != 0)
-            die("returning to our network namespace");
+            die_errno("returning to our network namespace");
         close(self);
         close(ns);
     }
@@ -617,10 +610,10 @@ static int signal_fd(void)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
-        die("sigprocmask");
+        die_errno("sigprocmask");
     fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
     if (fd < 0)
-        die("signalfd");
+        die_errno("signalfd");
     return fd;
 }
 
@@ -683,7 +676,7 @@ static void release_awake(struct delay *d, struct pollfd *pfd)
         if (d->n == 0 || d->heap[0].due_ns - now > d->lead_ns)
             break;
         if (poll(pfd, (nfds_t)d->nsock, 0) > 0 && read_ready(d, pfd) < 0)
-            die("recv from a queue");
+            die_errno("recv from a queue");
         now = mono_ns();
     }
     d->spin_s += (now - t0) / 1e9;
@@ -696,6 +689,7 @@ int main(int argc, char **argv)
     int64_t next_stats;
     int rt_prio = 0, tfd, sfd, running = 1, i, n;
 
+    cli_init("ll-delay", 1);
     d.max_held = 8192;
     d.spin_ns = 150000;
     parse_args(&d, argc, argv, &rt_prio);
@@ -712,7 +706,7 @@ int main(int argc, char **argv)
     sfd = signal_fd();
     tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (tfd < 0)
-        die("timerfd_create");
+        die_errno("timerfd_create");
     n = d.nsock;
     for (i = 0; i < d.nsock; i++)
         pfd[i].fd = d.sock[i].fd;
@@ -741,7 +735,7 @@ int main(int argc, char **argv)
         for (i = 0; i < n + 2; i++)
             pfd[i].revents = 0;
         if (poll(watch, nwatch, timeout < 0 ? 0 : timeout) < 0 && errno != EINTR)
-            die("poll");
+            die_errno("poll");
         d.wakeups++;
         if (pfd[n].revents & POLLIN) {
             uint64_t expirations;
@@ -749,14 +743,14 @@ int main(int argc, char **argv)
             if (d.armed_ns > 0)
                 record_wakeup(&d, mono_ns() - d.armed_ns);
             if (read(tfd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
-                die("read timerfd");
+                die_errno("read timerfd");
         }
         if (pfd[n + 1].revents & POLLIN)
             running = 0;
         if (watch != pfd && poll(pfd, (nfds_t)n, 0) < 0 && errno != EINTR)
-            die("poll");
+            die_errno("poll");
         if (read_ready(&d, pfd) < 0)
-            die("recv from a queue");
+            die_errno("recv from a queue");
         release_awake(&d, pfd);
         if (mono_ns() >= next_stats) {
             write_stats(&d);

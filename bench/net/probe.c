@@ -42,6 +42,8 @@
  * 2 on bad usage.
  */
 #define _GNU_SOURCE
+#include "../common/cli.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -95,15 +97,13 @@ static int parse_target(const char *text, struct sockaddr_in *addr)
 {
     char host[64];
     const char *colon = strrchr(text, ':');
-    char *end;
-    long port;
+    long long port;
 
     if (colon == NULL || (size_t)(colon - text) >= sizeof host)
         return -1;
     memcpy(host, text, (size_t)(colon - text));
     host[colon - text] = '\0';
-    port = strtol(colon + 1, &end, 10);
-    if (*end != '\0' || port < 0 || port > 65535)
+    if (cli_number(colon + 1, 0, 65535, &port) != 0)
         return -1;
     memset(addr, 0, sizeof *addr);
     addr->sin_family = AF_INET;
@@ -220,7 +220,7 @@ int main(int argc, char **argv)
     struct target targets[PROBE_MAX_TARGETS];
     struct timespec pause;
     int count = 40, interval_ms = 5, json = 0, nt = 0, i, k, ok = 1;
-    char *end;
+    long long v;
 
     if (argc == 3 && strcmp(argv[1], "--serve") == 0)
         return serve(argv[2]);
@@ -228,13 +228,13 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--json") == 0) {
             json = 1;
         } else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
-            count = (int)strtol(argv[++i], &end, 10);
-            if (*end != '\0' || count < 1 || count > 100000)
+            if (cli_number(argv[++i], 1, 100000, &v) != 0)
                 usage();
+            count = (int)v;
         } else if (strcmp(argv[i], "--interval-ms") == 0 && i + 1 < argc) {
-            interval_ms = (int)strtol(argv[++i], &end, 10);
-            if (*end != '\0' || interval_ms < 0 || interval_ms > 60000)
+            if (cli_number(argv[++i], 0, 60000, &v) != 0)
                 usage();
+            interval_ms = (int)v;
         } else if (argv[i][0] == '-') {
             usage();
         } else {

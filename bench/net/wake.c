@@ -23,6 +23,8 @@
  * Measure on an otherwise idle machine: the idle CPUs' sleep is the point.
  */
 #define _GNU_SOURCE
+#include "../common/cli.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -36,12 +38,6 @@ struct pingpong {
     int to_echo[2];                 /* main writes [1], echo reads [0] */
     int to_main[2];                 /* echo writes [1], main reads [0] */
 };
-
-static void die(const char *what)
-{
-    fprintf(stderr, "ll-wake: %s: %s\n", what, strerror(errno));
-    exit(1);
-}
 
 static double now(void)
 {
@@ -75,22 +71,22 @@ static double wake_us(int cpu_main, int cpu_echo, double seconds)
     char c = 'x';
 
     if (pipe(pp.to_echo) != 0 || pipe(pp.to_main) != 0)
-        die("pipe");
+        die_errno("pipe");
     CPU_ZERO(&set);
     CPU_SET(cpu_main, &set);
     if ((errno = pthread_setaffinity_np(pthread_self(), sizeof set, &set)) != 0)
-        die("pinning the main thread");
+        die_errno("pinning the main thread");
     CPU_ZERO(&set);                 /* the echo starts where it belongs */
     CPU_SET(cpu_echo, &set);
     if ((errno = pthread_attr_init(&attr)) != 0 ||
         (errno = pthread_attr_setaffinity_np(&attr, sizeof set, &set)) != 0 ||
         (errno = pthread_create(&tid, &attr, echo, &pp)) != 0)
-        die("starting the echoing thread");
+        die_errno("starting the echoing thread");
     pthread_attr_destroy(&attr);
     t0 = t = now();
     while (t - t0 < seconds) {
         if (write(pp.to_echo[1], &c, 1) != 1 || read(pp.to_main[0], &c, 1) != 1)
-            die("ping-pong");
+            die_errno("ping-pong");
         if (++n % 64 == 0)
             t = now();
     }
@@ -108,11 +104,10 @@ int main(int argc, char **argv)
     double seconds = 1.0;
     int cpus[2], n = 0, i;
     cpu_set_t set;
-    char *end;
 
+    cli_init("ll-wake", 1);
     if (argc == 3 && strcmp(argv[1], "--seconds") == 0) {
-        seconds = strtod(argv[2], &end);
-        if (*end != '\0' || !(seconds > 0 && seconds <= 60)) {
+        if (cli_real(argv[2], &seconds) != 0 || !(seconds > 0 && seconds <= 60)) {
             fprintf(stderr, "ll-wake: --seconds wants a number in (0, 60], not '%s'\n", argv[2]);
             return 2;
         }
@@ -121,13 +116,13 @@ int main(int argc, char **argv)
         return 2;
     }
     if (sched_getaffinity(0, sizeof set, &set) != 0)
-        die("sched_getaffinity");
+        die_errno("sched_getaffinity");
     for (i = 0; i < CPU_SETSIZE && n < 2; i++)
         if (CPU_ISSET(i, &set))
             cpus[n++] = i;
     if (n == 0) {
         errno = ESRCH;
-        die("no CPU to run on");
+        die_errno("no CPU to run on");
     }
     printf("%.1f us on one CPU", wake_us(cpus[0], cpus[0], seconds / 2));
     if (n == 2)

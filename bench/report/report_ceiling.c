@@ -37,21 +37,6 @@
 
 /* ---------------------------------------------------------------- derived */
 
-double load_steady_rate(const json_t *load)
-{
-    const json_t *sold = json_object_get(json_object_get(load, "per_second"), "sold");
-    double elapsed = jnum(load, "elapsed_s");
-    long long v[600];
-    size_t i, n = json_array_size(sold);
-
-    if (n == 0)
-        return -1.0;
-    for (i = 0; i < n && i < sizeof v / sizeof v[0]; i++)
-        v[i] = (long long)json_integer_value(json_array_get(sold, i));
-    /* The first second holds the ramp: left out when a whole one follows. */
-    return harness_steady_rate(v, i, elapsed, elapsed >= 2.0 ? 1 : 0);
-}
-
 /* A ceiling's slowest trial, best trial (its rate) and spread; spread -1
  * when it has no trials (the HTTP tier's). */
 static void trial_range(const json_t *ceil, double *lo, double *hi, double *spread)
@@ -118,16 +103,6 @@ void derive_ceiling(json_t *run, const json_t *limits, const json_t *locks,
 
 /* ---------------------------------------------------------------- notes */
 
-static const char *fmt_open(enum fmt fmt)
-{
-    return fmt == FMT_HTML ? "<p class=note>" : "";
-}
-
-static const char *fmt_close(enum fmt fmt)
-{
-    return fmt == FMT_HTML ? "</p>\n" : fmt == FMT_MD ? "\n\n" : "\n";
-}
-
 /* The runs that --max-seconds stopped before they had sent their
  * purchases (ll-load -n with -d): each is named with what it sent. Its
  * counts are as exact as any run's; only its stock was not sold out. */
@@ -145,9 +120,9 @@ static void print_capped(FILE *f, const json_t *settings, const json_t *runs, en
         if (jint(run, "requests") >= asked)
             continue;
         run_label(run, label, sizeof label);
-        fprintf(f, "%s%s: %lld of %lld purchases sent: the run stopped at --max-seconds %s, "
-                "so its rates are over %s s and its stock was not sold out.%s", fmt_open(fmt),
-                label, jint(run, "requests"), asked, cap, cap, fmt_close(fmt));
+        write_note(f, fmt, "%s: %lld of %lld purchases sent: the run stopped at --max-seconds "
+                   "%s, so its rates are over %s s and its stock was not sold out.", label,
+                   jint(run, "requests"), asked, cap, cap);
     }
 }
 
@@ -167,24 +142,23 @@ void print_bounds(FILE *f, const json_t *res, enum fmt fmt)
         ranges += json_object_get(run, "efficiency_range") != NULL;
     }
     if (jint(settings, "duration_s") <= 0)
-        fprintf(f, "%s%s: req/s and sold/s are whole-run rates, %s purchases over %s "
-                "connections from the first request to the last answer, ramp and last buyers "
-                "included, as the seeds' own JMeter figures are: the %s short experiment. "
-                "steady/s is the strategy's rate once the same load runs%s; the efficiency "
-                "uses it.%s", fmt_open(fmt), jstr(settings, "scenario", "?"),
-                jstr(settings, "requests", "?"), jstr(settings, "connections", "?"),
-                !strcmp(jstr(settings, "scenario", ""), "seeds") ? "seeds'" : "scenario's",
-                warm ? ": its warm-up's seconds after the first (the same load on another "
-                       "product, just before)" : "",
-                fmt_close(fmt));
+        write_note(f, fmt, "%s: req/s and sold/s are whole-run rates, %s purchases over %s "
+                   "connections from the first request to the last answer, ramp and last "
+                   "buyers included, as the seeds' own JMeter figures are: the %s short "
+                   "experiment. steady/s is the strategy's rate once the same load runs%s; the "
+                   "efficiency uses it.", jstr(settings, "scenario", "?"),
+                   jstr(settings, "requests", "?"), jstr(settings, "connections", "?"),
+                   !strcmp(jstr(settings, "scenario", ""), "seeds") ? "seeds'" : "scenario's",
+                   warm ? ": its warm-up's seconds after the first (the same load on another "
+                          "product, just before)" : "");
     if (whole)
-        fprintf(f, "%s%d run%s had no warm-up to measure a steady rate with (--warmup 0, or "
-                "--products): steady/s is %s whole-run rate.%s", fmt_open(fmt), whole,
-                whole == 1 ? "" : "s", whole == 1 ? "its" : "their", fmt_close(fmt));
+        write_note(f, fmt, "%d run%s had no warm-up to measure a steady rate with (--warmup 0, "
+                   "or --products): steady/s is %s whole-run rate.", whole,
+                   whole == 1 ? "" : "s", whole == 1 ? "its" : "their");
     if (ranges)
-        fprintf(f, "%sAn efficiency lo..hi: its ceiling's trials spread more than %.0f %% "
-                "(the ceilings table), from its best trial to its slowest.%s", fmt_open(fmt),
-                HARNESS_SPREAD_MAX * 100, fmt_close(fmt));
+        write_note(f, fmt, "An efficiency lo..hi: its ceiling's trials spread more than %.0f %% "
+                   "(the ceilings table), from its best trial to its slowest.",
+                   HARNESS_SPREAD_MAX * 100);
     print_capped(f, settings, runs, fmt);
     json_array_foreach(runs, i, run) {
         const json_t *b = json_object_get(run, "bound");
@@ -195,15 +169,14 @@ void print_bounds(FILE *f, const json_t *res, enum fmt fmt)
             (strcmp(v, "near") && strcmp(v, "above")))
             continue;
         run_label(run, label, sizeof label);
-        fprintf(f, "%s%s%s: %.0f sold/s steady against its ceiling %s of %.0f/s (spread %.0f %%): "
-                "%s%s", fmt_open(fmt), strcmp(v, "above") ? "" : "ABOVE ITS CEILING, ", label,
-                jnum(run, "steady_sold_per_s"), jstr(run, "ceiling", "?"),
-                jnum(run, "ceiling_rate"), jnum(b, "margin") * 100,
-                strcmp(v, "above") ? "within 5 % of it, or above by no more than the "
-                                     "ceiling's own spread."
-                                   : "more than the ceiling's own spread above it, so the "
-                                     "ceiling does not bound this exact strategy.",
-                fmt_close(fmt));
+        write_note(f, fmt, "%s%s: %.0f sold/s steady against its ceiling %s of %.0f/s (spread "
+                   "%.0f %%): %s", strcmp(v, "above") ? "" : "ABOVE ITS CEILING, ", label,
+                   jnum(run, "steady_sold_per_s"), jstr(run, "ceiling", "?"),
+                   jnum(run, "ceiling_rate"), jnum(b, "margin") * 100,
+                   strcmp(v, "above") ? "within 5 % of it, or above by no more than the "
+                                        "ceiling's own spread."
+                                      : "more than the ceiling's own spread above it, so the "
+                                        "ceiling does not bound this exact strategy.");
     }
 }
 
@@ -253,13 +226,14 @@ void print_ceilings(FILE *f, const json_t *res, enum fmt fmt)
     };
     static const int widths[] = { 26, 10, 10, 6, 7, 22, 0, 0 };
     const json_t *lim = json_object_get(json_object_get(res, "limits"), "ceilings");
+    const struct table tab = { f, fmt, fmt == FMT_TEXT ? 7 : 8, names, widths };
     const char *k;
     json_t *c;
 
     if (json_object_size(lim) == 0)
         return;
-    section(f, fmt, "ceilings (ll-limits)", ceilings_note);
-    head(f, fmt, names, widths, fmt == FMT_TEXT ? 7 : 8);
+    write_section(f, fmt, "ceilings (ll-limits)", ceilings_note);
+    table_head(&tab);
     json_object_foreach((json_t *)lim, k, c) {
         char rate[24], spread[16], clients[16], trials[160] = "", meas[200], what[400];
         const char *v[8];
@@ -291,9 +265,9 @@ void print_ceilings(FILE *f, const json_t *res, enum fmt fmt)
         measured(meas, sizeof meas, c);
         v[0] = k, v[1] = jstr(c, "method", harness_ceiling_method(k)), v[2] = rate;
         v[3] = spread, v[4] = clients, v[5] = trials, v[6] = meas, v[7] = what;
-        cells(f, fmt, v, widths, fmt == FMT_TEXT ? 7 : 8);
+        table_row(&tab, v);
     }
-    table_end(f, fmt);
+    table_end(&tab);
 }
 
 /* ---------------------------------------------------------------- check */
@@ -396,7 +370,7 @@ static json_t *merge_ceiling(const json_t *a, const json_t *b)
 }
 
 /* ll-report limits-merge BEFORE AFTER: the two passes as one limits.json
- * (report.c; bench/compare measures half its --limits-seconds before the
+ * (report_main.c; bench/compare measures half its --limits-seconds before the
  * runs and half after). */
 int cmd_limits_merge(const char *before, const char *after)
 {

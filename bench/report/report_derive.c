@@ -138,17 +138,6 @@ static json_t *server_side(const char *name, json_t *instances)
     return out;
 }
 
-const json_t *lock_entry(const json_t *locks, const char *name)
-{
-    const json_t *s;
-    size_t i;
-
-    json_array_foreach(json_object_get(locks, "strategies"), i, s)
-        if (!strcmp(jstr(s, "name", ""), name))
-            return s;
-    return NULL;
-}
-
 /* Field `field` of strategy `name` in GET /locks, or def where it has
  * none (an older locks.json): "stock", where it sells from ("redis" for
  * the Redis stock, else "mysql"); "lock_key", its lock's granularity. */

@@ -1,42 +1,48 @@
-/* report_private.h — what the files of ll-report share.
+/* report_private.h — what the files of ll-report share, floor by floor.
  *
- * ll-report (see report.c for its commands) is split along its sections:
+ * ll-report (see report_main.c for its commands) is split along its sections,
+ * each file using only the ones listed above it (and bench/common/: the
+ * arithmetic, harness.h; the writers of every format, write.h; die(),
+ * cli.h):
  *
- *   report.c        the commands and main
- *   report_load.c   reading: JSON files, key=value files, typed lookups
- *   report_derive.c the derived numbers of one run (results.json's runs)
- *   report_cost.c   where the time goes: /proc snapshots → NN.cost.json,
- *                   and NN.cost.json → per request
- *   report_table.c  what every format shows: the main table, the cost
- *                   table, the notes under them
+ *   report_base.c    reading: JSON files, key=value files, typed lookups;
+ *                    a run's label, its strategy's entry, a load's steady
+ *                    rate
+ *   report_cost.c    where the time goes: /proc snapshots → NN.cost.json,
+ *                    and NN.cost.json → per request
+ *   report_stock.c   the HTTP tier's ceiling, the Redis stock's three
+ *                    stores, the retry storms, several products: derived,
+ *                    and their sections
+ *   report_derive.c  the derived numbers of one run (results.json's runs)
  *   report_ceiling.c what a run is measured against: steady rate,
- *                   ceiling, efficiency, bound; the ceilings table
- *   report_md.c     report.md
- *   report_html.c   report.html and its SVG charts
- *   report_jtl.c    JMeter's aggregate report from its CSV results
- *   report_sync.c   the synchronizers' scenario: its plan, results and
- *                   invariant checks
- *   report_time.c   a run over time and by percentile: its seconds, its
- *                   latency distribution, their checks and charts
- *   report_sweep.c  a sweep's points (compare --sweep) into one figure
- *   report_rtt.c    the points of compare --rtt, the ranking at each round
- *                   trip and the model of a lock's ceiling beside them
- *
- * The arithmetic itself is harness.c's (harness.h).
+ *                    ceiling, efficiency, bound; the ceilings table
+ *   report_time.c    a run over time and by percentile: its seconds, its
+ *                    latency distribution, their checks, table and charts
+ *   report_table.c   the main table, where the time goes, the faults
+ *                    table, the notes under the main table
+ *   report_page.c    report.md, report.html and the terminal's summary:
+ *                    the one list of sections they walk (say how to add
+ *                    one), and the page's own (charts of the runs, latency)
+ *   report_jtl.c     JMeter's aggregate report from its CSV results
+ *   report_sync.c    the synchronizers' scenario: its plan, results and
+ *                    invariant checks
+ *   report_sweep.c   a sweep's points (compare --sweep) into one figure
+ *   report_rtt.c     the points of compare --rtt, the ranking at each round
+ *                    trip and the model of a lock's ceiling beside them
+ *   report_main.c    the commands and main
  */
 #ifndef LOCKLAB_REPORT_PRIVATE_H
 #define LOCKLAB_REPORT_PRIVATE_H
 
+#include "../common/cli.h"
 #include "../common/harness.h"
+#include "../common/write.h"
 
 #include <jansson.h>
 #include <stddef.h>
 #include <stdio.h>
 
-/* ---------------------------------------------------------------- loading */
-
-/* "ll-report: " and the message on stderr, then exit 1. */
-void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* ---------------------------------------------------------------- base: loading */
 
 /* A JSON file (- for stdin), or die saying where it is not JSON. */
 json_t *load_json(const char *path);
@@ -67,6 +73,17 @@ long long jint(const json_t *o, const char *key);
 double jnum(const json_t *o, const char *key);
 const char *jstr(const json_t *o, const char *key, const char *def);
 
+/* How a run is named in every table: its strategy, with " +fence" when it
+ * ran with ?fence=1. Returns buf. */
+const char *run_label(const json_t *run, char *buf, size_t n);
+
+/* Strategy `name`'s entry of GET /locks, or NULL. */
+const json_t *lock_entry(const json_t *locks, const char *name);
+
+/* A duration-free load's steady rate from its --json (-1 without one):
+ * its whole seconds after the first (harness_steady_rate). */
+double load_steady_rate(const json_t *load);
+
 /* ---------------------------------------------------------------- derived */
 
 /* Counts of one load answer: by status (sold = 200s) and by result. */
@@ -82,9 +99,6 @@ json_t *derive_run(const char *name, const char *family, long long stock,
                    long long seed_instances, json_t *load, json_t *stock_after,
                    json_t *instances, const json_t *locks, const json_t *cost);
 
-/* Strategy `name`'s entry of GET /locks, or NULL. */
-const json_t *lock_entry(const json_t *locks, const char *name);
-
 /* ---------------------------------------------------------------- cost */
 
 /* The stack's process groups, as NN.cost.json names them, and how the
@@ -98,37 +112,32 @@ json_t *derive_cost(const json_t *cost, long long n);
 /* ll-report cost BEFORE AFTER: NN.cost.json on stdout. */
 int cmd_cost(const char *before, const char *after);
 
-/* ---------------------------------------------------------------- tables */
+/* ---------------------------------------------------------------- sections */
 
-/* Where the time goes, and a few notes, in three formats. */
-enum fmt { FMT_TEXT, FMT_MD, FMT_HTML };
+/* Each section is print_NAME(f, res, fmt): from results.json, in one of
+ * the formats of write.h, nothing when res holds nothing for it
+ * (report_page.c lists them in the order of the page). */
 
-struct row {                              /* one run, formatted */
-    char name[48];                        /* with " +fence" for a fenced run */
-    char rps[16], sold_s[16], sold[16], final[16], oversold[24], lost[24], unknown[16];
-    char p50[16], p99[16], ceiling[24], eff[24], seed[16], errs[16], steady[16];
-};
-
-extern const char wrk_note[], serial_note[];
-
-void print_cost(FILE *f, const json_t *runs, enum fmt fmt);
-void row_fill(struct row *r, const json_t *run);
-void print_table(FILE *f, const json_t *results);
-/* The service instances that served the load (settings instances_served),
- * and the seeds' column's footnote: which figures stand, which were left
- * out for having been measured on another number of instances. */
-long long served_instances(const json_t *settings);
+/* report_table.c: the main table; where the time goes, its table and its
+ * chart (HTML); the faults table; the notes under the main table: the
+ * seeds' column's footnote (which figures stand, which were left out for
+ * having been measured on another number of instances), the duration
+ * runs' count and the serial ceiling's, the strategies also measured
+ * against the concurrent ceiling, redlock over fewer than three servers,
+ * the runs whose purchases met another strategy's lock on their key
+ * (the instances' "foreign": strategies were mixed on one product). */
+void print_runs(FILE *f, const json_t *res, enum fmt fmt);
+void print_cost(FILE *f, const json_t *res, enum fmt fmt);
+void print_cost_chart(FILE *f, const json_t *res, enum fmt fmt);
+void print_faults(FILE *f, const json_t *res, enum fmt fmt);
 void print_seeds(FILE *f, const json_t *res, enum fmt fmt);
-void print_concurrent(FILE *f, const json_t *runs, enum fmt fmt);
+void print_notes(FILE *f, const json_t *res, enum fmt fmt);
+void print_concurrent(FILE *f, const json_t *res, enum fmt fmt);
 void print_topology(FILE *f, const json_t *res, enum fmt fmt);
-/* The runs whose purchases met another strategy's lock on their key (the
- * instances' "foreign"): strategies were mixed on one product. */
-void print_mixed(FILE *f, const json_t *runs, enum fmt fmt);
-void print_faults(FILE *f, const json_t *runs, enum fmt fmt);
+void print_mixed(FILE *f, const json_t *res, enum fmt fmt);
 
-/* How a run is named in every table: its strategy, with " +fence" when it
- * ran with ?fence=1. Returns buf. */
-const char *run_label(const json_t *run, char *buf, size_t n);
+/* The service instances that served the load (settings instances_served). */
+long long served_instances(const json_t *settings);
 
 /* ---------------------------------------------------------------- ceilings */
 
@@ -151,8 +160,6 @@ int  check_bounds(const json_t *res, const char *path);
 int  summarize_bounds(const json_t *res, const char *path);
 /* ll-report limits-merge: two passes of ll-limits as one limits.json. */
 int  cmd_limits_merge(const char *before, const char *after);
-/* A duration-free load's steady rate from its --json (-1 without one). */
-double load_steady_rate(const json_t *load);
 
 /* ---------------------------------------------------------------- the front end, the Redis stock */
 
@@ -166,28 +173,20 @@ json_t *build_storms(const char *raw, long long stock);
 /* Their tables, in the three formats, and their part of ll-report check
  * (problems on stderr, naming path; returns how many). */
 void print_front(FILE *f, const json_t *res, enum fmt fmt);
-void print_reconcile(FILE *f, const json_t *runs, enum fmt fmt);
+void print_reconcile(FILE *f, const json_t *res, enum fmt fmt);
 void print_storms(FILE *f, const json_t *res, enum fmt fmt);
 int  check_stock(const json_t *res, const char *path);
-
-/* The three formats' tables, shared by the sections (report_stock.c):
- * a section's title and note, a head row, a row of cells, the end. */
-void section(FILE *f, enum fmt fmt, const char *title, const char *note);
-void head(FILE *f, enum fmt fmt, const char *const *names, const int *widths, int n);
-void cells(FILE *f, enum fmt fmt, const char *const *v, const int *widths, int n);
-void table_end(FILE *f, enum fmt fmt);
 
 /* ---------------------------------------------------------------- over time */
 
 /* report_time.c: a run's `timeline` (its seconds: from ll-load's
  * per_second, else from compare's polls of /stats in raw/IDX.series.tsv)
  * and its `lat_percentiles`, added to run; their part of ll-report check;
- * the table of both (md, html) and the page's charts of each run;
- * ll-report sample NAME (the /stats answers on stdin added up). */
+ * the table of both and, in HTML, the charts of each run; ll-report
+ * sample NAME (the /stats answers on stdin added up). */
 void derive_time(json_t *run, const char *raw, const char *idx, const json_t *load);
 int  check_time(const json_t *res, const char *path);
-void print_time(FILE *f, const json_t *runs, enum fmt fmt);
-void html_time(FILE *f, const json_t *runs);
+void print_time(FILE *f, const json_t *res, enum fmt fmt);
 int  cmd_sample(const char *name);
 
 /* report_rtt.c: ll-report rtt RUN (compare --rtt's points). */
@@ -200,17 +199,13 @@ int  cmd_sweep(const char *dir);
 int  cmd_stocks(int n, char **paths);
 void print_grain(FILE *f, const json_t *res, enum fmt fmt);
 
-/* ---------------------------------------------------------------- reports */
+/* ---------------------------------------------------------------- the page */
 
-/* The machine's and the settings' keys, and how the reports name them. */
-extern const char *const machine_keys[][2], *const setting_keys[][2];
-extern const size_t nmachine_keys, nsetting_keys;
-
+/* report_page.c: report.md, report.html, and the summary that ll-report
+ * build prints on the terminal: the same sections in their formats. */
 void write_md(FILE *f, const json_t *res);
 void write_html(FILE *f, const json_t *res);
-
-/* s with HTML's special characters escaped. */
-void html_text(FILE *f, const char *s);
+void print_summary(FILE *f, const json_t *res);
 
 /* ---------------------------------------------------------------- JMeter */
 

@@ -447,20 +447,22 @@ static void print_pairs(FILE *f, const json_t *rtt, enum fmt fmt, int nonzero,
     char names_b[RTT_COLS][48], v[RTT_COLS][48];
     const char *names[RTT_COLS], *cv[RTT_COLS];
     int widths[RTT_COLS], col[RTT_MAX], n, c;
+    struct table t = { f, fmt, 0, names, widths };
     size_t i, j;
 
     n = pair_head(values, nonzero, first, w1, second, w2, names_b, widths, col);
     for (c = 0; c < n; c++)
         names[c] = names_b[c], cv[c] = v[c];
-    head(f, fmt, names, widths, n);
+    t.n = n;
+    table_head(&t);
     json_array_foreach(json_object_get(rtt, "strategies"), i, s) {
         snprintf(v[0], sizeof v[0], "%s", jstr(s, "strategy", "?"));
         json_array_foreach(json_object_get(s, "points"), j, pt)
             if (j < RTT_MAX && col[j] >= 0)
                 fill(pt, v[col[j]], v[col[j] + 1], sizeof v[0]);
-        cells(f, fmt, cv, widths, n);
+        table_row(&t, cv);
     }
-    table_end(f, fmt);
+    table_end(&t);
 }
 
 static void fill_rate(const json_t *pt, char *a, char *b, size_t n)
@@ -485,13 +487,13 @@ static void fill_hold(const json_t *pt, char *a, char *b, size_t n)
 
 static void print_rates(FILE *f, const json_t *rtt, enum fmt fmt)
 {
-    section(f, fmt, "sold/s and p99 at each round trip between hosts", rate_note);
+    write_section(f, fmt, "sold/s and p99 at each round trip between hosts", rate_note);
     print_pairs(f, rtt, fmt, 0, "sold/s (#)", 19, "p99", 7, fill_rate);
 }
 
 static void print_holds(FILE *f, const json_t *rtt, enum fmt fmt)
 {
-    section(f, fmt, "the lock's hold, in round trips", hold_note);
+    write_section(f, fmt, "the lock's hold, in round trips", hold_note);
     print_pairs(f, rtt, fmt, 1, "hold: R (ms)", 22, "share", 6, fill_hold);
 }
 
@@ -502,6 +504,7 @@ static void print_model(FILE *f, const json_t *rtt, enum fmt fmt)
                                          "hold R", "share", "trip ms", "+hold", "sold/+hold" };
     static const int widths[] = { 20, 7, 5, 8, 8, 10, 8, 10, 8, 8, 9, 7, 6, 7, 6, 10 };
     enum { NCOL = sizeof widths / sizeof widths[0] };
+    const struct table t = { f, fmt, NCOL, names, widths };
     const json_t *s, *pt;
     char v[NCOL][40];
     const char *cv[NCOL];
@@ -510,8 +513,8 @@ static void print_model(FILE *f, const json_t *rtt, enum fmt fmt)
 
     for (c = 0; c < NCOL; c++)
         cv[c] = v[c];
-    section(f, fmt, "the model beside the measured ceiling", model_note);
-    head(f, fmt, names, widths, NCOL);
+    write_section(f, fmt, "the model beside the measured ceiling", model_note);
+    table_head(&t);
     json_array_foreach(json_object_get(rtt, "strategies"), i, s) {
         int k = (int)jint(s, "hold_rtts");
         if (k == 0)
@@ -538,24 +541,25 @@ static void print_model(FILE *f, const json_t *rtt, enum fmt fmt)
             fmt_num(v[13], sizeof v[13], json_object_get(pt, "rtt_in_hold_ms"), "%.2f");
             fmt_num(v[14], sizeof v[14], json_object_get(pt, "model_hold_per_s"), "%.0f");
             fmt_num(v[15], sizeof v[15], json_object_get(pt, "model_hold_ratio"), "%.2f");
-            cells(f, fmt, cv, widths, NCOL);
+            table_row(&t, cv);
         }
     }
-    table_end(f, fmt);
+    table_end(&t);
 }
 
 static void print_ranking(FILE *f, const json_t *rtt, enum fmt fmt)
 {
     static const char *const names[] = { "R", "fastest first" };
     static const int widths[] = { 8, 10 };
+    const struct table t = { f, fmt, 2, names, widths };
     const json_t *r, *name;
     char v[2][1024];
     const char *cv[2] = { v[0], v[1] };
     size_t i, j;
 
-    section(f, fmt, "the ranking at each round trip",
-            "The strategies by sold/s at each R, the first ten.");
-    head(f, fmt, names, widths, 2);
+    write_section(f, fmt, "the ranking at each round trip",
+                  "The strategies by sold/s at each R, the first ten.");
+    table_head(&t);
     json_array_foreach(json_object_get(rtt, "ranking"), i, r) {
         size_t used = 0;
         fmt_ms(v[0], sizeof v[0], jnum(r, "rtt_ms"));
@@ -568,9 +572,9 @@ static void print_ranking(FILE *f, const json_t *rtt, enum fmt fmt)
             if (used >= sizeof v[1])
                 break;
         }
-        cells(f, fmt, cv, widths, 2);
+        table_row(&t, cv);
     }
-    table_end(f, fmt);
+    table_end(&t);
 }
 
 static void print_delay(FILE *f, const json_t *rtt, enum fmt fmt)
@@ -578,6 +582,7 @@ static void print_delay(FILE *f, const json_t *rtt, enum fmt fmt)
     static const char *const names[] = { "R", "packets", "packets/s", "CPU us/packet",
                                          "of a CPU", "late mean us", "late p99 us" };
     static const int widths[] = { 8, 9, 9, 13, 8, 12, 11 };
+    const struct table t = { f, fmt, 7, names, widths };
     const json_t *d, *o;
     char v[7][32];
     const char *cv[7];
@@ -586,8 +591,8 @@ static void print_delay(FILE *f, const json_t *rtt, enum fmt fmt)
 
     for (c = 0; c < 7; c++)
         cv[c] = v[c];
-    section(f, fmt, "the delay's own cost", delay_note);
-    head(f, fmt, names, widths, 7);
+    write_section(f, fmt, "the delay's own cost", delay_note);
+    table_head(&t);
     json_array_foreach(json_object_get(rtt, "delay"), i, d) {
         fmt_ms(v[0], sizeof v[0], jnum(d, "rtt_ms"));
         o = json_object_get(d, "delay");
@@ -602,9 +607,9 @@ static void print_delay(FILE *f, const json_t *rtt, enum fmt fmt)
             snprintf(v[5], sizeof v[5], "%.1f", jnum(o, "late_us_mean"));
             snprintf(v[6], sizeof v[6], "%.1f", jnum(o, "late_us_p99"));
         }
-        cells(f, fmt, cv, widths, 7);
+        table_row(&t, cv);
     }
-    table_end(f, fmt);
+    table_end(&t);
 }
 
 static void print_all(FILE *f, const json_t *rtt, enum fmt fmt)
@@ -635,12 +640,8 @@ static void write_rtt_html(FILE *f, const json_t *rtt)
     const json_t *settings = json_object_get(rtt, "settings"), *pt;
     size_t i;
 
-    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<title>locklab: round trips</title><style>body{font-family:sans-serif;"
-            "max-width:1300px;margin:2em auto;color:#222}table{border-collapse:collapse;"
-            "margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px}th{background:#f3f3f3}"
-            ".note{color:#555;font-size:90%%}</style></head><body>\n"
-            "<h1>locklab: which lock wins at which round trip</h1>\n<p>Started ");
+    html_page_open(f, "locklab: round trips", 1300);
+    fprintf(f, "<h1>locklab: which lock wins at which round trip</h1>\n<p>Started ");
     html_text(f, jstr(rtt, "started", "?"));
     fprintf(f, "; scenario ");
     html_text(f, jstr(settings, "scenario", "?"));
@@ -654,7 +655,8 @@ static void write_rtt_html(FILE *f, const json_t *rtt)
         html_text(f, jstr(pt, "run", ""));
         fprintf(f, "/report.html\">%g ms</a>", jnum(pt, "rtt_ms"));
     }
-    fprintf(f, ".</p>\n</body></html>\n");
+    fprintf(f, ".</p>\n");
+    html_page_close(f);
 }
 
 int cmd_rtt(const char *dir)

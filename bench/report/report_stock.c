@@ -88,8 +88,9 @@ static long long orders_sum(const json_t *instances, const char *key)
     return n;
 }
 
-json_t *derive_storm(const char *name, const char *stock_src, long long stock, long long copies,
-                     const json_t *load, const json_t *stock_after, const json_t *instances)
+static json_t *derive_storm(const char *name, const char *stock_src, long long stock,
+                            long long copies, const json_t *load, const json_t *stock_after,
+                            const json_t *instances)
 {
     const json_t *fin = !strcmp(stock_src, "redis")
                         ? json_object_get(json_object_get(stock_after, "redis"), "count")
@@ -154,87 +155,6 @@ json_t *build_storms(const char *raw, long long stock)
 
 /* ---------------------------------------------------------------- formats */
 
-static void cell_start(FILE *f, enum fmt fmt, int first)
-{
-    if (fmt == FMT_MD)
-        fputs(first ? "| " : " | ", f);
-    else if (fmt == FMT_HTML)
-        fputs(first ? "<tr><td>" : "</td><td class=n>", f);
-    else if (!first)
-        fputc(' ', f);
-}
-
-static void row_end(FILE *f, enum fmt fmt)
-{
-    fputs(fmt == FMT_MD ? " |\n" : fmt == FMT_HTML ? "</td></tr>\n" : "\n", f);
-}
-
-/* A table's head row: names[0..n), widths for the text form. */
-void head(FILE *f, enum fmt fmt, const char *const *names, const int *widths, int n)
-{
-    int i;
-
-    if (fmt == FMT_HTML)
-        fputs("<table><tr>", f);
-    for (i = 0; i < n; i++) {
-        if (fmt == FMT_TEXT)
-            fprintf(f, "%s%*s", i ? " " : "", i ? widths[i] : -widths[i], names[i]);
-        else if (fmt == FMT_MD)
-            fprintf(f, "%s%s", i ? " | " : "| ", names[i]);
-        else
-            fprintf(f, "<th>%s</th>", names[i]);
-    }
-    if (fmt == FMT_MD) {
-        fputs(" |\n|", f);
-        for (i = 0; i < n; i++)
-            fputs(i ? "--:|" : "---|", f);
-    }
-    fputs(fmt == FMT_HTML ? "</tr>\n" : "\n", f);
-}
-
-void cells(FILE *f, enum fmt fmt, const char *const *v, const int *widths, int n)
-{
-    int i;
-
-    for (i = 0; i < n; i++) {
-        cell_start(f, fmt, i == 0);
-        if (fmt == FMT_TEXT)
-            fprintf(f, "%*s", i ? widths[i] : -widths[i], v[i]);
-        else if (fmt == FMT_HTML)
-            html_text(f, v[i]);
-        else
-            fputs(v[i], f);
-    }
-    row_end(f, fmt);
-}
-
-/* A section's title, lower case on the terminal as the cost table's is,
- * capitalised as a heading. */
-void section(FILE *f, enum fmt fmt, const char *title, const char *note)
-{
-    char heading[200];
-
-    snprintf(heading, sizeof heading, "%s", title);
-    if (heading[0] >= 'a' && heading[0] <= 'z')
-        heading[0] = (char)(heading[0] - 'a' + 'A');
-    if (fmt == FMT_TEXT)
-        fprintf(f, "\n%s\n", title);
-    else if (fmt == FMT_MD)
-        fprintf(f, "## %s\n\n%s\n\n", heading, note);
-    else {
-        fprintf(f, "<h2>");
-        html_text(f, heading);
-        fprintf(f, "</h2>\n<p class=note>");
-        html_text(f, note);
-        fprintf(f, "</p>\n");
-    }
-}
-
-void table_end(FILE *f, enum fmt fmt)
-{
-    fputs(fmt == FMT_HTML ? "</table>\n" : fmt == FMT_MD ? "\n" : "", f);
-}
-
 static const char front_note[] =
     "What each run sold per second once steady against what the stack answers through the "
     "same front end and connections for GET /health, which touches no backend, steady too: "
@@ -248,6 +168,7 @@ void print_front(FILE *f, const json_t *res, enum fmt fmt)
     const json_t *http = json_object_get(json_object_get(json_object_get(res, "limits"),
                                                          "ceilings"), CEIL_HTTP);
     const json_t *runs = json_object_get(res, "runs"), *run;
+    const struct table t = { f, fmt, 4, names, widths };
     char title[160], v[4][32];
     const char *cv[4] = { v[0], v[1], v[2], v[3] };
     size_t i;
@@ -257,8 +178,8 @@ void print_front(FILE *f, const json_t *res, enum fmt fmt)
     snprintf(title, sizeof title, "the HTTP tier: GET /health, %lld connections: %.0f "
              "answers/s, the most any strategy can sell through it",
              jint(http, "connections"), jnum(http, "rate"));
-    section(f, fmt, title, front_note);
-    head(f, fmt, names, widths, 4);
+    write_section(f, fmt, title, front_note);
+    table_head(&t);
     json_array_foreach(runs, i, run) {
         snprintf(v[0], sizeof v[0], "%s", jstr(run, "strategy", "?"));
         snprintf(v[1], sizeof v[1], "%.0f", jnum(run, "steady_sold_per_s"));
@@ -270,9 +191,9 @@ void print_front(FILE *f, const json_t *res, enum fmt fmt)
             snprintf(v[3], sizeof v[3], "%.2f", jnum(run, "retries_per_sale"));
         else
             snprintf(v[3], sizeof v[3], "-");
-        cells(f, fmt, cv, widths, 4);
+        table_row(&t, cv);
     }
-    table_end(f, fmt);
+    table_end(&t);
 }
 
 static const char stock_note[] =
@@ -293,33 +214,34 @@ static void reconcile_cells(const json_t *c, char v[][32])
              : json_is_true(json_object_get(c, "drained")) ? "yes, drained" : "yes");
 }
 
-void print_reconcile(FILE *f, const json_t *runs, enum fmt fmt)
+void print_reconcile(FILE *f, const json_t *res, enum fmt fmt)
 {
     static const char *const names[] = {
         "strategy", "redis", "mysql", "in flight", "in stream", "applied", "reconciled",
     };
     static const int widths[] = { 20, 10, 10, 9, 9, 9, 12 };
+    const struct table t = { f, fmt, 7, names, widths };
     char v[7][32];
     const char *cv[7] = { v[0], v[1], v[2], v[3], v[4], v[5], v[6] };
     const json_t *run;
     size_t i;
     int any = 0;
 
-    json_array_foreach(runs, i, run) {
+    json_array_foreach(json_object_get(res, "runs"), i, run) {
         const json_t *c = json_object_get(run, "reconcile");
         if (!json_is_object(c))
             continue;
         if (!any++) {
-            section(f, fmt, "the Redis stock at the end of each run: the three stores, in units",
-                    stock_note);
-            head(f, fmt, names, widths, 7);
+            write_section(f, fmt, "the Redis stock at the end of each run: the three stores, "
+                          "in units", stock_note);
+            table_head(&t);
         }
         snprintf(v[0], sizeof v[0], "%s", jstr(run, "strategy", "?"));
         reconcile_cells(c, v);
-        cells(f, fmt, cv, widths, 7);
+        table_row(&t, cv);
     }
     if (any)
-        table_end(f, fmt);
+        table_end(&t);
 }
 
 static const char storm_note[] =
@@ -337,6 +259,7 @@ void print_storms(FILE *f, const json_t *res, enum fmt fmt)
     };
     static const int widths[] = { 20, 7, 8, 11, 13, 8, 8, 6, 10, 5 };
     const json_t *storms = json_object_get(res, "storms"), *s;
+    const struct table t = { f, fmt, 10, names, widths };
     char v[10][32];
     const char *cv[10];
     size_t i;
@@ -346,8 +269,8 @@ void print_storms(FILE *f, const json_t *res, enum fmt fmt)
         return;
     for (k = 0; k < 10; k++)
         cv[k] = v[k];
-    section(f, fmt, "orders: a retry storm", storm_note);
-    head(f, fmt, names, widths, 10);
+    write_section(f, fmt, "orders: a retry storm", storm_note);
+    table_head(&t);
     json_array_foreach(storms, i, s) {
         snprintf(v[0], 32, "%s", jstr(s, "strategy", "?"));
         snprintf(v[1], 32, "%lld", jint(s, "orders"));
@@ -360,9 +283,9 @@ void print_storms(FILE *f, const json_t *res, enum fmt fmt)
                  jint(s, "transport_errors"));
         snprintf(v[8], 32, "%lld", jint(s, "stock_drop"));
         snprintf(v[9], 32, "%s", json_is_true(json_object_get(s, "exact")) ? "yes" : "NO");
-        cells(f, fmt, cv, widths, 10);
+        table_row(&t, cv);
     }
-    table_end(f, fmt);
+    table_end(&t);
 }
 
 /* ---------------------------------------------------------------- check */
@@ -449,6 +372,7 @@ void print_grain(FILE *f, const json_t *res, enum fmt fmt)
     };
     static const int widths[] = { 20, 24, 9, 8, 8, 8, 8 };
     const json_t *settings = json_object_get(res, "settings"), *run;
+    const struct table t = { f, fmt, 7, names, widths };
     long long products = jint(settings, "products");
     char title[160], v[7][48];
     const char *cv[7] = { v[0], v[1], v[2], v[3], v[4], v[5], v[6] };
@@ -459,8 +383,8 @@ void print_grain(FILE *f, const json_t *res, enum fmt fmt)
         return;
     snprintf(title, sizeof title, "lock granularity: %lld products, %lld units each", products,
              jint(settings, "stock_per_product"));
-    section(f, fmt, title, grain_note);
-    head(f, fmt, names, widths, 7);
+    write_section(f, fmt, title, grain_note);
+    table_head(&t);
     json_array_foreach(json_object_get(res, "runs"), i, run) {
         key = jstr(run, "lock_key", "lock:<product>");
         snprintf(v[0], sizeof v[0], "%s", jstr(run, "strategy", "?"));
@@ -473,7 +397,7 @@ void print_grain(FILE *f, const json_t *res, enum fmt fmt)
         snprintf(v[4], sizeof v[4], "%.1f", jnum(json_object_get(run, "latency_ms"), "p99"));
         snprintf(v[5], sizeof v[5], "%lld", jint(run, "oversold"));
         snprintf(v[6], sizeof v[6], "%lld", jint(run, "lost_updates"));
-        cells(f, fmt, cv, widths, 7);
+        table_row(&t, cv);
     }
-    table_end(f, fmt);
+    table_end(&t);
 }

@@ -178,19 +178,16 @@ static void print_sweep_bounds(FILE *f, const json_t *sw, enum fmt fmt)
             if (!json_is_true(json_object_get(b, "exact")) ||
                 (strcmp(v, "near") && strcmp(v, "above")))
                 continue;
-            fprintf(f, "%s%s%s at %s=%lld: %.0f sold/s steady against its ceiling's %.0f/s "
-                    "(spread %.0f %%)%s", fmt == FMT_HTML ? "<p class=note>" : "",
-                    strcmp(v, "above") ? "near its ceiling: " : "ABOVE ITS CEILING: ",
-                    jstr(s, "strategy", "?"), jstr(sw, "param", "?"), jint(pt, "value"),
-                    jnum(pt, "steady_sold_per_s"), jnum(pt, "ceiling_rate"),
-                    jnum(b, "margin") * 100,
-                    fmt == FMT_HTML ? "</p>\n" : fmt == FMT_MD ? "\n\n" : "\n");
+            write_note(f, fmt, "%s%s at %s=%lld: %.0f sold/s steady against its ceiling's "
+                       "%.0f/s (spread %.0f %%)",
+                       strcmp(v, "above") ? "near its ceiling: " : "ABOVE ITS CEILING: ",
+                       jstr(s, "strategy", "?"), jstr(sw, "param", "?"), jint(pt, "value"),
+                       jnum(pt, "steady_sold_per_s"), jnum(pt, "ceiling_rate"),
+                       jnum(b, "margin") * 100);
             n++;
         }
     if (n == 0)
-        fprintf(f, "%sNo exact strategy came within 5 %% of its ceiling at any point.%s",
-                fmt == FMT_HTML ? "<p class=note>" : fmt == FMT_TEXT ? "\n" : "",
-                fmt == FMT_HTML ? "</p>\n" : fmt == FMT_MD ? "\n\n" : "\n");
+        write_note(f, fmt, "No exact strategy came within 5 %% of its ceiling at any point.");
 }
 
 static void print_sweep(FILE *f, const json_t *sw, enum fmt fmt)
@@ -200,12 +197,13 @@ static void print_sweep(FILE *f, const json_t *sw, enum fmt fmt)
                             "lost", "req/s" };
     char v[7][32], title[96];
     const char *cv[7] = { v[0], v[1], v[2], v[3], v[4], v[5], v[6] };
+    const struct table t = { f, fmt, 7, names, widths };
     const json_t *s, *pt;
     size_t i, j;
 
     snprintf(title, sizeof title, "the sweep over %s", jstr(sw, "param", "?"));
-    section(f, fmt, title, sweep_note);
-    head(f, fmt, names, widths, 7);
+    write_section(f, fmt, title, sweep_note);
+    table_head(&t);
     json_array_foreach(json_object_get(sw, "series"), i, s)
         json_array_foreach(json_object_get(s, "points"), j, pt) {
             snprintf(v[0], sizeof v[0], "%s", jstr(s, "strategy", "?"));
@@ -220,7 +218,7 @@ static void print_sweep(FILE *f, const json_t *sw, enum fmt fmt)
                 fmt_int_or_dash(v[5], sizeof v[5], json_object_get(pt, "lost_updates"));
                 snprintf(v[6], sizeof v[6], "%.0f", jnum(pt, "rps"));
             }
-            cells(f, fmt, cv, widths, 7);
+            table_row(&t, cv);
         }
     json_array_foreach(json_object_get(sw, "http"), i, pt) {
         snprintf(v[0], sizeof v[0], "(the HTTP tier)");
@@ -232,23 +230,24 @@ static void print_sweep(FILE *f, const json_t *sw, enum fmt fmt)
             snprintf(v[2], sizeof v[2], "-");
         for (j = 3; j < 7; j++)
             snprintf(v[j], sizeof v[j], "-");
-        cells(f, fmt, cv, widths, 7);
+        table_row(&t, cv);
     }
-    table_end(f, fmt);
+    table_end(&t);
     print_sweep_bounds(f, sw, fmt);
 }
 
 /* ---------------------------------------------------------------- charts */
 
-enum { SW_W = 820, SW_H = 300, SW_L = 70, SW_R = 220, SW_T = 16, SW_B = 44 };
-#define SW_PW ((double)(SW_W - SW_L - SW_R))
-#define SW_PH ((double)(SW_H - SW_T - SW_B))
+/* The frame of every chart of the sweep: the legend right of the plot. */
+static const struct svg_frame sweep_frame = { "sweep", 820, 300, 70, 220, 16, 44, 12, NULL };
 
 static const char *const palette[] = {
     "#3366cc", "#dc3912", "#ff9900", "#109618", "#990099", "#0099c6", "#dd4477", "#66aa00",
     "#b82e2e", "#316395",
 };
 
+/* The x axis: the swept values, on a log scale when they span a factor
+ * of 8 or more. */
 struct axis {
     double lo, hi;
     int    log;
@@ -256,12 +255,12 @@ struct axis {
 
 static double axis_x(const struct axis *a, double v)
 {
-    double t;
+    const struct svg_frame *fr = &sweep_frame;
 
     if (a->hi <= a->lo)
-        return SW_L + SW_PW / 2;
-    t = a->log ? (log(v) - log(a->lo)) / (log(a->hi) - log(a->lo)) : (v - a->lo) / (a->hi - a->lo);
-    return SW_L + t * SW_PW;
+        return svg_x(fr, 0.5);
+    return svg_x(fr, a->log ? (log(v) - log(a->lo)) / (log(a->hi) - log(a->lo))
+                            : (v - a->lo) / (a->hi - a->lo));
 }
 
 /* A metric of a point, or NAN where there is none. */
@@ -271,143 +270,102 @@ static double metric(const json_t *pt, const char *key)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-/* One line of the chart: a path through the points that have the metric
- * (broken where one has not) and a dot on each. Returns the dots drawn. */
-static size_t sweep_line(FILE *f, const struct axis *ax, const json_t *vals, const json_t *ys,
-                         double max, const char *colour, const char *dash, const char *label,
-                         const char *unit, int mark)
+/* The values of `key` across a series' points, NAN where missing, into
+ * y[0..n); their highest, or max if none is higher. */
+static double series_metric(const json_t *s, const char *key, double *y, size_t n, double max)
 {
-    size_t i, n = 0;
-    const char *op = "M";
-
-    fprintf(f, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s d=\"", colour, dash);
-    for (i = 0; i < json_array_size(ys); i++) {
-        double y = json_number_value(json_array_get(ys, i));
-        if (!json_is_number(json_array_get(ys, i))) {
-            op = "M";
-            continue;
-        }
-        fprintf(f, "%s%.1f %.1f ", op, axis_x(ax, (double)json_integer_value(json_array_get(vals, i))),
-                SW_T + SW_PH - y / max * SW_PH);
-        op = "L";
-    }
-    fprintf(f, "\"/>\n");
-    for (i = 0; i < json_array_size(ys); i++) {
-        double x, y = json_number_value(json_array_get(ys, i));
-        if (!json_is_number(json_array_get(ys, i)))
-            continue;
-        x = axis_x(ax, (double)json_integer_value(json_array_get(vals, i)));
-        fprintf(f, "<circle%s cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>",
-                mark ? " class=\"mark\"" : "", x, SW_T + SW_PH - y / max * SW_PH, colour);
-        html_text(f, label);
-        fprintf(f, " at %lld: %.1f %s</title></circle>\n",
-                (long long)json_integer_value(json_array_get(vals, i)), y, unit);
-        n++;
-    }
-    return n;
-}
-
-/* The values of `key` across a series' points, null where missing. */
-static json_t *series_metric(const json_t *s, const char *key)
-{
-    json_t *ys = json_array();
-    const json_t *pt;
     size_t i;
 
-    json_array_foreach(json_object_get(s, "points"), i, pt) {
-        double v = metric(pt, key);
-        json_array_append_new(ys, isnan(v) ? json_null() : json_real(v));
+    for (i = 0; i < n; i++) {
+        y[i] = metric(json_array_get(json_object_get(s, "points"), i), key);
+        if (y[i] > max)
+            max = y[i];
     }
-    return ys;
-}
-
-static double array_max(const json_t *a, double max)
-{
-    const json_t *v;
-    size_t i;
-
-    json_array_foreach(a, i, v)
-        if (json_is_number(v) && json_number_value(v) > max)
-            max = json_number_value(v);
     return max;
+}
+
+/* One line of the chart: through the points that have the metric (broken
+ * where one has not), a dot on each (a mark when `mark`), and its key in
+ * the legend's row `row`. Returns the dots drawn. */
+static size_t sweep_line(FILE *f, const double *x, const double *v, size_t n, double max,
+                         const json_t *vals, const char *colour, const char *dash,
+                         const char *label, const char *unit, int mark, size_t row)
+{
+    const struct svg_frame *fr = &sweep_frame;
+    double y[SWEEP_MAX] = { 0 };
+    size_t i, dots = 0;
+
+    for (i = 0; i < n; i++)
+        y[i] = isnan(v[i]) ? NAN : svg_y(fr, v[i], max);
+    svg_line(f, x, y, n, colour, 2, dash);
+    for (i = 0; i < n; i++) {
+        if (isnan(v[i]))
+            continue;
+        svg_dot(f, x[i], y[i], 3, colour, mark, "%s at %lld: %.1f %s", label,
+                (long long)json_integer_value(json_array_get(vals, i)), v[i], unit);
+        dots++;
+    }
+    svg_rect(f, fr->w - fr->r + 14, fr->t + 6 + (double)row * 16, 12, 3, colour);
+    svg_text(f, fr->w - fr->r + 30, fr->t + 10 + (double)row * 16, NULL, "%s", label);
+    return dots;
 }
 
 static void svg_sweep(FILE *f, const json_t *sw, const char *title, const char *key,
                       const char *unit, int with_http)
 {
+    const struct svg_frame *fr = &sweep_frame;
     const json_t *vals = json_object_get(sw, "values"), *s;
     const json_t *series = json_object_get(sw, "series"), *http = json_object_get(sw, "http");
     size_t n = json_array_size(vals), ns = json_array_size(series), i, points = 0;
     struct axis ax = { INFINITY, 0, 0 };
-    double max = 0;
-    json_t **ys = calloc(ns ? ns : 1, sizeof *ys);
-    FILE *body = tmpfile();
-    char buf[4096];
-    size_t got;
+    double max = 0, hmax = 0, x[SWEEP_MAX], hv[SWEEP_MAX], *ys = calloc(ns * n + 1, sizeof *ys);
+    char text[32];
 
-    if (ys == NULL || body == NULL)
-        die("sweep: out of memory or no temporary file");
+    if (ys == NULL)
+        die("sweep: out of memory");
     for (i = 0; i < n; i++) {
         double v = (double)json_integer_value(json_array_get(vals, i));
         ax.lo = v < ax.lo ? v : ax.lo;
         ax.hi = v > ax.hi ? v : ax.hi;
     }
     ax.log = ax.lo > 0 && ax.hi >= 8 * ax.lo;
-    json_array_foreach(series, i, s) {
-        ys[i] = series_metric(s, key);
-        max = array_max(ys[i], max);
+    for (i = 0; i < n; i++) {
+        x[i] = axis_x(&ax, (double)json_integer_value(json_array_get(vals, i)));
+        hv[i] = json_is_number(json_array_get(http, i)) ? json_number_value(json_array_get(http, i))
+                                                        : NAN;
+        hmax = hv[i] > hmax ? hv[i] : hmax;
     }
-    if (with_http)
-        max = array_max(http, max);
+    json_array_foreach(series, i, s)
+        max = series_metric(s, key, ys + i * n, n, max);
+    for (i = 0; i < ns * n; i++)
+        points += !isnan(ys[i]);
+    if (with_http && hmax > max)
+        max = hmax;
     if (max <= 0)
         max = 1;
-    /* The lines first, into `body`, to count their points for the tag. */
-    json_array_foreach(series, i, s) {
-        const char *colour = palette[i % (sizeof palette / sizeof palette[0])];
-        points += sweep_line(body, &ax, vals, ys[i], max, colour, "", jstr(s, "strategy", "?"),
-                             unit, 1);
-        fprintf(body, "<rect x=\"%d\" y=\"%zu\" width=\"12\" height=\"3\" fill=\"%s\"/>"
-                "<text x=\"%d\" y=\"%zu\">", SW_W - SW_R + 14, SW_T + 6 + i * 16, colour,
-                SW_W - SW_R + 30, SW_T + 10 + i * 16);
-        html_text(body, jstr(s, "strategy", "?"));
-        fprintf(body, "</text>\n");
-        json_decref(ys[i]);
-    }
-    if (with_http && array_max(http, 0) > 0) {
-        sweep_line(body, &ax, vals, http, max, "#888888", " stroke-dasharray=\"5 4\"",
-                   "the HTTP tier (GET /health)", unit, 0);
-        fprintf(body, "<rect x=\"%d\" y=\"%zu\" width=\"12\" height=\"3\" fill=\"#888888\"/>"
-                "<text x=\"%d\" y=\"%zu\">the HTTP tier</text>\n", SW_W - SW_R + 14,
-                SW_T + 6 + ns * 16, SW_W - SW_R + 30, SW_T + 10 + ns * 16);
-    }
-    free(ys);
-    fprintf(f, "<figure><figcaption>");
-    html_text(f, title);
-    fprintf(f, "</figcaption>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-            "role=\"img\" font-family=\"sans-serif\" font-size=\"12\" data-chart=\"sweep\" "
-            "data-points=\"%zu\">\n<path d=\"M%d %d V%d H%d\" stroke=\"#888\" fill=\"none\"/>\n",
-            SW_W, SW_H, points, SW_L, SW_T, SW_H - SW_B, SW_W - SW_R);
+    svg_open(f, fr, points, "%s", title);
+    svg_axes(f, fr);
     for (i = 0; i < n; i++) {                      /* x ticks: the swept values */
-        double x = axis_x(&ax, (double)json_integer_value(json_array_get(vals, i)));
-        fprintf(f, "<path d=\"M%.1f %d v4\" stroke=\"#888\"/><text x=\"%.1f\" y=\"%d\" "
-                "text-anchor=\"middle\">%lld</text>\n", x, SW_H - SW_B, x, SW_H - SW_B + 16,
-                (long long)json_integer_value(json_array_get(vals, i)));
+        snprintf(text, sizeof text, "%lld", (long long)json_integer_value(json_array_get(vals, i)));
+        svg_tick_x(f, fr, x[i], text);
     }
-    fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s%s</text>\n",
-            SW_L + SW_PW / 2, SW_H - 6, jstr(sw, "param", "?"), ax.log ? " (log scale)" : "");
+    svg_text(f, svg_x(fr, 0.5), fr->h - 6, "middle", "%s%s", jstr(sw, "param", "?"),
+             ax.log ? " (log scale)" : "");
     for (i = 0; i <= 4; i++) {                     /* y: a grid line every quarter */
-        double y = SW_T + SW_PH - (double)i / 4 * SW_PH;
+        double y = svg_y(fr, max * (double)i / 4, max);
         if (i > 0)
-            fprintf(f, "<path d=\"M%d %.1f H%d\" stroke=\"#e4e4e4\"/>", SW_L, y, SW_W - SW_R);
-        fprintf(f, max >= 40 ? "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.0f</text>\n"
-                             : "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.3g</text>\n",
-                SW_L - 6, y + 4, max * (double)i / 4);
+            svg_grid_y(f, fr, y);
+        snprintf(text, sizeof text, max >= 40 ? "%.0f" : "%.3g", max * (double)i / 4);
+        svg_tick_y(f, fr, y, text);
     }
-    rewind(body);
-    while ((got = fread(buf, 1, sizeof buf, body)) > 0)
-        fwrite(buf, 1, got, f);
-    fclose(body);
-    fprintf(f, "</svg></figure>\n");
+    json_array_foreach(series, i, s)
+        sweep_line(f, x, ys + i * n, n, max, vals, palette[i % (sizeof palette / sizeof palette[0])],
+                   NULL, jstr(s, "strategy", "?"), unit, 1, i);
+    if (with_http && hmax > 0)
+        sweep_line(f, x, hv, n, max, vals, "#888888", "5 4", "the HTTP tier", unit,
+                   0, ns);
+    free(ys);
+    svg_close(f);
 }
 
 /* ---------------------------------------------------------------- reports */
@@ -435,12 +393,8 @@ static void write_sweep_html(FILE *f, const json_t *sw)
     char title[128];
     size_t i;
 
-    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<title>locklab sweep</title><style>body{font-family:sans-serif;max-width:1100px;"
-            "margin:2em auto;color:#222}table{border-collapse:collapse;margin:1em 0}"
-            "td,th{border:1px solid #ccc;padding:3px 8px}td.n{text-align:right}"
-            "th{background:#f3f3f3}figure{margin:1.5em 0}figcaption{font-weight:bold}"
-            ".note{color:#555;font-size:90%%}</style></head><body>\n<h1>locklab: ");
+    html_page_open(f, "locklab sweep", 1100);
+    fprintf(f, "<h1>locklab: ");
     html_text(f, jstr(settings, "scenario", "?"));
     fprintf(f, " over ");
     html_text(f, jstr(sw, "param", "?"));
@@ -462,7 +416,8 @@ static void write_sweep_html(FILE *f, const json_t *sw)
         html_text(f, jstr(pt, "run", ""));
         fprintf(f, "/report.html\">%s=%lld</a>", jstr(sw, "param", "?"), jint(pt, "value"));
     }
-    fprintf(f, ".</p>\n</body></html>\n");
+    fprintf(f, ".</p>\n");
+    html_page_close(f);
 }
 
 int cmd_sweep(const char *dir)

@@ -1,7 +1,7 @@
 /* report_table.c — what every format of the report shows: the main table
- * (one formatted row per run), where the time goes (text, markdown or
- * HTML), and the notes that go under them. The text forms are what
- * `ll-report build` and `ll-report table` print.
+ * (one row per run), where the time goes (its table, and its chart on the
+ * page), the faults table, and the notes that go under the main table.
+ * The text forms are what `ll-report build` and `ll-report table` print.
  */
 #include "report_private.h"
 
@@ -58,10 +58,22 @@ static const char cost_note[] =
     "the rest of the time it sat idle between holders. Far above 100 %, purchases held it "
     "at the same time: it did not exclude.";
 
-void print_cost(FILE *f, const json_t *runs, enum fmt fmt)
+void print_cost(FILE *f, const json_t *res, enum fmt fmt)
 {
-    char cell[COST_COLS][16];
-    const json_t *run;
+    /* In HTML the head has two rows, and its own names under them. */
+    static const char *const html_heads[COST_COLS + 1] = {
+        "strategy", "app", "nginx", "MariaDB", "Redis", "ZooKeeper", "load+rest", "total",
+        "busy", "app", "MariaDB", "hold &micro;s", "held",
+    };
+    static const struct col_group groups[] = {
+        { NULL, 0 }, { "CPU &micro;s per request", NCOST_GROUPS + 2 }, { NULL, 0 },
+        { "switches per request", 2 }, { "the lock", 2 },
+    };
+    const char *names[COST_COLS + 1], *cv[COST_COLS + 1];
+    int widths[COST_COLS + 1];
+    const struct table t = { f, fmt, COST_COLS + 1, fmt == FMT_HTML ? html_heads : names, widths };
+    const json_t *runs = json_object_get(res, "runs"), *run;
+    char cell[COST_COLS][16], label[48];
     size_t i, k;
     int any = 0;
 
@@ -69,61 +81,79 @@ void print_cost(FILE *f, const json_t *runs, enum fmt fmt)
         any |= cost_cells(cell, run);
     if (!any)
         return;
-    if (fmt == FMT_TEXT) {
-        fprintf(f, "\nwhere the time goes: CPU us per request, busy share, switches per request, lock hold\n");
-        fprintf(f, "%-20s", "strategy");
-        for (k = 0; k < COST_COLS; k++)
-            fprintf(f, " %*s", k < NCOST_GROUPS + 2 ? 9 : 10, cost_heads[k]);
-        fputc('\n', f);
-    } else if (fmt == FMT_MD) {
-        fprintf(f, "## Where the time goes\n\n%s\n\n| strategy |", cost_note);
-        for (k = 0; k < COST_COLS; k++)
-            fprintf(f, " %s |", cost_heads[k]);
-        fprintf(f, "\n|---|");
-        for (k = 0; k < COST_COLS; k++)
-            fprintf(f, "--:|");
-        fputc('\n', f);
-    } else {
-        fprintf(f, "<h2>Where the time goes</h2>\n<p class=note>%s</p>\n<table><tr>"
-                "<th rowspan=2>strategy</th><th colspan=%d>CPU &micro;s per request</th>"
-                "<th rowspan=2>busy</th><th colspan=2>switches per request</th>"
-                "<th colspan=2>the lock</th></tr><tr>",
-                cost_note, (int)NCOST_GROUPS + 2);
-        for (k = 0; k < COST_COLS; k++)
-            if (k != NCOST_GROUPS + 2)
-                fprintf(f, "<th>%s</th>", k < NCOST_GROUPS + 3 ? cost_heads[k] :
-                        k == NCOST_GROUPS + 3 ? "app" : k == NCOST_GROUPS + 4 ? "MariaDB" :
-                        k == NCOST_GROUPS + 5 ? "hold &micro;s" : "held");
-        fprintf(f, "</tr>\n");
+    names[0] = "strategy";
+    widths[0] = 20;
+    cv[0] = label;
+    for (k = 0; k < COST_COLS; k++) {
+        names[k + 1] = cost_heads[k];
+        widths[k + 1] = k < NCOST_GROUPS + 2 ? 9 : 10;
+        cv[k + 1] = cell[k];
     }
+    write_section(f, fmt, fmt == FMT_TEXT ? "where the time goes: CPU us per request, busy "
+                  "share, switches per request, lock hold" : "where the time goes", cost_note);
+    table_head_grouped(&t, groups, sizeof groups / sizeof groups[0]);
     json_array_foreach(runs, i, run) {
-        char label[48];
-        const char *name = run_label(run, label, sizeof label);
         if (!cost_cells(cell, run))
             continue;
-        if (fmt == FMT_TEXT)
-            fprintf(f, "%-20s", name);
-        else if (fmt == FMT_MD)
-            fprintf(f, "| %s |", name);
-        else {
-            fprintf(f, "<tr><td>");
-            html_text(f, name);
-            fprintf(f, "</td>");
-        }
-        for (k = 0; k < COST_COLS; k++) {
-            if (fmt == FMT_TEXT)
-                fprintf(f, " %*s", k < NCOST_GROUPS + 2 ? 9 : 10, cell[k]);
-            else if (fmt == FMT_MD)
-                fprintf(f, " %s |", cell[k]);
-            else
-                fprintf(f, "<td class=n>%s</td>", cell[k]);
-        }
-        fprintf(f, fmt == FMT_HTML ? "</tr>\n" : "\n");
+        run_label(run, label, sizeof label);
+        table_row(&t, cv);
     }
-    if (fmt == FMT_HTML)
-        fprintf(f, "</table>\n");
-    else if (fmt == FMT_MD)
-        fputc('\n', f);
+    table_end(&t);
+}
+
+/* Where the time goes as a chart: one bar per run, stacked by who spent
+ * the CPU time per request. Runs without a cost get no bar. */
+void print_cost_chart(FILE *f, const json_t *res, enum fmt fmt)
+{
+    static const char *const colour[NCOST_GROUPS + 1] = {
+        "#3366cc", "#999999", "#ee9933", "#cc3333", "#339966", "#cccc66",
+    };
+    const int label_w = 170, bar_h = 16, gap = 6, width = 760, chart_w = width - label_w - 90;
+    const json_t *runs = json_object_get(res, "runs");
+    size_t n = json_array_size(runs), i, k, bars = 0;
+    struct svg_frame fr = { "cost", width, 0, 0, 0, 0, 0, 12, NULL };
+    double max = 0;
+    int y;
+
+    for (i = 0; i < n; i++) {
+        const json_t *us = json_object_get(json_object_get(json_array_get(runs, i), "cost"),
+                                           "cpu_us_per_request");
+        if (us && jnum(us, "total") > max)
+            max = jnum(us, "total");
+        for (k = 0; us && k <= NCOST_GROUPS; k++)       /* the segments drawn below */
+            bars += jnum(us, k < NCOST_GROUPS ? cost_groups[k][0] : "rest") > 0;
+    }
+    if (max <= 0)
+        return;
+    fr.h = 40 + (int)n * (bar_h + gap) + 10;
+    svg_open(f, &fr, bars, "CPU time per request, µs, by who spent it");
+    for (k = 0; k <= NCOST_GROUPS; k++) {                         /* legend */
+        svg_rect(f, label_w + (int)k * 95, 8, 12, 12, colour[k]);
+        svg_text(f, label_w + (int)k * 95 + 16, 18, NULL, "%s",
+                 k < NCOST_GROUPS ? cost_groups[k][1] : "load+rest");
+    }
+    y = 34;
+    for (i = 0; i < n; i++, y += bar_h + gap) {
+        const json_t *run = json_array_get(runs, i);
+        const json_t *us = json_object_get(json_object_get(run, "cost"), "cpu_us_per_request");
+        char label[48];
+        double x = label_w;
+
+        svg_text(f, label_w - 8, y + bar_h - 4, "end", "%s", run_label(run, label, sizeof label));
+        if (us == NULL)
+            continue;
+        for (k = 0; k <= NCOST_GROUPS; k++) {
+            const char *key = k < NCOST_GROUPS ? cost_groups[k][0] : "rest";
+            double v = jnum(us, key), w = v / max * chart_w;
+            if (v <= 0)
+                continue;
+            svg_bar(f, x, y, w, bar_h - 2, colour[k], "%s: %.0f us",
+                    k < NCOST_GROUPS ? cost_groups[k][1] : "load+rest", v);
+            x += w;
+        }
+        svg_text(f, x + 4, y + bar_h - 4, NULL, "%.0f", jnum(us, "total"));
+    }
+    svg_close(f);
 }
 
 /* ---------------------------------------------------------------- table */
@@ -163,61 +193,84 @@ static void fmt_range(char *buf, size_t n, const json_t *lo, const json_t *hi)
         fmt_ll(buf, n, lo);
 }
 
-const char *run_label(const json_t *run, char *buf, size_t n)
-{
-    snprintf(buf, n, "%s%s", jstr(run, "strategy", "?"),
-             json_is_true(json_object_get(run, "fence")) ? " +fence" : "");
-    return buf;
-}
+/* The main table's columns: their names on the terminal, in Markdown and
+ * in HTML (NULL: not there; the page has its latency table) and their
+ * width on the terminal. */
+#define RUN_COLS 15
+static const struct {
+    const char *text, *md, *html;
+    int         width;
+} run_cols[RUN_COLS] = {
+    { "strategy", "strategy", "strategy", 20 }, { "req/s", "req/s", "req/s", 8 },
+    { "sold/s", "sold/s", "sold/s", 8 }, { "steady/s", "steady/s", "steady/s", 8 },
+    { "sold", "sold", "sold", 6 }, { "final", "final", "final", 6 },
+    { "oversold", "oversold", "oversold", 8 }, { "lost", "lost", "lost updates", 6 },
+    { "unknown", "unknown", "unknown", 7 }, { "p50 ms", "p50 ms", NULL, 7 },
+    { "p99 ms", "p99 ms", NULL, 7 }, { "failed", "failed", "failed", 6 },
+    { "ceiling/s", "ceiling/s", "ceiling/s", 8 }, { "effic.", "efficiency", "efficiency", 7 },
+    { "seeds/s", "seeds req/s*", "seeds req/s*", 8 },
+};
 
-void row_fill(struct row *r, const json_t *run)
+/* One run's cells, in run_cols' order. */
+static void run_cells(char c[RUN_COLS][48], const json_t *run)
 {
     const json_t *lat = json_object_get(run, "latency_ms");
     const json_t *seed = json_object_get(run, "seed");
     double crate = jnum(run, "ceiling_rate");
 
-    run_label(run, r->name, sizeof r->name);
-    snprintf(r->rps, sizeof r->rps, "%.1f", jnum(run, "rps"));
-    snprintf(r->sold_s, sizeof r->sold_s, "%.1f", jnum(run, "sold_per_s"));
-    snprintf(r->steady, sizeof r->steady, "%.1f", jnum(run, "steady_sold_per_s"));
-    snprintf(r->sold, sizeof r->sold, "%lld", jint(run, "sold"));
-    fmt_ll(r->final, sizeof r->final, json_object_get(run, "final"));
-    fmt_range(r->oversold, sizeof r->oversold, json_object_get(run, "oversold"),
-              json_object_get(run, "oversold_max"));
-    fmt_range(r->lost, sizeof r->lost, json_object_get(run, "lost_updates"),
+    run_label(run, c[0], 48);
+    snprintf(c[1], 48, "%.1f", jnum(run, "rps"));
+    snprintf(c[2], 48, "%.1f", jnum(run, "sold_per_s"));
+    snprintf(c[3], 48, "%.1f", jnum(run, "steady_sold_per_s"));
+    snprintf(c[4], 48, "%lld", jint(run, "sold"));
+    fmt_ll(c[5], 48, json_object_get(run, "final"));
+    fmt_range(c[6], 48, json_object_get(run, "oversold"), json_object_get(run, "oversold_max"));
+    fmt_range(c[7], 48, json_object_get(run, "lost_updates"),
               json_object_get(run, "lost_updates_max"));
-    snprintf(r->unknown, sizeof r->unknown, "%lld", jint(run, "unknown"));
-    snprintf(r->p50, sizeof r->p50, "%.1f", jnum(lat, "p50"));
-    snprintf(r->p99, sizeof r->p99, "%.1f", jnum(lat, "p99"));
+    snprintf(c[8], 48, "%lld", jint(run, "unknown"));
+    snprintf(c[9], 48, "%.1f", jnum(lat, "p50"));
+    snprintf(c[10], 48, "%.1f", jnum(lat, "p99"));
+    snprintf(c[11], 48, "%lld", jint(run, "lock_timeouts") + jint(run, "unavailable") +
+             jint(run, "errors") + jint(run, "other_answers") + jint(run, "transport_errors"));
     if (crate > 0)
-        snprintf(r->ceiling, sizeof r->ceiling, "%.0f", crate);
+        snprintf(c[12], 48, "%.0f", crate);
     else
-        snprintf(r->ceiling, sizeof r->ceiling, "n/a");
-    fmt_eff(r->eff, sizeof r->eff, run);
+        snprintf(c[12], 48, "n/a");
+    fmt_eff(c[13], 48, run);
     if (seed)
-        snprintf(r->seed, sizeof r->seed, "%.1f", jnum(seed, "rps"));
+        snprintf(c[14], 48, "%.1f", jnum(seed, "rps"));
     else
-        snprintf(r->seed, sizeof r->seed, "-");
-    snprintf(r->errs, sizeof r->errs, "%lld", jint(run, "lock_timeouts") +
-             jint(run, "unavailable") + jint(run, "errors") + jint(run, "other_answers") +
-             jint(run, "transport_errors"));
+        snprintf(c[14], 48, "-");
 }
 
-void print_table(FILE *f, const json_t *results)
+void print_runs(FILE *f, const json_t *res, enum fmt fmt)
 {
-    const json_t *runs = json_object_get(results, "runs"), *run;
+    const char *names[RUN_COLS], *cv[RUN_COLS];
+    int widths[RUN_COLS], col[RUN_COLS], n = 0, k;
+    struct table t = { f, fmt, 0, names, widths };
+    char cell[RUN_COLS][48];
+    const json_t *run;
     size_t i;
 
-    fprintf(f, "%-20s %8s %8s %8s %6s %6s %8s %6s %7s %7s %7s %6s %8s %7s %8s\n",
-            "strategy", "req/s", "sold/s", "steady/s", "sold", "final", "oversold", "lost",
-            "unknown", "p50 ms", "p99 ms", "failed", "ceiling/s", "effic.", "seeds/s");
-    json_array_foreach(runs, i, run) {
-        struct row r;
-        row_fill(&r, run);
-        fprintf(f, "%-20s %8s %8s %8s %6s %6s %8s %6s %7s %7s %7s %6s %8s %7s %8s\n",
-                r.name, r.rps, r.sold_s, r.steady, r.sold, r.final, r.oversold, r.lost,
-                r.unknown, r.p50, r.p99, r.errs, r.ceiling, r.eff, r.seed);
+    for (k = 0; k < RUN_COLS; k++) {
+        const char *name = fmt == FMT_TEXT ? run_cols[k].text
+                         : fmt == FMT_MD ? run_cols[k].md : run_cols[k].html;
+        if (name == NULL)
+            continue;
+        names[n] = name;
+        widths[n] = run_cols[k].width;
+        col[n++] = k;
     }
+    t.n = n;
+    table_head(&t);
+    json_array_foreach(json_object_get(res, "runs"), i, run) {
+        int bad = jint(run, "oversold") > 0 || jint(run, "lost_updates") != 0;
+        run_cells(cell, run);
+        for (k = 0; k < n; k++)
+            cv[k] = cell[col[k]];
+        table_row_class(&t, cv, bad ? "bad" : NULL);
+    }
+    table_end(&t);
 }
 
 /* ---------------------------------------------------------------- seeds */
@@ -255,13 +308,14 @@ void print_seeds(FILE *f, const json_t *res, enum fmt fmt)
     }
     if (!shown && !left)
         return;
+    write_note_open(f, fmt);
     fprintf(f, "%s* %s: the seeds' published JMeter throughput (seed 000: 5000 units, 100 "
             "threads × 50 loops), measured by the course authors on their hardware: compare "
             "shapes, not absolute numbers. A figure stands only beside a run on as many "
             "service instances, here %s: the seed's no lock and JVM lock were measured straight "
             "on one service (§1.3, §1.4.1), its other locks through nginx on three (§1.5 on).",
-            fmt == FMT_HTML ? "<p class=note>" : fmt == FMT_TEXT ? "\n" : "\\",
-            fmt == FMT_TEXT ? "seeds/s" : "seeds req/s", instances_word(n));
+            fmt == FMT_MD ? "\\" : "", fmt == FMT_TEXT ? "seeds/s" : "seeds req/s",
+            instances_word(n));
     if (left) {
         int k = 0;
         fprintf(f, " Left out, measured on %s:", instances_word(other));
@@ -274,28 +328,26 @@ void print_seeds(FILE *f, const json_t *res, enum fmt fmt)
                                         : "a run through nginx on three instances sets the "
                                           "three-instance figures beside its own");
     }
-    fprintf(f, "%s", fmt == FMT_HTML ? "</p>\n" : fmt == FMT_TEXT ? "\n" : "\n\n");
+    write_note_close(f, fmt);
 }
 
 /* The strategies measured against the row's peak, against the concurrent
  * ceiling too: one sentence. */
-void print_concurrent(FILE *f, const json_t *runs, enum fmt fmt)
+void print_concurrent(FILE *f, const json_t *res, enum fmt fmt)
 {
     const json_t *run;
     size_t i;
     int n = 0;
 
-    json_array_foreach(runs, i, run) {
+    json_array_foreach(json_object_get(res, "runs"), i, run) {
         double e = jnum(run, "efficiency_concurrent");
         if (!json_object_get(run, "efficiency_concurrent") || e < 0)
             continue;
-        fprintf(f, "%s%s reaches %.1f%% of the concurrent hot-row UPDATE ceiling",
-                n++ ? "; " : fmt == FMT_HTML ? "<p class=note>" : "",
+        write_note_item(f, fmt, &n);
+        fprintf(f, "%s reaches %.1f%% of the concurrent hot-row UPDATE ceiling",
                 jstr(run, "strategy", "?"), e * 100.0);
     }
-    if (n)
-        fprintf(f, fmt == FMT_HTML ? " (the efficiency column uses the row's peak).</p>\n"
-                                   : " (the efficiency column uses the row's peak).\n\n");
+    write_note_items_close(f, fmt, n, " (the efficiency column uses the row's peak).");
 }
 
 /* Redlock over fewer than three servers is not the algorithm the row is
@@ -314,67 +366,87 @@ void print_topology(FILE *f, const json_t *res, enum fmt fmt)
             break;
     if (i == json_array_size(json_object_get(res, "runs")))
         return;
-    fprintf(f, "%sredlock ran over %s: %s (bench/stack up --redis 5 runs five).%s",
-            fmt == FMT_HTML ? "<p class=note>" : fmt == FMT_TEXT ? "\n" : "",
+    write_note_open(f, fmt);
+    fprintf(f, "redlock ran over %s: %s (bench/stack up --redis 5 runs five).",
             n == 1 ? "one Redis server" : "two Redis servers",
             n == 1 ? "its quorum is that server, so the row is a single-server lock with "
                      "Redlock's validity check, showing neither Redlock's cost nor its "
                      "fault tolerance"
                    : "its quorum is both, so it costs Redlock's round trips but "
-                     "survives no server failure",
-            fmt == FMT_HTML ? "</p>\n" : fmt == FMT_TEXT ? "\n" : "\n\n");
+                     "survives no server failure");
+    write_note_close(f, fmt);
 }
 
 /* A run whose purchases found their lock's key held by another strategy's
  * kind of lock (GET /stats "foreign") did not run alone: another strategy
  * sold the same product meanwhile, a service of its own or the previous
  * run's purchases still in flight. Its counts are not its own alone. */
-void print_mixed(FILE *f, const json_t *runs, enum fmt fmt)
+void print_mixed(FILE *f, const json_t *res, enum fmt fmt)
 {
     const json_t *run;
     size_t i;
     int n = 0;
 
-    json_array_foreach(runs, i, run) {
+    json_array_foreach(json_object_get(res, "runs"), i, run) {
         long long met = jint(json_object_get(run, "server"), "foreign");
         if (met <= 0)
             continue;
-        fprintf(f, "%s%s: %lld purchase%s found the lock's key held by another strategy's kind "
-                "of lock", n++ ? "; " : fmt == FMT_HTML ? "<p class=note>" : "",
-                jstr(run, "strategy", "?"), met, met == 1 ? "" : "s");
+        write_note_item(f, fmt, &n);
+        fprintf(f, "%s: %lld purchase%s found the lock's key held by another strategy's kind "
+                "of lock", jstr(run, "strategy", "?"), met, met == 1 ? "" : "s");
     }
-    if (n)
-        fprintf(f, "%s", fmt == FMT_HTML
-                ? ". Strategies were mixed on one product: another service, or a previous "
-                  "run's purchases still in flight, sold it meanwhile.</p>\n"
-                : ". Strategies were mixed on one product: another service, or a previous "
-                  "run's purchases still in flight, sold it meanwhile.\n\n");
+    write_note_items_close(f, fmt, n, ". Strategies were mixed on one product: another "
+                           "service, or a previous run's purchases still in flight, sold it "
+                           "meanwhile.");
 }
 
-const char wrk_note[] =
+static const char wrk_note[] =
     "Duration runs (wrk): purchases still in flight when the time is up go on in their "
     "instances until answered; compare waits for them, and sold, oversold and lost "
     "updates count them (the instances' counters), while req/s and sold/s are the "
     "answers wrk saw within its time.";
-const char serial_note[] =
+static const char serial_note[] =
     "none and mutex are measured against the serial SELECT + UPDATE ceiling although they "
     "do not serialise across instances: above 100 % means sales overlapped, which is "
     "exactly how they lose updates.";
+
+/* What the main table's numbers are, under it: the duration runs' count
+ * (wrk), and why none and mutex may pass their ceiling. */
+void print_notes(FILE *f, const json_t *res, enum fmt fmt)
+{
+    if (!strcmp(jstr(json_object_get(res, "settings"), "driver", ""), "wrk")) {
+        write_note_open(f, fmt);
+        fputs(wrk_note, f);
+        write_note_close(f, fmt);
+    }
+    write_note_open(f, fmt);
+    fputs(serial_note, f);
+    write_note_close(f, fmt);
+}
 
 /* ---------------------------------------------------------------- faults */
 
 /* The fault scenarios' table (runs with ll-check's verdict, "check"): per
  * strategy and fence, what sold and what was refused, and what the
  * checker found in the ledger alone. Nothing is printed for other runs. */
-void print_faults(FILE *f, const json_t *runs, enum fmt fmt)
+static const char faults_note[] =
+    "sold, oversold and lost come from the instances' counters and the stock; fenced: late "
+    "writes the database refused for an old token; lock_lost: writes the holder refused "
+    "itself because its lease may have ended; the last three columns are what ll-check "
+    "found in the sales ledger alone.";
+
+void print_faults(FILE *f, const json_t *res, enum fmt fmt)
 {
-    static const char *const head[] = {
+    static const char *const names[] = {
         "strategy", "fence", "sold", "oversold", "lost", "fenced", "lock_lost", "unknown",
         "ledger: lost", "overlaps", "stale tokens",
     };
-    const size_t ncol = sizeof head / sizeof head[0];
-    const json_t *run, *check;
-    char cell[11][48];
+    static const int widths[] = { 20, 5, 6, 8, 6, 6, 9, 7, 12, 8, 12 };
+    enum { NCOL = sizeof widths / sizeof widths[0] };
+    const struct table t = { f, fmt, NCOL, names, widths };
+    const json_t *runs = json_object_get(res, "runs"), *run, *check;
+    char cell[NCOL][48];
+    const char *cv[NCOL];
     size_t i, c;
     int any = 0;
 
@@ -382,28 +454,17 @@ void print_faults(FILE *f, const json_t *runs, enum fmt fmt)
         any |= json_object_get(run, "check") != NULL;
     if (!any)
         return;
-    if (fmt == FMT_HTML) {
-        fprintf(f, "<h2>Under faults</h2>\n<table><tr>");
-        for (c = 0; c < ncol; c++)
-            fprintf(f, "<th>%s</th>", head[c]);
-        fprintf(f, "</tr>\n");
-    } else if (fmt == FMT_MD) {
-        fprintf(f, "## Under faults\n\n|");
-        for (c = 0; c < ncol; c++)
-            fprintf(f, " %s |", head[c]);
-        fprintf(f, "\n|---|---|");
-        for (c = 2; c < ncol; c++)
-            fprintf(f, "--:|");
-        fprintf(f, "\n");
-    } else {
-        fprintf(f, "\nunder faults (the ledger judged by ll-check):\n"
-                "%-20s %5s %6s %8s %6s %6s %9s %7s %12s %8s %12s\n", head[0], head[1],
-                head[2], head[3], head[4], head[5], head[6], head[7], head[8], head[9], head[10]);
-    }
+    for (c = 0; c < NCOL; c++)
+        cv[c] = cell[c];
+    write_section(f, fmt, "under faults (the ledger judged by ll-check)", faults_note);
+    table_head(&t);
     json_array_foreach(runs, i, run) {
+        const json_t *server = json_object_get(run, "server");
+        int bad;
+
         if ((check = json_object_get(run, "check")) == NULL)
             continue;
-        const json_t *server = json_object_get(run, "server");
+        bad = jint(run, "lost_updates") != 0 || jint(check, "lost") || jint(check, "overlap");
         snprintf(cell[0], sizeof cell[0], "%s", jstr(run, "strategy", "?"));
         snprintf(cell[1], sizeof cell[1], "%s", json_is_true(json_object_get(run, "fence")) ? "yes" : "no");
         snprintf(cell[2], sizeof cell[2], "%lld", jint(run, "sold"));
@@ -415,35 +476,7 @@ void print_faults(FILE *f, const json_t *runs, enum fmt fmt)
         snprintf(cell[8], sizeof cell[8], "%lld", jint(check, "lost"));
         snprintf(cell[9], sizeof cell[9], "%lld", jint(check, "overlap"));
         snprintf(cell[10], sizeof cell[10], "%lld", jint(check, "token"));
-        if (fmt == FMT_HTML) {
-            int bad = jint(run, "lost_updates") != 0 || jint(check, "lost") || jint(check, "overlap");
-            fprintf(f, "<tr%s>", bad ? " class=\"bad\"" : "");
-            for (c = 0; c < ncol; c++) {
-                fprintf(f, c ? "<td class=n>" : "<td>");
-                html_text(f, cell[c]);
-                fprintf(f, "</td>");
-            }
-            fprintf(f, "</tr>\n");
-        } else if (fmt == FMT_MD) {
-            fprintf(f, "|");
-            for (c = 0; c < ncol; c++)
-                fprintf(f, " %s |", cell[c]);
-            fprintf(f, "\n");
-        } else {
-            fprintf(f, "%-20s %5s %6s %8s %6s %6s %9s %7s %12s %8s %12s\n", cell[0], cell[1],
-                    cell[2], cell[3], cell[4], cell[5], cell[6], cell[7], cell[8], cell[9],
-                    cell[10]);
-        }
+        table_row_class(&t, cv, bad ? "bad" : NULL);
     }
-    if (fmt == FMT_HTML)
-        fprintf(f, "</table>\n<p class=note>sold, oversold and lost from the instances' "
-                "counters and the stock; fenced: late writes the database refused for an old "
-                "token; lock_lost: writes the holder itself refused because its lease may have "
-                "ended; the last three columns are what ll-check found in the sales ledger "
-                "alone.</p>\n");
-    else if (fmt == FMT_MD)
-        fprintf(f, "\nsold, oversold and lost come from the instances' counters and the "
-                "stock; fenced: late writes the database refused for an old token; lock_lost: "
-                "writes the holder refused itself because its lease may have ended; the last "
-                "three columns are what ll-check found in the sales ledger alone.\n\n");
+    table_end(&t);
 }

@@ -320,7 +320,12 @@ static const char time_note[] =
     "percentile, from the load tool's own histogram (the tail spread out: 90 %, 99 %, "
     "99.9 % … evenly spaced). A steady run has close lowest and highest seconds.";
 
-void print_time(FILE *f, const json_t *runs, enum fmt fmt)
+static void svg_timeline(FILE *f, const json_t *run, const char *label);
+static void svg_percentiles(FILE *f, const json_t *run, const char *label);
+
+/* The table of every run's seconds and percentiles, and on the page each
+ * run's pair of charts under it. */
+void print_time(FILE *f, const json_t *res, enum fmt fmt)
 {
     static const char *const names[] = {
         "strategy", "seconds", "sold/s low", "median", "high", "p50 ms", "p90", "p99",
@@ -328,9 +333,10 @@ void print_time(FILE *f, const json_t *runs, enum fmt fmt)
     };
     static const double q[] = { 0.5, 0.9, 0.99, 0.999, 1 };
     static const int widths[] = { 24, 7, 10, 8, 8, 8, 8, 8, 8, 8 };
+    const struct table t = { f, fmt, 10, names, widths };
+    const json_t *runs = json_object_get(res, "runs"), *run;
     char v[10][32];
     const char *cv[10];
-    const json_t *run;
     size_t i, k;
     int any = 0;
 
@@ -345,8 +351,8 @@ void print_time(FILE *f, const json_t *runs, enum fmt fmt)
         if (n == 0 && json_array_size(pct) == 0)
             continue;
         if (!any++) {
-            section(f, fmt, "over time and by percentile", time_note);
-            head(f, fmt, names, widths, 10);
+            write_section(f, fmt, "over time and by percentile", time_note);
+            table_head(&t);
         }
         run_label(run, v[0], sizeof v[0]);
         sold_spread(tl, spread);
@@ -358,47 +364,35 @@ void print_time(FILE *f, const json_t *runs, enum fmt fmt)
             double ms = pct_at(pct, q[k]);
             snprintf(v[5 + k], sizeof v[5 + k], ms < 0 ? "-" : "%.1f", ms);
         }
-        cells(f, fmt, cv, widths, 10);
+        table_row(&t, cv);
     }
-    if (any)
-        table_end(f, fmt);
+    if (!any)
+        return;
+    table_end(&t);
+    if (fmt != FMT_HTML)
+        return;
+    json_array_foreach(runs, i, run) {
+        char label[48];
+        run_label(run, label, sizeof label);
+        fprintf(f, "<div style=\"display:flex;flex-wrap:wrap;gap:16px;margin:1em 0\">\n");
+        svg_timeline(f, run, label);
+        svg_percentiles(f, run, label);
+        fprintf(f, "</div>\n");
+    }
 }
 
-/* The plot area of every chart here, inside its margins. */
-enum { CH_W = 420, CH_H = 180, CH_L = 58, CH_R = 28, CH_T = 12, CH_B = 36 };
-#define PLOT_W ((double)(CH_W - CH_L - CH_R))
-#define PLOT_H ((double)(CH_H - CH_T - CH_B))
+/* The frame of every chart here: 420 × 180, the plot inside its margins. */
+static const struct svg_frame time_frame = {
+    NULL, 420, 180, 58, 28, 12, 36, 11, "margin:0;width:420px",
+};
 
-static void chart_open(FILE *f, const char *kind, size_t points, const char *label,
-                       const char *caption)
+/* A chart's frame, of its kind. */
+static struct svg_frame frame_of(const char *kind)
 {
-    fprintf(f, "<figure style=\"margin:0;width:%dpx\"><figcaption>", CH_W);
-    html_text(f, label);
-    fprintf(f, ": %s</figcaption>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-            "height=\"%d\" role=\"img\" font-family=\"sans-serif\" font-size=\"11\" "
-            "data-chart=\"%s\" data-points=\"%zu\">\n", caption, CH_W, CH_H, kind, points);
-    fprintf(f, "<path d=\"M%d %d V%d H%d\" stroke=\"#888\" fill=\"none\"/>\n", CH_L, CH_T,
-            CH_H - CH_B, CH_W - CH_R);
-}
+    struct svg_frame fr = time_frame;
 
-static void chart_close(FILE *f)
-{
-    fprintf(f, "</svg></figure>\n");
-}
-
-/* A y-axis label at value v of max. */
-static void y_label(FILE *f, double v, double max, const char *fmt_s)
-{
-    double y = CH_T + PLOT_H - v / max * PLOT_H;
-    fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">", CH_L - 4, y + 4);
-    fprintf(f, fmt_s, v);
-    fprintf(f, "</text><path d=\"M%d %.1f h4\" stroke=\"#888\"/>\n", CH_L - 2, y);
-}
-
-static void x_label(FILE *f, double x, const char *text)
-{
-    fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", CH_L + x,
-            CH_H - CH_B + 14, text);
+    fr.kind = kind;
+    return fr;
 }
 
 /* Answers and sales per second, one bar pair per bucket. */
@@ -406,7 +400,8 @@ static void svg_timeline(FILE *f, const json_t *run, const char *label)
 {
     const json_t *tl = json_object_get(run, "timeline");
     size_t n = json_array_size(json_object_get(tl, "end_s")), i;
-    double max = 0, total, b, e, a, s;
+    struct svg_frame fr = frame_of("timeline");
+    double plot_w = fr.w - fr.l - fr.r, plot_h = fr.h - fr.t - fr.b, max = 0, total, b, e, a, s;
     char text[32];
 
     if (n == 0)
@@ -419,40 +414,41 @@ static void svg_timeline(FILE *f, const json_t *run, const char *label)
     total = e;
     if (max <= 0)
         max = 1;
-    chart_open(f, "timeline", n, label, !strcmp(jstr(tl, "source", ""), "server")
-               ? "purchases finished and sold per second (the instances' /stats, polled)"
-               : "answers and sales per second (the load tool's)");
+    svg_open(f, &fr, n, "%s: %s", label, !strcmp(jstr(tl, "source", ""), "server")
+             ? "purchases finished and sold per second (the instances' /stats, polled)"
+             : "answers and sales per second (the load tool's)");
+    svg_axes(f, &fr);
     for (i = 0; i < n; i++) {
         double x, w;
         bucket_rates(tl, i, &b, &e, &a, &s);
-        x = CH_L + b / total * PLOT_W;
-        w = (e - b) / total * PLOT_W;
-        fprintf(f, "<g class=\"mark\"><title>%.1f–%.1f s: %.0f answers/s, %.0f sold/s</title>"
-                "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#cccccc\"/>"
-                "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#3366cc\"/></g>\n",
-                b, e, a, s, x + 0.5, CH_T + PLOT_H - a / max * PLOT_H, w > 2 ? w - 1 : w,
-                a / max * PLOT_H, x + 0.5, CH_T + PLOT_H - s / max * PLOT_H,
-                w > 2 ? w - 1 : w, s / max * PLOT_H);
+        x = svg_x(&fr, b / total);
+        w = (e - b) / total * plot_w;
+        svg_group_open(f, "%.1f–%.1f s: %.0f answers/s, %.0f sold/s", b, e, a, s);
+        svg_rect(f, x + 0.5, svg_y(&fr, a, max), w > 2 ? w - 1 : w, a / max * plot_h, "#cccccc");
+        svg_rect(f, x + 0.5, svg_y(&fr, s, max), w > 2 ? w - 1 : w, s / max * plot_h, "#3366cc");
+        svg_group_close(f);
     }
-    y_label(f, 0, max, "%.0f");
-    y_label(f, max, max, "%.0f/s");
-    x_label(f, 0, "0");
+    snprintf(text, sizeof text, "%.0f", 0.0);
+    svg_tick_y(f, &fr, svg_y(&fr, 0, max), text);
+    snprintf(text, sizeof text, "%.0f/s", max);
+    svg_tick_y(f, &fr, svg_y(&fr, max, max), text);
+    svg_tick_x(f, &fr, svg_x(&fr, 0), "0");
     snprintf(text, sizeof text, "%.1f s", total);
-    x_label(f, PLOT_W, text);
-    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"#3366cc\"/>"
-            "<text x=\"%d\" y=\"%d\">sold</text><rect x=\"%d\" y=\"%d\" width=\"10\" "
-            "height=\"10\" fill=\"#cccccc\"/><text x=\"%d\" y=\"%d\">answered</text>\n",
-            CH_L + 70, CH_H - 14, CH_L + 84, CH_H - 5, CH_L + 130, CH_H - 14, CH_L + 144,
-            CH_H - 5);
-    chart_close(f);
+    svg_tick_x(f, &fr, svg_x(&fr, 1), text);
+    svg_rect(f, fr.l + 70, fr.h - 14, 10, 10, "#3366cc");
+    svg_text(f, fr.l + 84, fr.h - 5, NULL, "sold");
+    svg_rect(f, fr.l + 130, fr.h - 14, 10, 10, "#cccccc");
+    svg_text(f, fr.l + 144, fr.h - 5, NULL, "answered");
+    svg_close(f);
 }
 
-/* x of quantile q on the percentile chart: log10(1 / (1 − q)), the tail
- * cut at TAIL_DECADES (the maximum sits there too). */
-static double q_x(double q)
+/* x of quantile q on the percentile chart, a share of its width:
+ * log10(1 / (1 − q)), the tail cut at TAIL_DECADES (the maximum sits
+ * there too). */
+static double q_share(double q)
 {
     double d = q >= 1 ? TAIL_DECADES : log10(1.0 / (1.0 - q));
-    return (d > TAIL_DECADES ? TAIL_DECADES : d) / TAIL_DECADES * PLOT_W;
+    return (d > TAIL_DECADES ? TAIL_DECADES : d) / TAIL_DECADES;
 }
 
 /* Latency by percentile: one line through the load tool's quantiles. */
@@ -461,7 +457,9 @@ static void svg_percentiles(FILE *f, const json_t *run, const char *label)
     static const char *const ticks[] = { "0%", "90%", "99%", "99.9%", "99.99%", "99.999%" };
     const json_t *pct = json_object_get(run, "lat_percentiles"), *pair;
     size_t n = json_array_size(pct), i;
-    double max = 0;
+    struct svg_frame fr = frame_of("percentiles");
+    double max = 0, *x, *y;
+    char text[32];
 
     if (n == 0)
         return;
@@ -470,45 +468,30 @@ static void svg_percentiles(FILE *f, const json_t *run, const char *label)
             max = json_number_value(json_array_get(pair, 1));
     if (max <= 0)
         max = 1;
-    chart_open(f, "percentiles", n, label, "latency by percentile, ms (the load tool's)");
-    fprintf(f, "<polyline fill=\"none\" stroke=\"#cc3333\" stroke-width=\"1.5\" points=\"");
-    json_array_foreach(pct, i, pair)
-        fprintf(f, "%s%.1f,%.1f", i ? " " : "", CH_L + q_x(json_number_value(json_array_get(pair, 0))),
-                CH_T + PLOT_H - json_number_value(json_array_get(pair, 1)) / max * PLOT_H);
-    fprintf(f, "\"/>\n");
+    x = calloc(n, sizeof *x);
+    y = calloc(n, sizeof *y);
+    if (x == NULL || y == NULL)
+        abort();                              /* out of memory */
+    json_array_foreach(pct, i, pair) {
+        x[i] = svg_x(&fr, q_share(json_number_value(json_array_get(pair, 0))));
+        y[i] = svg_y(&fr, json_number_value(json_array_get(pair, 1)), max);
+    }
+    svg_open(f, &fr, n, "%s: latency by percentile, ms (the load tool's)", label);
+    svg_axes(f, &fr);
+    svg_line(f, x, y, n, "#cc3333", 1.5, NULL);
     json_array_foreach(pct, i, pair) {
         double q = json_number_value(json_array_get(pair, 0));
         double ms = json_number_value(json_array_get(pair, 1));
-        fprintf(f, "<circle class=\"mark\" cx=\"%.1f\" cy=\"%.1f\" r=\"2\" fill=\"#cc3333\">"
-                "<title>%s%g: "
-                "%.3f ms</title></circle>\n", CH_L + q_x(q), CH_T + PLOT_H - ms / max * PLOT_H,
-                q >= 1 ? "max, q = " : "q = ", q, ms);
+        svg_dot(f, x[i], y[i], 2, "#cc3333", 1, "%s%g: %.3f ms", q >= 1 ? "max, q = " : "q = ",
+                q, ms);
     }
     for (i = 0; i < sizeof ticks / sizeof ticks[0]; i++)
-        x_label(f, (double)i / TAIL_DECADES * PLOT_W, ticks[i]);
-    y_label(f, 0, max, "%.0f");
-    y_label(f, max, max, max >= 10 ? "%.0f ms" : "%.2f ms");
-    chart_close(f);
-}
-
-void html_time(FILE *f, const json_t *runs)
-{
-    const json_t *run;
-    size_t i;
-    int any = 0;
-
-    json_array_foreach(runs, i, run)
-        any |= json_array_size(json_object_get(json_object_get(run, "timeline"), "end_s")) > 0 ||
-               json_array_size(json_object_get(run, "lat_percentiles")) > 0;
-    if (!any)
-        return;
-    print_time(f, runs, FMT_HTML);
-    json_array_foreach(runs, i, run) {
-        char label[48];
-        run_label(run, label, sizeof label);
-        fprintf(f, "<div style=\"display:flex;flex-wrap:wrap;gap:16px;margin:1em 0\">\n");
-        svg_timeline(f, run, label);
-        svg_percentiles(f, run, label);
-        fprintf(f, "</div>\n");
-    }
+        svg_tick_x(f, &fr, svg_x(&fr, (double)i / TAIL_DECADES), ticks[i]);
+    snprintf(text, sizeof text, "%.0f", 0.0);
+    svg_tick_y(f, &fr, svg_y(&fr, 0, max), text);
+    snprintf(text, sizeof text, max >= 10 ? "%.0f ms" : "%.2f ms", max);
+    svg_tick_y(f, &fr, svg_y(&fr, max, max), text);
+    free(x);
+    free(y);
+    svg_close(f);
 }

@@ -1,4 +1,4 @@
-/* report.c — ll-report: the comparison's JSON, table and reports.
+/* report_main.c — ll-report: the comparison's JSON, table and reports.
  *
  * bench/compare does the HTTP and leaves its raw measurements in
  * RUN/raw/; everything that parses JSON or does arithmetic is here, with
@@ -250,18 +250,7 @@ static int cmd_build(const char *dir)
     free(p);
     write_file(dir, "report.md", write_md, res);
     write_file(dir, "report.html", write_html, res);
-    print_table(stdout, res);
-    print_seeds(stdout, res, FMT_TEXT);
-    print_bounds(stdout, res, FMT_TEXT);
-    print_faults(stdout, json_object_get(res, "runs"), FMT_TEXT);
-    print_front(stdout, res, FMT_TEXT);
-    print_reconcile(stdout, json_object_get(res, "runs"), FMT_TEXT);
-    print_storms(stdout, res, FMT_TEXT);
-    print_grain(stdout, res, FMT_TEXT);
-    print_cost(stdout, json_object_get(res, "runs"), FMT_TEXT);
-    print_topology(stdout, res, FMT_TEXT);
-    print_ceilings(stdout, res, FMT_TEXT);
-    print_mixed(stdout, json_object_get(res, "runs"), FMT_TEXT);
+    print_summary(stdout, res);                          /* report_page.c */
     json_decref(res);
     free(raw);
     return 0;
@@ -270,7 +259,7 @@ static int cmd_build(const char *dir)
 static int cmd_table(const char *path)
 {
     json_t *res = load_json(path);
-    print_table(stdout, res);
+    print_runs(stdout, res, FMT_TEXT);
     json_decref(res);
     return 0;
 }
@@ -416,6 +405,7 @@ int main(int argc, char **argv)
 {
     const char *cmd = argc > 1 ? argv[1] : "";
 
+    cli_init("ll-report", 1);
     if (!strcmp(cmd, "locks") && argc == 3)
         return cmd_locks(argv[2]);
     if (!strcmp(cmd, "line") && argc >= 5) {

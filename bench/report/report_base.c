@@ -1,26 +1,15 @@
-/* report_load.c — ll-report's reading: JSON and key=value files, and the
- * typed lookups every section uses. A file that is not what it should be
- * stops ll-report with its name and what is wrong (die()); a missing key
- * reads as 0 or a default, since an older run may not have it.
+/* report_base.c — what every part of ll-report stands on: reading JSON and
+ * key=value files, writing a document's files, the typed lookups every
+ * section uses, and the few facts of a run that several sections name:
+ * its label, its strategy's entry in GET /locks, a load's steady rate.
+ * A file that is not what it should be stops ll-report with its name and
+ * what is wrong (die(), bench/common/cli.h); a missing key reads as 0 or a
+ * default, since an older run may not have it.
  */
 #include "report_private.h"
 
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---------------------------------------------------------------- errors */
-
-void die(const char *fmt, ...)
-{
-    va_list ap;
-    fputs("ll-report: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    exit(1);
-}
 
 /* ---------------------------------------------------------------- loading */
 
@@ -152,4 +141,39 @@ json_t *load_part(const char *dir, const char *fmt, const char *idx, int optiona
     j = optional ? json_load_file(p, 0, NULL) : load_json(p);
     free(p);
     return j;
+}
+
+/* ---------------------------------------------------------------- a run's facts */
+
+const char *run_label(const json_t *run, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s%s", jstr(run, "strategy", "?"),
+             json_is_true(json_object_get(run, "fence")) ? " +fence" : "");
+    return buf;
+}
+
+const json_t *lock_entry(const json_t *locks, const char *name)
+{
+    const json_t *s;
+    size_t i;
+
+    json_array_foreach(json_object_get(locks, "strategies"), i, s)
+        if (!strcmp(jstr(s, "name", ""), name))
+            return s;
+    return NULL;
+}
+
+double load_steady_rate(const json_t *load)
+{
+    const json_t *sold = json_object_get(json_object_get(load, "per_second"), "sold");
+    double elapsed = jnum(load, "elapsed_s");
+    long long v[600];
+    size_t i, n = json_array_size(sold);
+
+    if (n == 0)
+        return -1.0;
+    for (i = 0; i < n && i < sizeof v / sizeof v[0]; i++)
+        v[i] = (long long)json_integer_value(json_array_get(sold, i));
+    /* The first second holds the ramp: left out when a whole one follows. */
+    return harness_steady_rate(v, i, elapsed, elapsed >= 2.0 ? 1 : 0);
 }

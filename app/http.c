@@ -533,6 +533,31 @@ static enum MHD_Result route_stock(struct exchange *x, struct request *r)
     return reply(x, status_code(rc), body);
 }
 
+/* The names of the faults (locks/faults.h) whose bits are set in mask. */
+static json_t *fault_names(unsigned mask)
+{
+    json_t *names = json_array();
+    int i;
+
+    for (i = 0; i < LOCK_FAULT_COUNT; i++)
+        if (mask & (1u << i))
+            json_array_append_new(names, json_string(lock_fault_name(i)));
+    return names;
+}
+
+/* The faults the matrix judges strategies under, in its order. */
+static json_t *fault_list(void)
+{
+    json_t *list = json_array();
+    int i;
+
+    for (i = 0; i < LOCK_FAULT_COUNT; i++)
+        json_array_append_new(list, json_pack("{s:s,s:s,s:s}", "name", lock_fault_name(i),
+                                              "families", lock_fault_families(i),
+                                              "what", lock_fault_what(i)));
+    return list;
+}
+
 static enum MHD_Result route_locks(struct exchange *x, struct request *r)
 {
     const struct lock_ops *const *all;
@@ -563,10 +588,14 @@ static enum MHD_Result route_locks(struct exchange *x, struct request *r)
             json_object_set_new(one, "compare_skip", json_string(o->compare_skip));
         if (o->release_pause)
             json_object_set_new(one, "release_pause", json_string(o->release_pause));
+        /* Its claims under the faults (locks/faults.h): what it does not survive. */
+        json_object_set_new(one, "fails", fault_names(o->fails));
+        if (o->fence)
+            json_object_set_new(one, "fence_fails", fault_names(o->fence_fails));
         json_array_append_new(list, one);
     }
-    return reply(x, MHD_HTTP_OK, json_pack("{s:s,s:o}", "default", cfg->lock,
-                                              "strategies", list));
+    return reply(x, MHD_HTTP_OK, json_pack("{s:s,s:o,s:o}", "default", cfg->lock,
+                                              "strategies", list, "faults", fault_list()));
 }
 
 static enum MHD_Result route_stats(struct exchange *x, struct request *r)

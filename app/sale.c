@@ -58,8 +58,11 @@ again:
         return rc;
     if (count < ctx->qty)           /* qty units or none (seed 003) */
         return LL_SOLD_OUT;
-    if (tries == 0)
-        stock_hold(ctx);    /* the window between read and write, stretched */
+    if (tries == 0 && ctx->hold_ms > 0) {   /* the window between read and write, stretched */
+        stats_holding(1);
+        stock_hold(ctx);
+        stats_holding(-1);
+    }
     if ((rc = lock_check(ctx, key)) != LL_OK)
         return rc;
     if (ctx->check_pause_ms > 0 && tries == 0)  /* fault: the check's answer came late */

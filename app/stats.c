@@ -39,11 +39,13 @@ static struct lock_stats *stats;
 static int nstats;
 static _Atomic int64_t in_flight;
 static _Atomic int64_t late;            /* purchases in their ?late_ms window */
+static _Atomic int64_t holding;         /* guarded sales in their ?hold_ms window */
 static _Atomic uint64_t overloaded;
 
 void stats_begin(void) { atomic_fetch_add(&in_flight, 1); }
 void stats_end(void)   { atomic_fetch_sub(&in_flight, 1); }
 void stats_late(int n)  { atomic_fetch_add(&late, n); }
+void stats_holding(int n) { atomic_fetch_add(&holding, n); }
 void stats_overloaded(void) { atomic_fetch_add_explicit(&overloaded, 1, memory_order_relaxed); }
 
 /* ---------------------------------------------------------------- histogram */
@@ -277,9 +279,10 @@ json_t *stats_json(void)
     all = lock_all(&n);
     for (i = 0; i < n && i < nstats; i++)
         json_object_set_new(by, all[i]->name, one_json(&stats[i]));
-    return json_pack("{s:I,s:I,s:I,s:I,s:i,s:o,s:o,s:o}",
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:i,s:o,s:o,s:o}",
                      "in_flight", (json_int_t)atomic_load(&in_flight),
                      "late", (json_int_t)atomic_load(&late),
+                     "holding", (json_int_t)atomic_load(&holding),
                      "overloaded", (json_int_t)atomic_load(&overloaded),
                      "context_switches", (json_int_t)context_switches(),
                      "threads", thread_count(), "loop", loop_json(),

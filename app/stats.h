@@ -41,11 +41,16 @@ void    stats_end(void);
  * waits for its holders to be there before it pauses them
  * (tests/faults.sh); nothing else counts on it. */
 void    stats_late(int n);
+/* The same for the window of ?hold_ms of a guarded sale (holding its lock,
+ * before its checks): the fault matrix waits for its holders there
+ * (bench/lib/compare_matrix.sh). */
+void    stats_holding(int n);
 /* A request refused because the instance had more than --max-connections
  * connections open (answered 503 "overloaded", before any route). */
 void    stats_overloaded(void);
-json_t *stats_json(void);   /* {"in_flight":N,"late":N,"overloaded":N,"context_switches":N,
-                             *  "rtt":{...} (rtt.h), "strategies":{name:{...}}} */
+json_t *stats_json(void);   /* {"in_flight":N,"late":N,"holding":N,"overloaded":N,
+                             *  "context_switches":N, "rtt":{...} (rtt.h),
+                             *  "strategies":{name:{...}}} */
 /* The same counters as Prometheus's families (metrics.h, docs/metrics.md). */
 void    stats_metrics(struct metrics *m);
 

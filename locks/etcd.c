@@ -222,6 +222,7 @@ const struct lock_ops lock_etcd = {
     .summary  = "etcd's concurrency.Mutex: key <prefix>/<lease> under a kept-alive session lease, each waiter watches the key created just before its own (seed 004 §4.1)",
     .flaw     = "held only as long as its lease: a holder paused past the TTL loses it unknowingly (the token catches its write)",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_FAIR | LOCK_EXACT | LOCK_FENCED,
+    .fails    = FAULT_PAUSE_LATE,
     .ceiling  = LOCK_CEIL_SERIAL_ETCD,
     .acquire  = etcd_acquire,
     .release  = etcd_release,

@@ -82,6 +82,7 @@ const struct lock_ops lock_hybrid = {
     .summary  = "redisson's lock:P in front of curator's /locklab/locks/P: Redis screens, ZooKeeper arbitrates (seed 004 §4.5.1)",
     .flaw     = "both services' round trips on every sale: slower than redisson, and than curator uncontended; needs both up",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
+    .fails    = FAULT_PAUSE_LATE,
     .ceiling  = LOCK_CEIL_SERIAL_ZK,
     .acquire  = hybrid_acquire,
     .release  = hybrid_release,

@@ -28,6 +28,7 @@
 #define LOCKLAB_LOCK_H
 
 #include "../core/ctx.h"
+#include "faults.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -228,6 +229,17 @@ struct lock_ops {
      * or wakes every other waiter), where bench/lesson shows it in seconds.
      * GET /locks says it as "compare_skip". */
     const char *compare_skip;
+
+    /* The claims the fault matrix holds it to (faults.h): FAULT_* bits of
+     * the faults it is known not to survive, under which it may lose an
+     * update or oversell: `fails` without ?fence=1, `fence_fails` with it
+     * (only for a strategy with a fencing service). An exact strategy that
+     * loses under a fault it does not list fails the matrix; a fault listed
+     * is shown, and one that never shows its loss is reported (the list is
+     * then wrong, and changes here, with its evidence in
+     * docs/strategies.md). GET /locks serves both by name. */
+    unsigned    fails;
+    unsigned    fence_fails;
 };
 
 /* hold_rtts: the round trips between hosts (an instance and a backend,

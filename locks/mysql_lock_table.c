@@ -197,6 +197,7 @@ const struct lock_ops lock_mysql_lock_table = {
     .summary = "db_lock row with a unique lock_name: INSERT to lock, DELETE to unlock, owner + expiry (seed 000 §2)",
     .flaw    = "spins on the database it protects; no renewal, so a holder slower than the lease is overtaken",
     .props   = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
+    .fails   = FAULT_PAUSE_LATE,
     .ceiling = LOCK_CEIL_SERIAL_MYSQL,
     .acquire = table_acquire,
     .release = table_release,

@@ -46,6 +46,7 @@ const struct lock_ops lock_redis_buckets = {
     .summary  = "the stock split in K Redis keys, {stock:P:bN} hash tags (POST /stock/reset?buckets=K): redis-decr's script on one bucket, the next when it is empty; sold out only when a pass found all empty",
     .flaw     = "MariaDB trails by what the streams hold; one Redis server runs every bucket on its one thread; each bucket splits the batches (more script calls and consumer transactions a sale); one unit a purchase",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .fails    = FAULT_REDIS_RESTART | FAULT_FAILOVER,
     .ceiling  = LOCK_CEIL_REDIS_DECR,
     .stock    = "redis",
     .nofence  = "no lock to fence: one Lua script on a bucket's keys is the whole sale, atomic in Redis",

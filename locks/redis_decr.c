@@ -345,6 +345,7 @@ const struct lock_ops lock_redis_decr = {
     .summary  = "{stock:P} in Redis: one Lua script checks count >= qty, DECRBY, XADD of the sale to {stock:P}:sales; consumers apply the stream to MariaDB (seeds 001, 004)",
     .flaw     = "MariaDB trails by what the stream holds; a sale is as durable as Redis's AOF (everysec)",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .fails    = FAULT_REDIS_RESTART | FAULT_FAILOVER,
     .ceiling  = LOCK_CEIL_REDIS_DECR,
     .stock    = "redis",
     .nofence  = "no lock to fence: one Lua script on {stock:P} is the whole sale, atomic in Redis",

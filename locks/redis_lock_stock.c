@@ -63,6 +63,7 @@ const struct lock_ops lock_redis_lock_stock = {
     .summary  = "redis-lua's lock:P around GET and SET of {stock:P} (seeds 001, 004)",
     .flaw     = "two more round trips a sale; a holder slower than the lease is overtaken (lost updates in Redis)",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .fails    = FAULT_PAUSE | FAULT_PAUSE_LATE | FAULT_CPU | FAULT_PARTITION | FAULT_CLOCK_REDIS | FAULT_REDIS_RESTART | FAULT_FAILOVER,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS_STOCK,
     .stock    = "redis",
     .nofence  = "its write is a plain SET of {stock:P} in Redis, which checks no token: a stale holder's SET lands",

@@ -51,6 +51,7 @@ const struct lock_ops lock_redis_lua = {
     .summary  = "SET lock:P <token> PX <lease> NX; release by an atomic compare-and-delete Lua script (seed 000 §3.5)",
     .flaw     = "no renewal: a holder slower than the lease is overtaken and two sales overlap; not reentrant",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
+    .fails    = FAULT_PAUSE_LATE | FAULT_CLOCK_REDIS | FAULT_REDIS_RESTART | FAULT_FAILOVER,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .hold_rtts = 4, /* grant out, SELECT, UPDATE, release in, next SET */
     .acquire  = lua_acquire,

@@ -28,6 +28,7 @@ const struct lock_ops lock_redis_setnx = {
     .summary  = "SETNX lock:P to lock, DEL to unlock, spin while taken (seed 000 §3.1)",
     .flaw     = "no expiry: a holder that dies leaves the lock for ever (deadlock); not reentrant",
     .props    = LOCK_DISTRIBUTED | LOCK_EXACT | LOCK_FENCED,
+    .fails    = FAULT_REDIS_RESTART | FAULT_FAILOVER,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = setnx_acquire,
     .release  = redis_del_key,

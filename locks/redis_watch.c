@@ -143,6 +143,7 @@ const struct lock_ops lock_redis_watch = {
     .summary  = "seed 001: WATCH {stock:P}, GET, MULTI DECRBY XADD EXEC; a lost race (nil EXEC) is retried",
     .flaw     = "each lost race costs two round trips; under contention most EXECs lose",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
+    .fails    = FAULT_REDIS_RESTART | FAULT_FAILOVER,
     .ceiling  = LOCK_CEIL_REDIS_WATCH,
     .stock    = "redis",
     .nofence  = "no lock to fence: EXEC fails if {stock:P} changed since WATCH",

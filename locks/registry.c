@@ -88,6 +88,11 @@ int lock_table_check(const struct lock_ops *const *table, int n, char *err, int 
                      "FAMILY line in locks/locks.def", o->name, o->family);
             return -1;
         }
+        if (o->fence_fails && o->fence == NULL) {
+            snprintf(err, (size_t)len, "strategy %s lists faults it fails with ?fence=1, "
+                     "but issues no token (fence_fails without fence)", o->name);
+            return -1;
+        }
         if (o->sell == NULL && (o->acquire == NULL || o->release == NULL)) {
             snprintf(err, (size_t)len, "strategy %s has neither sell nor acquire and release",
                      o->name);

@@ -243,6 +243,39 @@ static void test_table_check(const struct lock_ops *const *all)
     stray.family = "consul";
     CHECK(lock_table_check(lost, 2, err, sizeof err) == -1 && strstr(err, "FAMILY") != NULL);
     CHECK(lock_family_find("redis") != NULL && lock_family_find("consul") == NULL);
+    stray.family = all[0]->family;      /* claims of a fence it cannot issue */
+    stray.fence = NULL;
+    stray.fence_fails = FAULT_FAILOVER;
+    CHECK(lock_table_check(lost, 2, err, sizeof err) == -1 && strstr(err, "fence_fails") != NULL);
+}
+
+/* The faults (locks/faults.h): one name each, the families each touches,
+ * and every strategy's claims only of faults that can touch it. */
+static void test_faults(const struct lock_ops *const *all, int n)
+{
+    int i, k;
+
+    CHECK(LOCK_FAULT_COUNT >= 16 && LOCK_FAULT_COUNT <= 32);
+    CHECK(strcmp(lock_fault_name(LOCK_FAULT_ID_PAUSE), "pause") == 0);
+    CHECK(FAULT_CLOCK_REDIS == 1 << LOCK_FAULT_ID_CLOCK_REDIS);
+    CHECK(lock_fault_name(LOCK_FAULT_COUNT) == NULL);
+    for (i = 0; i < LOCK_FAULT_COUNT; i++)
+        for (k = 0; k < i; k++)
+            CHECK(strcmp(lock_fault_name(i), lock_fault_name(k)) != 0);
+    CHECK(lock_fault_touches(LOCK_FAULT_ID_PAUSE, "mysql"));
+    CHECK(lock_fault_touches(LOCK_FAULT_ID_REDIS_RESET, "redis-stock"));
+    CHECK(lock_fault_touches(LOCK_FAULT_ID_REDIS_RESET, "hybrid"));
+    CHECK(!lock_fault_touches(LOCK_FAULT_ID_REDIS_RESET, "mysql"));
+    CHECK(!lock_fault_touches(LOCK_FAULT_ID_SLOT_MIGRATE, "redis-stock-x"));
+    CHECK(!lock_fault_touches(LOCK_FAULT_ID_ETCD_REVOKE, "zookeeper"));
+    for (i = 0; i < n; i++)
+        for (k = 0; k < LOCK_FAULT_COUNT; k++)
+            if ((all[i]->fails | all[i]->fence_fails) & (1u << k) &&
+                !lock_fault_touches(k, all[i]->family)) {
+                fprintf(stderr, "%s claims to fail %s, which cannot touch its family %s\n",
+                        all[i]->name, lock_fault_name(k), all[i]->family);
+                CHECK(0);
+            }
 }
 
 /* Each strategy names the ceiling it is measured against, a key ll-limits
@@ -311,6 +344,7 @@ static void test_codes_and_registry(void)
     CHECK(lock_find("nope") == NULL);
     CHECK(!strcmp(all[0]->name, "none") && !strcmp(all[n - 1]->name, "fallback"));
     test_table_check(all);
+    test_faults(all, n);
     test_ceilings(all, n);
     CHECK(!strcmp(ll_status_name(LL_OK), "sold") && !strcmp(ll_status_name(LL_TIMEOUT), "lock_timeout"));
 }

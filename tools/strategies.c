@@ -28,7 +28,10 @@
  * One row per strategy in lock_all() order: the name, the family, what it
  * fixes (.summary; not in --brief, which keeps the README short as the
  * registry grows), what it still gets wrong (.flaw, a dash when the
- * registry names none) and one mark per property. Cells are escaped for
+ * registry names none), the faults it is known not to survive (.fails,
+ * and after "fence=1:" .fence_fails for a strategy with a fencing service,
+ * in --brief only when it lists some: its claims, which the fault matrix
+ * holds it to, locks/faults.h) and one mark per property. Cells are escaped for
  * Markdown: a `|` would end the cell, and `<token>` would be read as an
  * HTML tag and vanish from the rendered page.
  *
@@ -108,6 +111,37 @@ static void put_header(FILE *f, const char *first, const char *rule)
     fputc('\n', f);
 }
 
+/* The faults of mask (locks/faults.h) by name, ", " between them; "–" for
+ * none. */
+static void put_faults(FILE *f, unsigned mask)
+{
+    const char *sep = "";
+    int i;
+
+    if (mask == 0) {
+        fputs("–", f);
+        return;
+    }
+    for (i = 0; i < LOCK_FAULT_COUNT; i++)
+        if (mask & (1u << i)) {
+            fputs(sep, f);
+            put_cell(f, lock_fault_name(i));
+            sep = ", ";
+        }
+}
+
+/* The claims' cell: the faults it fails without the fence and, for a
+ * strategy with a fencing service, those it fails with ?fence=1 ("–" for
+ * none; brief: said only when there are some). */
+static void put_claims(FILE *f, const struct lock_ops *o, int brief)
+{
+    put_faults(f, o->fails);
+    if (o->fence && (o->fence_fails || !brief)) {
+        fputs(" · fence=1: ", f);
+        put_faults(f, o->fence_fails);
+    }
+}
+
 /* One mark per property, and the end of the row. */
 static void put_marks(FILE *f, unsigned bits)
 {
@@ -131,10 +165,11 @@ static char *table(int brief)
     if (f == NULL)
         die("open_memstream: %s", strerror(errno));
     if (brief)
-        put_header(f, "| strategy | family | what it still gets wrong |", "\n|---|---|---|");
-    else
-        put_header(f, "| strategy | family | what it fixes | what it still gets wrong |",
+        put_header(f, "| strategy | family | what it still gets wrong | faults it fails |",
                    "\n|---|---|---|---|");
+    else
+        put_header(f, "| strategy | family | what it fixes | what it still gets wrong | "
+                   "faults it fails |", "\n|---|---|---|---|---|");
 
     all = lock_all(&n);
     for (i = 0; i < n; i++) {
@@ -148,6 +183,8 @@ static char *table(int brief)
             fputs(" | ", f);
         }
         put_cell(f, o->flaw ? o->flaw : "–");
+        fputs(" | ", f);
+        put_claims(f, o, brief);
         fputs(" |", f);
         put_marks(f, o->props);
     }

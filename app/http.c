@@ -278,7 +278,7 @@ static struct lock_ctx *borrow(int wait_ms)
         ctx->wait_ms = wait_ms;
         ctx->hold_ms = ctx->late_ms = ctx->crash = ctx->lose_answer = ctx->fence = 0;
         ctx->release_pause_ms = ctx->clock_skew_ms = ctx->read_replica = 0;
-        ctx->check_pause_ms = 0;
+        ctx->check_pause_ms = ctx->lose_lock = 0;
         ctx->lease_until_us = ctx->held_since_us = 0;
         ctx->token = 0;
         ctx->token_src = NULL;
@@ -319,6 +319,7 @@ static struct lock_ctx *borrow_for(const struct sale_args *a)
     ctx->release_pause_ms = a->release_pause_ms;
     ctx->clock_skew_ms = a->clock_skew_ms;
     ctx->check_pause_ms = a->check_pause_ms;
+    ctx->lose_lock = a->lose_lock;
     ctx->read_replica = a->read_replica;
     if (a->consumer_crash)
         redis_stock_consumer_crash();

@@ -155,6 +155,7 @@ static const char *const param_names[P_MAX] = {
     [P_ALLOW_DEADLOCK] = "allow_deadlock", [P_CLOCK_SKEW_MS] = "clock_skew_ms",
     [P_READ] = "read",
     [P_BUCKETS] = "buckets", [P_CHECK_PAUSE_MS] = "check_pause_ms",
+    [P_LOSE_LOCK] = "lose_lock",
 };
 
 _Static_assert(P_MAX <= 64, "struct route's params is a 64-bit mask");
@@ -162,7 +163,8 @@ _Static_assert(P_MAX <= 64, "struct route's params is a 64-bit mask");
 #define BIT(p)  (1ull << (p))
 #define FAULTS  (BIT(P_HOLD_MS) | BIT(P_LATE_MS) | BIT(P_CRASH) | BIT(P_LOSE_ANSWER) | \
                  BIT(P_CONSUMER_CRASH) | BIT(P_RELEASE_PAUSE_MS) | BIT(P_ALLOW_DEADLOCK) | \
-                 BIT(P_CLOCK_SKEW_MS) | BIT(P_CHECK_PAUSE_MS))
+                 BIT(P_CLOCK_SKEW_MS) | BIT(P_CHECK_PAUSE_MS) | \
+                 BIT(P_LOSE_LOCK))
 
 static const struct route routes[] = {
     { ROUTE_SALE,        "GET",  "/check/lock",  0,
@@ -406,7 +408,7 @@ int request_sale(struct request *r, const struct config *cfg, struct sale_args *
 {
     const char *name = r->param[P_LOCK] ? r->param[P_LOCK] : cfg->lock;
     long long reentry, wait_ms, hold_ms, late_ms, crash, lose, fence, consumer_crash;
-    long long release_pause_ms, allow_deadlock, clock_skew_ms, check_pause_ms;
+    long long release_pause_ms, allow_deadlock, clock_skew_ms, check_pause_ms, lose_lock;
     char shown[48];
     int i;
 
@@ -433,7 +435,8 @@ int request_sale(struct request *r, const struct config *cfg, struct sale_args *
         request_int(r, P_RELEASE_PAUSE_MS, 0, cfg->max_wait_ms, 0, &release_pause_ms) ||
         request_int(r, P_ALLOW_DEADLOCK, 0, 1, 0, &allow_deadlock) ||
         request_int(r, P_CLOCK_SKEW_MS, 0, cfg->max_wait_ms, 0, &clock_skew_ms) ||
-        request_int(r, P_CHECK_PAUSE_MS, 0, cfg->max_wait_ms, 0, &check_pause_ms))
+        request_int(r, P_CHECK_PAUSE_MS, 0, cfg->max_wait_ms, 0, &check_pause_ms) ||
+        request_int(r, P_LOSE_LOCK, 0, 1, 0, &lose_lock))
         return r->status;
     if (fence && out->ops->fence == NULL)
         return request_fail(r, 400, "bad_request", P_FENCE, "%s cannot issue a fencing "
@@ -460,6 +463,7 @@ int request_sale(struct request *r, const struct config *cfg, struct sale_args *
     out->allow_deadlock = (int)allow_deadlock;
     out->clock_skew_ms = (int)clock_skew_ms;
     out->check_pause_ms = (int)check_pause_ms;
+    out->lose_lock = (int)lose_lock;
     return 0;
 }
 

@@ -75,7 +75,7 @@ enum param_id {
     P_RELEASE_PAUSE_MS, P_ALLOW_DEADLOCK, P_CLOCK_SKEW_MS,  /* fault switches */
     P_READ,                                         /* read=replica */
     P_BUCKETS,                                      /* POST /stock/reset's */
-    P_CHECK_PAUSE_MS,                               /* fault switches */
+    P_CHECK_PAUSE_MS, P_LOSE_LOCK,                  /* fault switches */
     P_MAX
 };
 
@@ -149,6 +149,8 @@ struct sale_args {
                                      * N ms ahead (locks that read it)     */
     int         check_pause_ms;     /* fault: a pause after the check's answer,
                                      * before its lease is judged           */
+    int         lose_lock;          /* fault: the acquire's first Redis
+                                     * answer lost (locks/redis_common.c)   */
     int         read_replica;       /* read=replica: the guarded sale's read
                                      * on the read replica (--mysql-replica) */
 };

@@ -6,6 +6,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 const char *ll_status_name(int status)
 {
@@ -27,6 +28,21 @@ int lock_error(struct lock_ctx *ctx, int status, const char *backend, const char
     vsnprintf(ctx->errstr, sizeof ctx->errstr, fmt, ap);
     va_end(ap);
     return status;
+}
+
+void lock_error_save(const struct lock_ctx *ctx, struct lock_saved_error *e)
+{
+    _Static_assert(sizeof e->errstr == sizeof ctx->errstr, "the same error text");
+    e->err = ctx->err;
+    e->backend = ctx->backend;
+    memcpy(e->errstr, ctx->errstr, sizeof e->errstr);
+}
+
+void lock_error_restore(struct lock_ctx *ctx, const struct lock_saved_error *e)
+{
+    ctx->err = e->err;
+    ctx->backend = e->backend;
+    memcpy(ctx->errstr, e->errstr, sizeof ctx->errstr);
 }
 
 int lock_timeout(struct lock_ctx *ctx)

@@ -86,6 +86,9 @@ struct lock_ctx {
     int         check_pause_ms;     /* fault: a pause after the lock's check
                                      * answered, before its lease is judged
                                      * (app/sale.c)                           */
+    int         lose_lock;          /* fault: the answer to the acquire's first
+                                     * Redis command never arrives, once
+                                     * (locks/redis_common.c)                 */
     int         read_replica;       /* ?read=replica: the guarded sale reads
                                      * the count on the replica (stock.c)     */
     int         qty;                /* units this purchase takes: 1, or what
@@ -130,6 +133,16 @@ struct lock_ctx {
  * `return lock_error(ctx, LL_UNAVAILABLE, "redis", "…%s", c->errstr);` */
 int lock_error(struct lock_ctx *ctx, int status, const char *backend,
                const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* A failure kept aside while a clean-up runs (a release, a give-back)
+ * whose own failure must not become the answer: save, clean up, restore. */
+struct lock_saved_error {
+    int         err;
+    const char *backend;
+    char        errstr[160];
+};
+void lock_error_save(const struct lock_ctx *ctx, struct lock_saved_error *e);
+void lock_error_restore(struct lock_ctx *ctx, const struct lock_saved_error *e);
 
 /* The deadline passed before the lock was obtained: records "lock not
  * obtained within <wait> ms" on ctx and returns LL_TIMEOUT. */

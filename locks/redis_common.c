@@ -21,6 +21,16 @@
  * another kind of lock holds it, names that kind in the 503 lock_timeout
  * answer (a string lock learns of a foreign holder only there: asking at
  * every failed try would cost a round trip per wait).
+ *
+ * A try whose answer was lost may have taken the lock all the same: a SET
+ * NX that reached Redis, its reply lost on the way back. When the value it
+ * set names this slot (a token "<owner>:<seq>", or the owner itself), the
+ * failed acquire gives it back at once, by compare-and-delete, as Redlock
+ * releases the servers that did not answer; a value that names nobody
+ * (redis-set-nx-ex's "locked") cannot be told from another holder's and
+ * stays until its expiry. The fault ?lose_lock=1 loses the answer of a
+ * request's first lock command on purpose (redis_lock_cmd(),
+ * redis_lock_eval(): the strategies' tries send through them).
  */
 #include "redis_private.h"
 #include "../core/util.h"
@@ -46,6 +56,53 @@ struct redis_hold *redis_hold_of(struct lock_ctx *ctx)
     if (rs->hold == NULL)
         rs->hold = xcalloc(1, sizeof *rs->hold);
     return rs->hold;
+}
+
+/* ---------------------------------------------------------------- a lock's command */
+
+/* The fault ?lose_lock=1, once a request: argv goes out to server 0 on the
+ * slot's own connection, which is dropped before the answer is read, as
+ * if it had broken on the way back. Redis runs the command; the caller
+ * gets NULL with LL_UNAVAILABLE on ctx, as for any lost answer. */
+static redisReply *lose_answer_of(struct lock_ctx *ctx, int argc, const char **argv)
+{
+    struct redis_pipe p;
+
+    ctx->lose_lock = 0;
+    redis_pipe_init(&p, ctx, 0, REDIS_CMD_TIMEOUT_MS, REDIS_OWN, argv[0]);
+    redis_pipe_argv(&p, argc, argv);
+    if (redis_pipe_send(&p) != LL_OK) {
+        redis_pipe_free(&p);
+        return NULL;                        /* nothing was sent */
+    }
+    redis_pipe_drop(&p);
+    lock_error(ctx, LL_UNAVAILABLE, ctx->backend, "%s: sent, its answer lost (?lose_lock=1)",
+               argv[0]);
+    return NULL;
+}
+
+redisReply *redis_lock_cmd(struct lock_ctx *ctx, int argc, const char **argv)
+{
+    if (ctx->lose_lock)
+        return lose_answer_of(ctx, argc, argv);
+    return redis_cmd_argv(ctx, 0, argc, argv);
+}
+
+redisReply *redis_lock_eval(struct lock_ctx *ctx, struct redis_script *s, int nkeys,
+                            int argc, const char **argv)
+{
+    const char *args[REDIS_EVAL_ARGS + 3];
+    char nk[12];
+    int i;
+
+    if (!ctx->lose_lock)
+        return redis_eval(ctx, 0, s, nkeys, argc, argv);
+    assert(argc <= REDIS_EVAL_ARGS);
+    snprintf(nk, sizeof nk, "%d", nkeys);
+    args[0] = "EVAL", args[1] = s->text, args[2] = nk;     /* the source: runs anywhere */
+    for (i = 0; i < argc; i++)
+        args[3 + i] = argv[i];
+    return lose_answer_of(ctx, argc + 3, args);
 }
 
 /* ---------------------------------------------------------------- replies, deadlines */
@@ -173,7 +230,7 @@ static int set_try(struct lock_ctx *ctx, const char *key, const char *value,
                    const char *unit, int ttl)
 {
     char counter[LOCK_KEY_MAX + 24], ttls[16];
-    const char *argv[5];
+    const char *argv[6];
     redisReply *r;
     int got;
 
@@ -182,16 +239,17 @@ static int set_try(struct lock_ctx *ctx, const char *key, const char *value,
         snprintf(ttls, sizeof ttls, "%d", ttl);
         argv[0] = key, argv[1] = counter, argv[2] = value;
         argv[3] = unit ? unit : "", argv[4] = ttls;
-        if ((r = redis_eval(ctx, 0, &set_fenced, 2, 5, argv)) == NULL)
+        if ((r = redis_lock_eval(ctx, &set_fenced, 2, 5, argv)) == NULL)
             return -1;
         if (r->type != REDIS_REPLY_INTEGER)
             return redis_reply_error(ctx, 0, r, key), -1;
         ctx->token = r->integer;
         ctx->token_src = REDIS_FENCE;
     } else {
-        r = unit ? redis_cmd(ctx, 0, "SET %s %s NX %s %d", key, value, unit, ttl)
-                 : redis_cmd(ctx, 0, "SETNX %s %s", key, value);
-        if (r == NULL)
+        snprintf(ttls, sizeof ttls, "%d", ttl);
+        argv[0] = unit ? "SET" : "SETNX", argv[1] = key, argv[2] = value;
+        argv[3] = "NX", argv[4] = unit, argv[5] = ttls;
+        if ((r = redis_lock_cmd(ctx, unit ? 6 : 3, argv)) == NULL)
             return -1;
         if (r->type == REDIS_REPLY_ERROR || (!unit && r->type != REDIS_REPLY_INTEGER))
             return redis_reply_error(ctx, 0, r, key), -1;
@@ -238,13 +296,35 @@ static int set_try_args(struct lock_ctx *ctx, const char *key, const void *arg)
     return set_try(ctx, key, a->value, a->unit, a->ttl);
 }
 
+/* After a failed acquire whose last SET may have landed (its answer lost):
+ * delete key if it holds value, which names this slot; the acquire's
+ * failure stays the answer. */
+static void set_give_back(struct lock_ctx *ctx, const char *key, const char *value)
+{
+    const char *argv[2] = { key, value };
+    struct lock_saved_error e;
+    char owner[80];
+    redisReply *r;
+
+    lock_owner(ctx, owner, sizeof owner);
+    if (strncmp(value, owner, strlen(owner)) != 0)
+        return;                 /* names nobody: cannot be told from another's */
+    lock_error_save(ctx, &e);
+    if ((r = redis_eval(ctx, 0, &redis_compare_and_delete, 1, 2, argv)) != NULL)
+        freeReplyObject(r);
+    lock_error_restore(ctx, &e);
+}
+
 int redis_set_spin(struct lock_ctx *ctx, const char *key, const char *value,
                    const char *unit, int ttl)
 {
     const struct set_args a = { value, unit, ttl };
+    int rc = redis_spin(ctx, key, "string", set_try_args, &a,
+                        !unit ? 0 : unit[0] == 'E' ? ttl * 1000LL : ttl);
 
-    return redis_spin(ctx, key, "string", set_try_args, &a,
-                      !unit ? 0 : unit[0] == 'E' ? ttl * 1000LL : ttl);
+    if (rc == LL_UNAVAILABLE || rc == LL_UNKNOWN)   /* the last SET may have landed */
+        set_give_back(ctx, key, value);
+    return rc;
 }
 
 int redis_set_token_spin(struct lock_ctx *ctx, const char *key, const char *unit, int ttl)

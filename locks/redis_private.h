@@ -62,6 +62,14 @@ struct redis_hold {
 /* ctx's hold, made at its first use. */
 struct redis_hold *redis_hold_of(struct lock_ctx *ctx);
 
+/* A lock's own command or script on server 0, as redis_cmd_argv() and
+ * redis_eval(): what a strategy's try sends. The fault ?lose_lock=1 loses
+ * the answer of the first one a request sends (the command runs, the
+ * caller gets NULL and LL_UNAVAILABLE). */
+redisReply *redis_lock_cmd(struct lock_ctx *ctx, int argc, const char **argv);
+redisReply *redis_lock_eval(struct lock_ctx *ctx, struct redis_script *s, int nkeys,
+                            int argc, const char **argv);
+
 /* A Redisson tryLock script's reply (server 0), freed: nil = acquired
  * (*ttl = -2), an integer = the holder's remaining lease in ms. */
 int redis_ttl_reply(struct lock_ctx *ctx, redisReply *r, const char *key, long long *ttl);
@@ -94,7 +102,9 @@ void redis_new_token(struct lock_ctx *ctx, char *buf, int len);
  * unit is NULL (the seeds' first locks), else SET key value NX `unit`
  * ("EX" or "PX") `ttl`, which also records the lease on ctx (lock_lease).
  * With ctx->fence the try is a script that takes a fencing token in the
- * same step (REDIS_FENCE). At the deadline redis_timeout()'s answer. */
+ * same step (REDIS_FENCE). At the deadline redis_timeout()'s answer. When
+ * the last try's answer was lost and value names this slot (a token, the
+ * owner), the key is given back if it holds value (redis_common.c). */
 int redis_set_spin(struct lock_ctx *ctx, const char *key, const char *value,
                    const char *unit, int ttl);
 

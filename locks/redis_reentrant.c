@@ -19,6 +19,11 @@
  * instance (lock_poll.c), which a release on its own instance wakes at
  * once, but a release elsewhere is seen only at its next poll, and the
  * order is luck; and the seconds-granular EXPIRE rounds the lease up.
+ *
+ * An acquire that fails after a try may have taken the lock — the try's
+ * answer lost (?lose_lock=1 makes it certain), or the fencing token not
+ * issued — gives back the entry that try took (the release script, once),
+ * so the product is not left locked for a whole lease.
  */
 #include "redis_private.h"
 
@@ -51,13 +56,35 @@ static int reentrant_try(struct lock_ctx *ctx, const char *key, const void *arg)
     redisReply *r;
     int got;
 
-    if ((r = redis_eval(ctx, 0, &reentrant_lock, 1, 3, argv)) == NULL)
+    if ((r = redis_lock_eval(ctx, &reentrant_lock, 1, 3, argv)) == NULL)
         return -1;
     if (r->type != REDIS_REPLY_INTEGER)
         return redis_reply_error(ctx, 0, r, key), -1;
     got = r->integer == 1;
     freeReplyObject(r);
     return got;
+}
+
+/* The release script, once: NULL when Redis did not answer. */
+static redisReply *unlock_once(struct lock_ctx *ctx, const char *key, const char *owner)
+{
+    const char *argv[2] = { key, owner };
+
+    return redis_eval(ctx, 0, &reentrant_unlock, 1, 2, argv);
+}
+
+/* A failed acquire's try may have taken the lock: give its entry back,
+ * keeping the acquire's failure on ctx. */
+static int give_back(struct lock_ctx *ctx, const char *key, const char *owner, int rc)
+{
+    struct lock_saved_error e;
+    redisReply *r;
+
+    lock_error_save(ctx, &e);
+    if ((r = unlock_once(ctx, key, owner)) != NULL)
+        freeReplyObject(r);
+    lock_error_restore(ctx, &e);
+    return rc;
 }
 
 static int reentrant_acquire(struct lock_ctx *ctx, const char *key)
@@ -69,11 +96,14 @@ static int reentrant_acquire(struct lock_ctx *ctx, const char *key)
     lock_owner(ctx, owner, sizeof owner);
     snprintf(lease, sizeof lease, "%d", (ctx->cfg->lease_ms + 999) / 1000);
     /* EXPIRE rounds up: the lease is at least lease_ms */
-    if ((rc = redis_spin(ctx, key, "hash", reentrant_try, &a, ctx->cfg->lease_ms)) != LL_OK)
+    rc = redis_spin(ctx, key, "hash", reentrant_try, &a, ctx->cfg->lease_ms);
+    if (rc == LL_UNAVAILABLE || rc == LL_UNKNOWN)   /* the last try's answer lost */
+        return give_back(ctx, key, owner, rc);
+    if (rc != LL_OK)
         return rc;
     snprintf(counter, sizeof counter, REDIS_FENCE_KEY, key);
     if (ctx->fence && (rc = redis_watch_token(ctx, key, owner, counter, REDIS_FENCE)) != LL_OK)
-        return rc;
+        return rc == LL_LOST ? rc : give_back(ctx, key, owner, rc);
     redis_watch(ctx, key, owner, WATCH_SECONDS);
     return LL_OK;
 }
@@ -81,13 +111,12 @@ static int reentrant_acquire(struct lock_ctx *ctx, const char *key)
 static int reentrant_release(struct lock_ctx *ctx, const char *key)
 {
     char owner[80];
-    const char *argv[2] = { key, owner };
     redisReply *r;
     int rc = LL_OK;
 
     lock_owner(ctx, owner, sizeof owner);
     redis_unwatch(ctx);
-    if ((r = redis_eval(ctx, 0, &reentrant_unlock, 1, 2, argv)) == NULL)
+    if ((r = unlock_once(ctx, key, owner)) == NULL)
         return ctx->err;
     if (r->type == REDIS_REPLY_NIL)
         rc = lock_error(ctx, LL_ERROR, "redis", "%s is not held by %s: nothing to unlock",

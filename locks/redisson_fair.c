@@ -21,7 +21,16 @@
  *   pop stale waiters; decrement our count (nil if not ours: an error); at
  *   zero DEL lock:P and PUBLISH "0" to the head waiter's channel only.
  * A waiter that gives up runs Redisson's acquireFailed script: it leaves
- * the queue and hands its wait back to those behind it.
+ * the queue and hands its wait back to those behind it. So does an acquire
+ * that failed on its way, whatever try it failed at: its first tryLock may
+ * have queued us (RPUSH, ZADD) before its answer was lost, which would
+ * leave a ghost at the head of the queue for every client, Java's too,
+ * until its timeout. A failure after a try may have taken the lock (an
+ * answer lost, the fencing token not issued) also gives back the entry
+ * that try took (the unlock script, once), as Redisson's tryLock does
+ * after a response timeout: the product is not left locked for a lease.
+ * (A re-entry whose increment never landed gives back the request's outer
+ * entry instead; the purchase fails, and releases, all the same.)
  *
  * One change to Redisson 3.16's tryLock: on acquiring, Redisson takes the
  * acquirer's wait off every other timeout. A waiter's timeout is stacked
@@ -184,7 +193,7 @@ static int fair_try(struct lock_ctx *ctx, const char *key, const struct fair_nam
      * watchdog renewing it): any negative number, -2 among them, which
      * would read as nil, "acquired". Redisson's Java tells null from a
      * Long; we say "due now" (0) for every past turn. */
-    r = redis_eval(ctx, 0, &fair_lock, 3, 7, argv);
+    r = redis_lock_eval(ctx, &fair_lock, 3, 7, argv);
     if (r && r->type == REDIS_REPLY_INTEGER && r->integer < 0)
         r->integer = 0;
     rc = redis_ttl_reply(ctx, r, key, ttl);
@@ -193,20 +202,37 @@ static int fair_try(struct lock_ctx *ctx, const char *key, const struct fair_nam
     return rc;
 }
 
-/* Leave the queue after giving up; the caller's status stays on ctx. */
-static void fair_leave(struct lock_ctx *ctx, const struct fair_names *n, long long wait)
+/* The unlock script, once: our entry given back (the hash deleted and
+ * the next waiter told at its last). NULL when Redis did not answer. */
+static redisReply *fair_unlock_once(struct lock_ctx *ctx, const char *key,
+                                    const struct fair_names *n)
 {
-    int err = ctx->err;
-    const char *backend = ctx->backend;
-    char errstr[sizeof ctx->errstr], waits[24];
+    char lease[16], now[24];
+    const char *argv[8] = { key, n->queue, n->timeout, n->channel, "0", lease, n->field, now };
+
+    snprintf(lease, sizeof lease, "%d", ctx->cfg->lease_ms);
+    snprintf(now, sizeof now, "%lld", (long long)redis_wall_ms_of(ctx));
+    return redis_eval(ctx, 0, &fair_unlock, 4, 8, argv);
+}
+
+/* After a failed acquire: leave the queue, and with `took` (a try may
+ * have taken the lock) give back the entry it took. The acquire's failure
+ * stays on ctx. */
+static void fair_leave(struct lock_ctx *ctx, const char *key, const struct fair_names *n,
+                       long long wait, int took)
+{
+    char waits[24];
     const char *argv[4] = { n->queue, n->timeout, n->field, waits };
+    struct lock_saved_error e;
     redisReply *r;
 
-    snprintf(errstr, sizeof errstr, "%s", ctx->errstr);
+    lock_error_save(ctx, &e);
     snprintf(waits, sizeof waits, "%lld", wait);
     if ((r = redis_eval(ctx, 0, &fair_give_up, 2, 4, argv)) != NULL)
         freeReplyObject(r);
-    lock_error(ctx, err, backend, "%s", errstr);
+    if (took && (r = fair_unlock_once(ctx, key, n)) != NULL)
+        freeReplyObject(r);
+    lock_error_restore(ctx, &e);
 }
 
 struct fair_args {
@@ -241,25 +267,29 @@ static int fair_acquire(struct lock_ctx *ctx, const char *key)
     a.wait = wait;
     redis_set_of(ctx)->wrongtype = 0;
     if ((rc = fair_try(ctx, key, &n, wait, &ttl)) != LL_OK) {
-        if (!redis_foreign(ctx))    /* else another strategy's lock: not queued yet */
+        if (!redis_foreign(ctx)) {  /* it may have queued us, or taken the lock */
+            fair_leave(ctx, key, &n, wait, 1);
             return rc;
-        ttl = -1;
+        }
+        ttl = -1;                   /* another strategy's lock: not queued yet */
     }
     if (ttl != -2) {            /* queued: wait on our own channel */
         snprintf(mine, sizeof mine, "%s:%s", n.channel, n.field);
         rc = redisson_wait(ctx, mine, REDIS_WAKE_ONE, fair_try_again, &a, 0);
         if (rc == LL_TIMEOUT)
             rc = redis_timeout(ctx, 0, key, "hash");
-        if (rc != LL_OK) {
-            fair_leave(ctx, &n, wait);
+        if (rc != LL_OK) {      /* a timeout's last try took nothing */
+            fair_leave(ctx, key, &n, wait, rc != LL_TIMEOUT);
             return rc;
         }
     }
     if (ctx->fence) {   /* Redisson has no fenced fair lock: its counter, taken here */
         char tokens[LOCK_KEY_MAX + 32];
         snprintf(tokens, sizeof tokens, REDISSON_TOKEN_KEY, key);
-        if ((rc = redis_watch_token(ctx, key, n.field, tokens, REDISSON_FENCE)) != LL_OK)
+        if ((rc = redis_watch_token(ctx, key, n.field, tokens, REDISSON_FENCE)) != LL_OK) {
+            fair_leave(ctx, key, &n, wait, rc != LL_LOST);  /* lost: nothing to give */
             return rc;
+        }
     }
     redis_watch(ctx, key, n.field, WATCH_MILLIS);
     return LL_OK;
@@ -268,24 +298,12 @@ static int fair_acquire(struct lock_ctx *ctx, const char *key)
 static int fair_release(struct lock_ctx *ctx, const char *key)
 {
     struct fair_names n;
-    char lease[16], now[24];
-    const char *argv[8];
     redisReply *r;
     int rc = LL_OK;
 
     names_of(ctx, key, &n);
-    snprintf(lease, sizeof lease, "%d", ctx->cfg->lease_ms);
-    snprintf(now, sizeof now, "%lld", (long long)redis_wall_ms_of(ctx));
-    argv[0] = key;
-    argv[1] = n.queue;
-    argv[2] = n.timeout;
-    argv[3] = n.channel;
-    argv[4] = "0";
-    argv[5] = lease;
-    argv[6] = n.field;
-    argv[7] = now;
     redis_unwatch(ctx);
-    if ((r = redis_eval(ctx, 0, &fair_unlock, 4, 8, argv)) == NULL)
+    if ((r = fair_unlock_once(ctx, key, &n)) == NULL)
         return ctx->err;
     if (r->type == REDIS_REPLY_NIL)
         rc = lock_error(ctx, LL_ERROR, "redis",

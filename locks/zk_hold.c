@@ -208,17 +208,14 @@ int zk_delete_ours(struct lock_ctx *ctx, struct zk_conn *c, const char *node,
 int zk_delete_keeping(struct lock_ctx *ctx, struct zk_conn *c, const char *node,
                       const char *token)
 {
-    int err = ctx->err, rc;
-    const char *backend = ctx->backend;
-    char why[sizeof ctx->errstr];
+    struct lock_saved_error e;
+    int rc;
 
-    if (err == 0)
+    if (ctx->err == 0)
         return zk_delete_ours(ctx, c, node, token);
-    memcpy(why, ctx->errstr, sizeof why);
+    lock_error_save(ctx, &e);
     rc = zk_delete_ours(ctx, c, node, token);
-    ctx->err = err;
-    ctx->backend = backend;
-    memcpy(ctx->errstr, why, sizeof why);
+    lock_error_restore(ctx, &e);
     return rc;
 }
 

@@ -98,7 +98,7 @@ static int change(struct lock_ctx *ctx, const struct sync_args *a, json_t *out,
                   long long delta, int set)
 {
     char node[ZK_PATH_MAX];
-    struct sync_saved_error e;
+    struct lock_saved_error e;
     struct atomic at;
     struct zk_conn *c;
     void *local;
@@ -126,9 +126,9 @@ static int change(struct lock_ctx *ctx, const struct sync_args *a, json_t *out,
                 lock_time_left(ctx) <= 0)
                 rc = lock_timeout(ctx);
         }
-        sync_save_error(ctx, &e);
+        lock_error_save(ctx, &e);
         zk_queue_unlock(ctx, c, node);
-        sync_restore_error(ctx, &e);
+        lock_error_restore(ctx, &e);
     }
     zk_put(c);
     sync_local_unlock(local);

@@ -14,7 +14,7 @@
 static int op_lock(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)
 {
     char path[ZK_PATH_MAX], node[SYNC_MAX_NAMES][ZK_PATH_MAX];
-    struct sync_saved_error e;
+    struct lock_saved_error e;
     struct zk_conn *c;
     json_t *list;
     int rc = LL_OK, i, n;
@@ -39,15 +39,15 @@ static int op_lock(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)
         sync_granted(a, out);
     }
     sync_released(out);
-    sync_save_error(ctx, &e);
+    lock_error_save(ctx, &e);
     for (i = n - 1; i >= 0; i--) {
         int one = zk_queue_unlock(ctx, c, node[i]);
         if (rc == LL_OK && one != LL_OK) {
             rc = one;
-            sync_save_error(ctx, &e);
+            lock_error_save(ctx, &e);
         }
     }
-    sync_restore_error(ctx, &e);
+    lock_error_restore(ctx, &e);
     zk_put(c);
     return rc;
 }

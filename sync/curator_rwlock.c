@@ -65,7 +65,7 @@ static int op_mixed(struct lock_ctx *ctx, const struct sync_args *a, json_t *out
 static int both(struct lock_ctx *ctx, const struct sync_args *a, json_t *out, int write_first)
 {
     char path[ZK_PATH_MAX], n1[ZK_PATH_MAX], n2[ZK_PATH_MAX];
-    struct sync_saved_error e;
+    struct lock_saved_error e;
     struct zk_conn *c;
     int rc;
 
@@ -93,11 +93,11 @@ static int both(struct lock_ctx *ctx, const struct sync_args *a, json_t *out, in
         sync_granted(a, out);
     }
     sync_released(out);
-    sync_save_error(ctx, &e);
+    lock_error_save(ctx, &e);
     if (rc == LL_OK)
         zk_queue_unlock(ctx, c, n2);
     zk_queue_unlock(ctx, c, n1);
-    sync_restore_error(ctx, &e);
+    lock_error_restore(ctx, &e);
     zk_put(c);
     return rc;
 }

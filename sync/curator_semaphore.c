@@ -33,7 +33,7 @@ static int take_one(struct lock_ctx *ctx, struct zk_conn *c, const char *path,
 {
     char locks[ZK_PATH_MAX], leases[ZK_PATH_MAX], mutex[ZK_PATH_MAX], name[64];
     struct String_vector kids;
-    struct sync_saved_error e;
+    struct lock_saved_error e;
     struct zk_watch *w;
     int rc, zrc, i, mine;
 
@@ -68,11 +68,11 @@ static int take_one(struct lock_ctx *ctx, struct zk_conn *c, const char *path,
         rc = zk_watch_wait(ctx, w, ctx->deadline_ms);
     }
     zk_watch_end(w);
-    sync_save_error(ctx, &e);
+    lock_error_save(ctx, &e);
     if (rc != LL_OK && lease[0])
         zk_delete_ours(ctx, c, lease, NULL);
     zk_queue_unlock(ctx, c, mutex);
-    sync_restore_error(ctx, &e);
+    lock_error_restore(ctx, &e);
     return rc;
 }
 
@@ -86,10 +86,10 @@ int curator_leases_take(struct lock_ctx *ctx, struct zk_conn *c, const char *pat
         rc = take_one(ctx, c, path, max_leases, leases[i]);
     }
     if (rc != LL_OK) {
-        struct sync_saved_error e;
-        sync_save_error(ctx, &e);
+        struct lock_saved_error e;
+        lock_error_save(ctx, &e);
         curator_leases_return(ctx, c, leases, i - 1);
-        sync_restore_error(ctx, &e);
+        lock_error_restore(ctx, &e);
     }
     return rc;
 }

@@ -10,7 +10,7 @@
 static int take(struct lock_ctx *ctx, const struct sync_args *a, json_t *out, int twice)
 {
     char path[ZK_PATH_MAX], lease[2][ZK_PATH_MAX];
-    struct sync_saved_error e;
+    struct lock_saved_error e;
     struct zk_conn *c;
     int rc, again;
 
@@ -34,9 +34,9 @@ static int take(struct lock_ctx *ctx, const struct sync_args *a, json_t *out, in
         rc = again;
     }
     sync_released(out);
-    sync_save_error(ctx, &e);
+    lock_error_save(ctx, &e);
     curator_leases_return(ctx, c, lease, 1);
-    sync_restore_error(ctx, &e);
+    lock_error_restore(ctx, &e);
     zk_put(c);
     return rc;
 }

@@ -65,13 +65,13 @@ static int ml_unlock(struct lock_ctx *ctx, struct ml *m, int i)
 /* Give back locks [0, n) — on failure, keeping the first error. */
 static void ml_unlock_all(struct lock_ctx *ctx, struct ml *m, int n)
 {
-    struct sync_saved_error e;
+    struct lock_saved_error e;
     int i;
 
-    sync_save_error(ctx, &e);
+    lock_error_save(ctx, &e);
     for (i = 0; i < n; i++)
         ml_unlock(ctx, m, i);
-    sync_restore_error(ctx, &e);
+    lock_error_restore(ctx, &e);
 }
 
 static int op_lock(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)

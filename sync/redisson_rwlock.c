@@ -284,7 +284,7 @@ static int op_write_read(struct lock_ctx *ctx, const struct sync_args *a, json_t
 /* Upgrade: read, then wait for the write lock — which never comes. */
 static int op_read_write(struct lock_ctx *ctx, const struct sync_args *a, json_t *out)
 {
-    struct sync_saved_error e;
+    struct lock_saved_error e;
     struct rw rw;
     int rc;
 
@@ -298,11 +298,11 @@ static int op_read_write(struct lock_ctx *ctx, const struct sync_args *a, json_t
         lock_error(ctx, LL_TIMEOUT, NULL, "a read lock cannot be upgraded: the write lock "
                    "of %s waits for every reader, this one included (%d ms)", a->name,
                    ctx->wait_ms);
-    sync_save_error(ctx, &e);
+    lock_error_save(ctx, &e);
     if (rc == LL_OK)
         rw_unlock(ctx, &rw, 1);
     rw_unlock(ctx, &rw, 0);
-    sync_restore_error(ctx, &e);
+    lock_error_restore(ctx, &e);
     return rc;
 }
 

@@ -74,20 +74,6 @@ int sync_need(struct lock_ctx *ctx, long long value, const char *param)
     return lock_error(ctx, LL_BADREQ, NULL, "this operation needs ?%s=", param);
 }
 
-void sync_save_error(const struct lock_ctx *ctx, struct sync_saved_error *e)
-{
-    e->err = ctx->err;
-    e->backend = ctx->backend;
-    memcpy(e->errstr, ctx->errstr, sizeof e->errstr);
-}
-
-void sync_restore_error(struct lock_ctx *ctx, const struct sync_saved_error *e)
-{
-    ctx->err = e->err;
-    ctx->backend = e->backend;
-    memcpy(ctx->errstr, e->errstr, sizeof ctx->errstr);
-}
-
 /* ---------------------------------------------------------------- local queue */
 
 /* Held across the callers' ZooKeeper round trips, so a mutex of the wait

@@ -43,15 +43,6 @@ void sync_local_unlock(void *held);
 /* "/locklab/sync/<dir>/<name>". */
 void curator_path(char *buf, int len, const char *dir, const char *name);
 
-/* Keep the first failure on ctx across a cleanup that may fail too. */
-struct sync_saved_error {
-    int         err;
-    const char *backend;
-    char        errstr[160];
-};
-void sync_save_error(const struct lock_ctx *ctx, struct sync_saved_error *e);
-void sync_restore_error(struct lock_ctx *ctx, const struct sync_saved_error *e);
-
 /* InterProcessSemaphoreV2 on `path` (locks/ and leases/ under it): take
  * qty leases of max_leases, each under the path's locks/ mutex, waiting
  * until the deadline; their nodes into leases[] (ZK_PATH_MAX each).

@@ -4,6 +4,16 @@
 # outside action, never by a lucky race (docs/faults.md, "Defects found by
 # review, and their tests"). Each part failed on the code before its fix.
 #
+#   5. redisson-fair's first tryLock queues us and its answer is lost
+#      (?lose_lock=1): the purchase leaves the queue, no ghost stalls the
+#      next buyer (LRANGE of the queue; the next buyer sells at the
+#      holder's release).
+#   6. an acquire that failed after taking the lock gives it back at once:
+#      the fencing token not issued (its counter's key of the wrong type)
+#      on redisson-fair and redis-reentrant; a SET NX whose answer was
+#      lost (?lose_lock=1) on redis-lua, and the fair lock's first
+#      tryLock on a free lock: the lock key is gone when the 503 comes,
+#      not a lease later.
 #   4. ZooKeeper grants a session shorter than the one asked for
 #      (maxSessionTimeout 2 s, --zk-session-ms 10000): a holder whose
 #      check's answer comes back after the granted session ended
@@ -17,7 +27,7 @@ set -u
 T_NAME=defects_locks
 . "$(dirname "$0")/lib.sh"
 t_setup --ledger
-t_need mariadb -- "the suite's products (mariadb client)" || t_done
+t_need mariadb redis-cli -- "the suite's products and Redis keys (mariadb, redis-cli)" || t_done
 APP0=${T_INSTANCES[0]} APP1=${T_INSTANCES[1]}
 PORT0=${APP0##*:}
 WORK=$(mktemp -d)
@@ -27,6 +37,58 @@ result_of() { t_jq "$(cat "$1")" .result; }
 # shellcheck disable=SC2317 # run through t_until
 late() { [ "$(t_curl "$1/stats" | jq -r .late)" -ge "$2" ]; }
 ledger_of() { "$T_BUILD/ll-check" --product "$1" --json || true; }
+RHP=${LOCKLAB_REDIS%%,*}
+rcli() { redis-cli -h "${RHP%:*}" -p "${RHP##*:}" "$@"; }
+# shellcheck disable=SC2317 # run through t_until
+redis_has() { [ "$(rcli EXISTS "$1")" = 1 ]; }
+# buy URL QUERY: one purchase, its result and HTTP code into B_result, B_code.
+buy() {
+    local body
+    body=$(t_curl -w '\n%{http_code}' "$1/check/lock?$2")
+    B_code=${body##*$'\n'} B_result=$(t_jq "${body%$'\n'*}" .result)
+}
+
+echo "== 5. redisson-fair: a first tryLock whose answer was lost leaves no ghost in the queue"
+# B holds (3 s); A's first tryLock queues A behind B, and its answer is
+# lost; C, queued after, must get the lock at B's release, not wait for a
+# ghost's timeout (A's wait, 20 s).
+P=4051
+t_product "$P"
+t_reset 10 "$P"
+QUEUE="redisson_lock_queue:{lock:$P}"
+t_curl "${T_INSTANCES[1]}/check/lock?lock=redisson-fair&product=$P&hold_ms=3000" > "$WORK/b5" &
+t_until 10 redis_has "lock:$P" || t_log "B never held lock:$P"
+buy "$APP0" "lock=redisson-fair&product=$P&lose_lock=1&wait_ms=20000"
+t_ok "'$B_code $B_result' = '503 unavailable'" "A's lost answer: 503 unavailable (got $B_code $B_result)"
+t_ok "'$(rcli LRANGE "$QUEUE" 0 -1 | paste -sd' ')' = ''" \
+     "the queue holds no ghost of A ($(rcli LRANGE "$QUEUE" 0 -1 | paste -sd' '))"
+buy "${T_INSTANCES[2]}" "lock=redisson-fair&product=$P&wait_ms=5000"
+wait
+t_ok "'$(result_of "$WORK/b5") $B_result $(t_stock "$P")' = 'sold sold 8'" \
+     "B sold, then C at B's release, not a ghost's timeout later (C $B_result)"
+
+echo "== 6. a failed acquire gives back the lock it took"
+P=4061
+t_product "$P"
+for lock in redisson-fair redis-reentrant; do
+    t_reset 10 "$P"
+    counter="redisson_lock_token:{lock:$P}"
+    [ "$lock" = redis-reentrant ] && counter="locklab_fence:{lock:$P}"
+    rcli DEL "$counter" >/dev/null
+    rcli HSET "$counter" planted 1 >/dev/null     # INCR on it: WRONGTYPE
+    buy "$APP0" "lock=$lock&product=$P&fence=1"
+    t_ok "'$B_result' = error -a '$(rcli EXISTS "lock:$P")' = 0" \
+         "$lock: the token not issued ($B_code $B_result), lock:$P given back at once (EXISTS $(rcli EXISTS "lock:$P"), PTTL $(rcli PTTL "lock:$P"))"
+    rcli DEL "$counter" >/dev/null
+done
+for lock in redis-lua redisson-fair; do
+    t_reset 10 "$P"
+    buy "$APP0" "lock=$lock&product=$P&lose_lock=1"
+    t_ok "'$B_code $B_result $(rcli EXISTS "lock:$P")' = '503 unavailable 0'" \
+         "$lock: the lock's answer lost ($B_code $B_result), lock:$P given back at once (PTTL $(rcli PTTL "lock:$P"))"
+    buy "$APP1" "lock=$lock&product=$P&wait_ms=500"
+    t_ok "'$B_result' = sold" "$lock: the next buyer sells at once (got $B_result)"
+done
 
 echo "== 4. a ZooKeeper session granted shorter than asked: the lease is the granted one"
 # A (instance 0, curator) passes its check, and its answer "comes back" 8 s

@@ -177,7 +177,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         MUST(cfg.allow_faults || (a.hold_ms == 0 && a.late_ms == 0 && a.crash == 0 &&
                                   a.lose_answer == 0 && a.consumer_crash == 0 &&
                                   a.release_pause_ms == 0 && a.allow_deadlock == 0 &&
-                                  a.clock_skew_ms == 0 && a.check_pause_ms == 0));
+                                  a.clock_skew_ms == 0 && a.check_pause_ms == 0 &&
+                                  a.lose_lock == 0));
         break;
     case ROUTE_ORDER:
         if (request_sale(&r, &cfg, &a) != 0 || request_order(&r, &o) != 0) {
@@ -191,7 +192,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         MUST(cfg.allow_faults || (a.hold_ms == 0 && a.late_ms == 0 && a.crash == 0 &&
                                   a.lose_answer == 0 && a.consumer_crash == 0 &&
                                   a.release_pause_ms == 0 && a.allow_deadlock == 0 &&
-                                  a.clock_skew_ms == 0 && a.check_pause_ms == 0));
+                                  a.clock_skew_ms == 0 && a.check_pause_ms == 0 &&
+                                  a.lose_lock == 0));
         break;
     case ROUTE_STOCK:
     case ROUTE_STOCK_RESET:

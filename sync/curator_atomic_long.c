@@ -18,6 +18,10 @@
  * beating each other. The answer is Curator's AtomicValue: succeeded, preValue,
  * postValue, and the tries of each kind. Values are distinct because every
  * write is conditional on the version it read, mutex or not.
+ *
+ * A sum past a long's range is refused (400, nothing written): Java's
+ * long arithmetic would wrap a value a Java client stored near the limit
+ * round to the other end, and C's signed overflow is undefined.
  */
 #include "sync_private.h"
 #include "../core/util.h"
@@ -56,6 +60,15 @@ struct atomic {
     int optimistic, promoted;
 };
 
+/* pre + delta into *sum: 0, or -1 when it would pass a long's range. */
+static int add_checked(long long pre, long long delta, long long *sum)
+{
+    if ((delta > 0 && pre > LLONG_MAX - delta) || (delta < 0 && pre < LLONG_MIN - delta))
+        return -1;
+    *sum = pre + delta;
+    return 0;
+}
+
 /* LL_OK with *done = 1 when written, 0 when another writer was first. */
 static int try_once(struct lock_ctx *ctx, struct zk_conn *c, struct atomic *at,
                     long long delta, int set, int *done)
@@ -72,7 +85,11 @@ static int try_once(struct lock_ctx *ctx, struct zk_conn *c, struct atomic *at,
         at->pre = decode(buf, len);
     else
         return zk_fail(ctx, zrc, "getData", at->path);
-    at->post = set ? delta : at->pre + delta;
+    if (set)
+        at->post = delta;
+    else if (add_checked(at->pre, delta, &at->post) != 0)
+        return lock_error(ctx, LL_BADREQ, NULL, "%s holds %lld: adding %lld would pass a "
+                          "long's range; nothing written", at->path, at->pre, delta);
     encode(at->post, buf);
     if (create) {
         zrc = zk_create_bin(ctx, c, at->path, buf, 8, 0, NULL, 0);

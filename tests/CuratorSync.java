@@ -17,6 +17,7 @@
 //                                      DistributedAtomicLong promoted to the
 //                                      mutex LOCKPATH: "value V" per success,
 //                                      "failed" per failure
+//     atomic-set PATH LOCKPATH VALUE   forceSet(VALUE) of that counter: "set V"
 //
 // T, A and R are System.currentTimeMillis(), comparable with locklab's
 // answers (the same machine's clock). Debian's libcurator-recipes-java
@@ -151,6 +152,14 @@ public class CuratorSync {
                 }
                 for (Thread th : all)
                     th.join();
+                break;
+            }
+            case "atomic-set": {
+                DistributedAtomicLong counter = new DistributedAtomicLong(client, path,
+                        new RetryNTimes(3, 1),
+                        PromotedToLock.builder().lockPath(args[3]).build());
+                counter.forceSet(Long.parseLong(args[4]));
+                say("set " + counter.get().postValue());
                 break;
             }
             default:

@@ -356,6 +356,26 @@ if [ $built = yes ]; then
               sort -n | uniq | wc -l)
     t_ok "$values -eq 400" "Java's DistributedAtomicLong and locklab's: 400 increments, 400 distinct values ($values)"
     t_ok "$(t_jq "$(get "/sync/atomic-long/get?name=jal")" .postValue) -eq 400" "and the counter is 400: none lost"
+
+    # A value near the limit, as a Java client stores it (8 bytes, big
+    # endian): an add or an increment past it is refused, not wrapped (nor,
+    # in the sanitized build, an abort: signed overflow). The values are
+    # read with the shell (jq's numbers are doubles).
+    post_value() { [[ $1 =~ \"postValue\":(-?[0-9]+) ]] && printf '%s' "${BASH_REMATCH[1]}"; }
+    near=$((0x7fffffffffffffff - 5))
+    t_ok "'$(cj atomic-set /locklab/sync/atomic-long/jal /locklab/sync/atomic-long-lock/jal "$near")' = 'set $near'" \
+         "Java's forceSet stores $near"
+    for op in "add&delta=10" "add&delta=5" increment; do
+        j=$(t_curl -w ' %{http_code}' "$U/sync/atomic-long/${op%%&*}?name=jal${op#"${op%%&*}"}&wait_ms=5000")
+        case $op in
+            "add&delta=5") want="200 true $((near + 5))" ;;
+            *) want="400 false" ;;
+        esac
+        got="${j##* } $(t_jq "${j% *}" .succeeded) $(post_value "${j% *}")"
+        t_ok "'${got% }' = '$want'" "atomic-long $op at $near (or after): $want (${j% *})"
+    done
+    t_ok "'$(post_value "$(get "/sync/atomic-long/get?name=jal")")' = $((near + 5))" \
+         "the counter holds the last value written"
 fi
 
 t_done

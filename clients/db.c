@@ -198,7 +198,10 @@ static struct db *db_at(const struct config *cfg, const char *host, int port,
 
 struct db *db_new(const struct config *cfg)
 {
-    return db_at(cfg, cfg->mysql_host, cfg->mysql_port, cfg->mysql_socket);
+    /* The address config_parse() resolved: no name is looked up on the
+     * loop (a config made by hand, as the tests' are, may have none). */
+    return db_at(cfg, cfg->mysql_addr[0] ? cfg->mysql_addr : cfg->mysql_host,
+                 cfg->mysql_port, cfg->mysql_socket);
 }
 
 struct db *db_new_replica(const struct config *cfg)

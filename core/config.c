@@ -4,14 +4,28 @@
  * variable, its kind and where it lands in struct config. Parsing walks
  * argv, then fills what is still unset from the environment, then from the
  * defaults, then checks ranges. No getopt: the table is the documentation.
+ *
+ * Host names are resolved here, once, at start: the servers of --redis,
+ * --redis-sentinel, --redis-cluster, --mysql-replica and --mysql-host are
+ * kept as numeric addresses (IPv4 first, as hiredis prefers), so that no
+ * client looks a name up on the loop, where getaddrinfo() would block every
+ * connection for as long as a DNS server takes. The trade-off is nginx's
+ * for its upstreams: a backend that moves to another address needs the
+ * instance restarted, and a name that does not resolve at start stops it
+ * (the reason said). ZooKeeper's and etcd's clients resolve on threads of
+ * their own.
  */
 #include "config.h"
 #include "util.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 enum opt_kind { OPT_STR, OPT_INT, OPT_FLAG, OPT_SERVERS };
 
@@ -109,10 +123,58 @@ const char config_usage[] =
 "                         'Authorization: Bearer TOKEN' (pass it as\n"
 "                         LOCKLAB_ADMIN_TOKEN; without one, they are open)\n";
 
-int config_parse_servers(const char *list, struct hostport *out, int max)
+static char resolve_error[160];     /* why the last name did not resolve */
+
+/* host (a name or an address, at most len bytes with its NUL) as a
+ * numeric address, in place: the first IPv4 address it has, else its
+ * first IPv6 one. 0, or -1 with the reason in resolve_error. */
+static int resolve(char *host, size_t len)
+{
+    static const int families[2] = { AF_INET, AF_UNSPEC };
+    struct addrinfo hints, *res = NULL;
+    char num[INET6_ADDRSTRLEN];
+    int i, rc = EAI_NONAME;
+
+    for (i = 0; i < 2 && rc != 0; i++) {
+        memset(&hints, 0, sizeof hints);
+        hints.ai_family = families[i];
+        hints.ai_socktype = SOCK_STREAM;
+        rc = getaddrinfo(host, NULL, &hints, &res);
+    }
+    if (rc != 0) {
+        snprintf(resolve_error, sizeof resolve_error, "'%s' does not resolve: %s", host,
+                 gai_strerror(rc));
+        return -1;
+    }
+    rc = getnameinfo(res->ai_addr, res->ai_addrlen, num, sizeof num, NULL, 0, NI_NUMERICHOST);
+    freeaddrinfo(res);
+    if (rc != 0 || strlen(num) >= len) {
+        snprintf(resolve_error, sizeof resolve_error, "'%s': no numeric address", host);
+        return -1;
+    }
+    memcpy(host, num, strlen(num) + 1);
+    return 0;
+}
+
+/* What parse_servers() did not like in list, for the flag's line. */
+static void servers_error(char *err, int errlen, const char *flag, const char *list)
+{
+    if (resolve_error[0])
+        snprintf(err, errlen, "%s: %s", flag, resolve_error);
+    else
+        snprintf(err, errlen, "%s: '%s' is not host:port[,host:port...] (at most %d)",
+                 flag, list, CONFIG_MAX_SERVERS);
+}
+
+/* list parsed into out[] (see config_parse_servers()), and each host
+ * resolved to a numeric address when `numeric` (config_parse()'s servers;
+ * etcd's are curl's to resolve, on its own thread). */
+static int parse_servers(const char *list, struct hostport *out, int max, int numeric)
 {
     const char *p = list;
     int n = 0;
+
+    resolve_error[0] = '\0';
 
     while (*p) {
         const char *comma = strchr(p, ',');
@@ -134,12 +196,19 @@ int config_parse_servers(const char *list, struct hostport *out, int max)
         portbuf[len - hlen - 1] = '\0';
         if (parse_int(portbuf, 1, 65535, &port) != 0)
             return -1;
+        if (numeric && resolve(out[n].host, sizeof out[n].host) != 0)
+            return -1;
         out[n++].port = (int)port;
         p += len;
         if (*p == ',')
             p++;
     }
     return n;
+}
+
+int config_parse_servers(const char *list, struct hostport *out, int max)
+{
+    return parse_servers(list, out, max, 0);
 }
 
 static int set_value(struct config *cfg, const struct opt *o, const char *v,
@@ -166,10 +235,9 @@ static int set_value(struct config *cfg, const struct opt *o, const char *v,
         *(int *)field = (int)n;
         return 0;
     case OPT_SERVERS:
-        cfg->nredis = config_parse_servers(v, cfg->redis, CONFIG_MAX_SERVERS);
+        cfg->nredis = parse_servers(v, cfg->redis, CONFIG_MAX_SERVERS, 1);
         if (cfg->nredis <= 0) {
-            snprintf(err, errlen, "%s: '%s' is not host:port[,host:port...] (at most %d)",
-                     o->flag, v, CONFIG_MAX_SERVERS);
+            servers_error(err, errlen, o->flag, v);
             return -1;
         }
         return 0;
@@ -234,27 +302,33 @@ int config_parse(struct config *cfg, int argc, char **argv, char *err, int errle
         return -1;
     }
     if (cfg->redis_sentinel &&
-        (cfg->nsentinel = config_parse_servers(cfg->redis_sentinel, cfg->sentinel,
-                                               CONFIG_MAX_SERVERS)) <= 0) {
-        snprintf(err, errlen, "--redis-sentinel: '%s' is not host:port[,host:port...] (at "
-                 "most %d)", cfg->redis_sentinel, CONFIG_MAX_SERVERS);
+        (cfg->nsentinel = parse_servers(cfg->redis_sentinel, cfg->sentinel,
+                                        CONFIG_MAX_SERVERS, 1)) <= 0) {
+        servers_error(err, errlen, "--redis-sentinel", cfg->redis_sentinel);
         return -1;
     }
     if (cfg->mysql_replica && cfg->mysql_replica[0] == '\0')
         cfg->mysql_replica = NULL;      /* empty: none (docker-compose.yml's default) */
     if (cfg->mysql_replica && cfg->mysql_replica[0] != '/' &&
-        config_parse_servers(cfg->mysql_replica, &cfg->replica, 1) != 1) {
-        snprintf(err, errlen, "--mysql-replica: '%s' is neither a socket path nor host:port",
-                 cfg->mysql_replica);
+        parse_servers(cfg->mysql_replica, &cfg->replica, 1, 1) != 1) {
+        if (resolve_error[0])
+            snprintf(err, errlen, "--mysql-replica: %s", resolve_error);
+        else
+            snprintf(err, errlen, "--mysql-replica: '%s' is neither a socket path nor "
+                     "host:port", cfg->mysql_replica);
+        return -1;
+    }
+    snprintf(cfg->mysql_addr, sizeof cfg->mysql_addr, "%s", cfg->mysql_host);
+    if (cfg->mysql_socket == NULL && resolve(cfg->mysql_addr, sizeof cfg->mysql_addr) != 0) {
+        snprintf(err, errlen, "--mysql-host: %s", resolve_error);
         return -1;
     }
     if (cfg->redis_cluster && cfg->redis_cluster[0] == '\0')
         cfg->redis_cluster = NULL;      /* empty: none (docker-compose.yml's default) */
     if (cfg->redis_cluster) {
-        if ((cfg->ncluster = config_parse_servers(cfg->redis_cluster, cfg->cluster,
-                                                  CONFIG_MAX_SERVERS)) <= 0) {
-            snprintf(err, errlen, "--redis-cluster: '%s' is not host:port[,host:port...] (at "
-                     "most %d)", cfg->redis_cluster, CONFIG_MAX_SERVERS);
+        if ((cfg->ncluster = parse_servers(cfg->redis_cluster, cfg->cluster,
+                                           CONFIG_MAX_SERVERS, 1)) <= 0) {
+            servers_error(err, errlen, "--redis-cluster", cfg->redis_cluster);
             return -1;
         }
         if (cfg->nsentinel) {

@@ -19,7 +19,9 @@ struct config {
     const char *lock;            /* default strategy for ?lock=          */
     const char *name;            /* instance name in answers and stats   */
 
-    const char *mysql_host;
+    const char *mysql_host;      /* as given                             */
+    char        mysql_addr[64];  /* ... resolved at start (unused with a
+                                  * socket): what the client connects to */
     int         mysql_port;
     const char *mysql_user;
     const char *mysql_password;
@@ -61,7 +63,9 @@ struct config {
 int config_parse(struct config *cfg, int argc, char **argv,
                  char *err, int errlen);
 
-/* Parse "host:port[,host:port...]" into out[]; returns the count or -1. */
+/* Parse "host:port[,host:port...]" into out[]; returns the count or -1.
+ * The hosts stay as written (config_parse() resolves its servers' names
+ * to numeric addresses itself: see config.c). */
 int config_parse_servers(const char *list, struct hostport *out, int max);
 
 extern const char config_usage[];

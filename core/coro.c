@@ -9,8 +9,15 @@
  * does the same, at the price of a sigprocmask() system call a switch.
  *
  * The stacks. CORO_STACK bytes each (four times that under ASan, whose
- * frames are larger), plus a guard page; a returned coroutine's stack is
- * kept for the next one, up to CORO_POOL of them per thread.
+ * frames are larger), with CORO_GUARD bytes of guard below: no access, so
+ * an overflow faults there. One page of guard is not enough: a frame
+ * larger than a page (db_pipe_repeat()'s is 6 KiB) can step over it and
+ * write into whatever lies below, another coroutine's stack in the pool.
+ * CORO_GUARD is larger than any frame of ours, and the build probes every
+ * page of a large frame as it is made (-fstack-clash-protection), so a
+ * frame that reaches below the stack touches the guard first. It costs
+ * address space only. A returned coroutine's stack is kept for the next
+ * one, up to CORO_POOL of them per thread.
  */
 #include "coro.h"
 #include "util.h"
@@ -38,6 +45,7 @@
 #define CORO_STACK (256 * 1024)
 #endif
 #define CORO_POOL 256
+#define CORO_GUARD (64 * 1024)          /* a multiple of any page size used */
 
 #if !defined(__x86_64__)
 #define CORO_UCONTEXT 1
@@ -52,7 +60,7 @@ struct coro {
     coro_fn      fn;
     void        *arg;
     void        *data;          /* the wait layer's task                    */
-    char        *map;           /* the mapping: guard page, then the stack  */
+    char        *map;           /* the mapping: the guard, then the stack   */
     size_t       map_len;
     int          done;
     struct coro *next_free;     /* in the pool                              */
@@ -108,12 +116,12 @@ __asm__(
 
 static char *stack_base(const struct coro *co)
 {
-    return co->map + sysconf(_SC_PAGESIZE);
+    return co->map + CORO_GUARD;
 }
 
 static size_t stack_len(const struct coro *co)
 {
-    return co->map_len - (size_t)sysconf(_SC_PAGESIZE);
+    return co->map_len - CORO_GUARD;
 }
 
 /* Leave the coroutine for the main context; `dying`: for good. */
@@ -153,7 +161,6 @@ static void coro_entry(void)
 static struct coro *coro_alloc(void)
 {
     struct coro *co = pool;
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
     if (co != NULL) {
         pool = co->next_free;
@@ -165,15 +172,15 @@ static struct coro *coro_alloc(void)
         return co;
     }
     co = xcalloc(1, sizeof *co);
-    co->map_len = CORO_STACK + page;
+    co->map_len = CORO_STACK + CORO_GUARD;
     co->map = mmap(NULL, co->map_len, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
     if (co->map == MAP_FAILED) {
         fprintf(stderr, "locklab: cannot map a coroutine stack: out of memory\n");
         abort();
     }
-    if (mprotect(co->map, page, PROT_NONE) != 0) {
-        fprintf(stderr, "locklab: cannot protect a coroutine stack's guard page\n");
+    if (mprotect(co->map, CORO_GUARD, PROT_NONE) != 0) {
+        fprintf(stderr, "locklab: cannot protect a coroutine stack's guard\n");
         abort();
     }
     return co;

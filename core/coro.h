@@ -15,8 +15,9 @@
  * the loop. A coroutine belongs to the thread that made it. A function
  * that returns ends its coroutine; its stack goes back to a small pool.
  *
- * Stacks are mmap()ed with a guard page below them, so an overflow faults
- * instead of corrupting a neighbour; untouched pages cost no memory. On
+ * Stacks are mmap()ed with a guard below them (64 KiB, more than any frame
+ * of ours), so an overflow faults instead of corrupting a neighbour;
+ * untouched pages cost no memory. On
  * x86-64 the switch is a few instructions of our own (callee-saved
  * registers and the stack pointer: no signal mask, so no system call);
  * elsewhere it is ucontext. Under AddressSanitizer every switch is

@@ -5,8 +5,10 @@
  * across waits excludes, that a deadline ends a wait and a signal beats it,
  * that a socket wakes its reader, that a thread's wake reaches a coroutine,
  * that a thread's wake still on its way when its task ends touches nothing
- * (under ASan a use after free would abort), and that the same calls block
- * a plain thread as they park a coroutine.
+ * (under ASan a use after free would abort), that a frame reaching past a
+ * coroutine's stack faults in its guard even with memory mapped below the
+ * guard (a death test, in a child), and that the same calls block a plain
+ * thread as they park a coroutine.
  * Timing margins: deadlines are tens of milliseconds apart and only their
  * order is checked, never how long anything took.
  */
@@ -17,9 +19,13 @@
 #include "../core/wait.h"
 
 #include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int done;                /* coroutines of the case that finished */
@@ -310,6 +316,108 @@ static void test_post_outlives_task(void)
     CHECK(coro_count() == 0);
 }
 
+/* ---------------------------------------------------------------- the guard */
+
+/* A frame that reaches GUARD_PAST bytes below the bottom of its
+ * coroutine's stack must fault in the guard, not write into whatever is
+ * mapped below it (another stack, in a pool of them): one page of guard,
+ * as before, let a frame larger than a page step over it (the biggest of
+ * ours, db_pipe_repeat()'s, is 6 KiB). The child maps memory of its own
+ * right below the guard so that a write past it would land, and counts a
+ * SIGSEGV as caught (exit 42); an exit 0 means the frame wrote past the
+ * guard unseen. */
+#define GUARD_PAST (8 * 1024)
+
+/* The mapping of /proc/self/maps that holds addr: its start and end, and
+ * whether it is writable; 0 if found. */
+static int mapping_of(uintptr_t addr, uintptr_t *lo, uintptr_t *hi, int *rw)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char perms[8];
+    unsigned long a, b;
+    int found = 0;
+
+    while (f && !found && fscanf(f, "%lx-%lx %7s %*[^\n]", &a, &b, perms) == 3)
+        if (addr >= a && addr < b) {
+            *lo = a, *hi = b, *rw = perms[0] == 'r' && perms[1] == 'w';
+            found = 1;
+        }
+    if (f)
+        fclose(f);
+    return found ? 0 : -1;
+}
+
+/* Memory right below the guard under the stack whose lowest byte is lo:
+ * 0 when something writable is mapped there (made here if need be). */
+static int map_below_guard(uintptr_t lo)
+{
+    uintptr_t glo, ghi, nlo, nhi;
+    int rw;
+    void *p;
+
+    if (mapping_of(lo - 1, &glo, &ghi, &rw) != 0 || rw)
+        return -1;                      /* no guard under the stack */
+    if (mapping_of(glo - 1, &nlo, &nhi, &rw) == 0)
+        return rw ? 0 : -1;
+    p = mmap((void *)(glo - 64 * 1024), 64 * 1024, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    return p == (void *)(glo - 64 * 1024) ? 0 : -1;
+}
+
+static void on_guard(int sig)
+{
+    (void)sig;
+    _exit(42);
+}
+
+static void overflow(void *arg)
+{
+    volatile char here = 0;
+    uintptr_t lo, hi;
+    int rw;
+
+    (void)arg;
+    if (mapping_of((uintptr_t)&here, &lo, &hi, &rw) != 0 || map_below_guard(lo) != 0)
+        _exit(3);                       /* cannot set the case up */
+    {
+        size_t n = (size_t)((uintptr_t)&here - (lo - GUARD_PAST));
+        volatile char deep[n];          /* a frame GUARD_PAST below the stack */
+
+        deep[0] = 1;
+        if (deep[0] != 1)
+            _exit(4);
+    }
+    _exit(0);                           /* it wrote past the guard unseen */
+}
+
+static void test_guard(void)
+{
+    pid_t pid = fork();
+    int status = 0;
+
+    if (pid == 0) {
+        static char alt[64 * 1024];
+        stack_t ss = { .ss_sp = alt, .ss_size = sizeof alt };
+        struct sigaction sa;
+
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_guard;
+        sa.sa_flags = SA_ONSTACK;
+        sigaltstack(&ss, NULL);
+        sigaction(SIGSEGV, &sa, NULL);
+        sigaction(SIGBUS, &sa, NULL);
+        task_spawn(overflow, NULL);
+        for (;;)
+            loop_once();
+    }
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    printf("   a frame %d KiB past the stack: %s %d\n", GUARD_PAST / 1024,
+           WIFEXITED(status) ? "exit" : "signal",
+           WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 42) ||
+          (WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV));
+}
+
 /* The same calls in a plain thread block it. */
 static void *thread_waits(void *arg)
 {
@@ -343,6 +451,7 @@ int main(void)
     test_fd();
     test_cross_thread();
     test_post_outlives_task();
+    test_guard();
     test_thread_mode();
     loop_free();
     printf("core: %d passed, %d failed\n", passed, failed);

@@ -14,15 +14,19 @@
  * prepared statements on one connection than its cache once held (32:
  * under -DNDEBUG the old cache wrote past its end); a sale in autocommit
  * whose pipelined query fails behind the UPDATE's OK (a server error, an
- * answer that cannot be read): the sale counts as made.
+ * answer that cannot be read): the sale counts as made; and over TCP, the
+ * server named by a host name (localhost), which is never looked up on the
+ * loop (a resolver made slow, tests/slow_resolver.h).
  *
  *     set -a; . .run/stack.env; set +a; build/test_db_pipe
  */
 #include "check.h"
+#include "slow_resolver.h"
 #include "../clients/db.h"
 #include "../clients/db_pipe.h"
 #include "../core/config.h"
 #include "../core/ctx.h"
+#include "../core/loop.h"
 #include "../core/util.h"
 
 #include <errmsg.h>
@@ -427,6 +431,61 @@ static void test_sale_then_query_fails(void)
     db_free(ctx.db);
 }
 
+/* MariaDB named "localhost" over TCP, as --mysql-host would name it and
+ * parsed as the server parses it: a coroutine's statement reaches the
+ * server at that port, and the name is resolved before the loop, never on
+ * it. */
+struct named {
+    struct lock_ctx ctx;
+    long long       port;
+    int             rc, done;
+};
+
+static void named_co(void *arg)
+{
+    static const char sql_port[] = "SELECT @@port";
+    struct named *n = arg;
+    long long rows = 0;
+
+    n->rc = db_exec(&n->ctx, sql_port, &rows, ">l", &n->port);
+    n->done = 1;
+}
+
+static void test_host_name(void)
+{
+    static struct config named_cfg;
+    const char *sock = getenv("LOCKLAB_MYSQL_SOCKET"), *host = getenv("LOCKLAB_MYSQL_HOST");
+    char keep_sock[256], keep_host[128], err[256];
+    struct loop_stats before, after;
+    struct named n;
+
+    printf("-- db.c: MariaDB named localhost, over TCP, on a loop\n");
+    snprintf(keep_sock, sizeof keep_sock, "%s", sock ? sock : "");
+    snprintf(keep_host, sizeof keep_host, "%s", host ? host : "");
+    setenv("LOCKLAB_MYSQL_HOST", "localhost", 1);
+    unsetenv("LOCKLAB_MYSQL_SOCKET");
+    CHECK(config_parse(&named_cfg, 1, (char *[]){ "test_db_pipe", NULL }, err, sizeof err) == 0);
+    setenv("LOCKLAB_MYSQL_SOCKET", keep_sock, 1);
+    setenv("LOCKLAB_MYSQL_HOST", keep_host, 1);
+    memset(&n, 0, sizeof n);
+    n.ctx.cfg = &named_cfg;
+    n.ctx.db = db_new(&named_cfg);
+    CHECK(loop_init() == 0);
+    slow_lookups = 0;
+    loop_stats(&before);
+    task_spawn(named_co, &n);
+    while (!n.done)
+        loop_once();
+    loop_stats(&after);
+    printf("   %s, port %lld%s%s\n", n.rc == LL_OK ? "connected" : ll_status_name(n.rc),
+           n.port, n.rc == LL_OK ? "" : ": ", n.rc == LL_OK ? "" : n.ctx.errstr);
+    CHECK(n.rc == LL_OK && n.port == atoll(env("LOCKLAB_MYSQL_PORT")));
+    CHECK(slow_lookups == 0);                           /* none on the loop */
+    CHECK(after.slow_turns == before.slow_turns);
+    db_free(n.ctx.db);
+    loop_free();
+}
+
 int main(void)
 {
     char err[256];
@@ -439,6 +498,7 @@ int main(void)
     }
     test_sale_then_query_fails();
     test_many_statements();
+    test_host_name();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

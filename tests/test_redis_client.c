@@ -23,10 +23,14 @@
  *     reply meant for it is thrown away, not handed to the caller behind;
  *   - a plain thread's own connection: silent past the command timeout,
  *     killed, back: each command fails or reconnects as it should.
+ *   - a server named by a host name (localhost) in the configuration: it
+ *     is reached, and the name is never looked up on the loop (a resolver
+ *     made slow, tests/slow_resolver.h: no look-up counted, no slow turn).
  *
  *     set -a; . .run/stack.env; set +a; build/tests/test_redis_client
  */
 #include "check.h"
+#include "slow_resolver.h"
 #include "../clients/redis.h"
 #include "../core/config.h"
 #include "../core/ctx.h"
@@ -584,6 +588,34 @@ static void cleanup(void)
         rmdir(server_dir);
 }
 
+/* ---------------------------------------------------------------- a host name */
+
+/* The own server named "localhost" by --redis, parsed as the server
+ * parses its flags (config_parse()): a coroutine's commands reach it, and
+ * the name is resolved before the loop, never on it. */
+static void test_host_name(void)
+{
+    static struct config named;         /* the loop's shared set names it */
+    struct loop_stats before, after;
+    struct one o;
+    char list[32], err[256];
+
+    snprintf(list, sizeof list, "localhost:%d", server_port);
+    CHECK(config_parse(&named, 3, (char *[]){ "test", "--redis", list, NULL }, err,
+                       sizeof err) == 0);
+    CHECK(named.nredis == 1);
+    printf("   --redis %s is %s:%d\n", list, named.redis[0].host, named.redis[0].port);
+    ctx_init(&o.ctx, &named, 0);
+    slow_lookups = 0;
+    loop_stats(&before);
+    on_loop(&o, ping);
+    loop_stats(&after);
+    CHECK(o.ctx.err == LL_OK);
+    CHECK(slow_lookups == 0);                           /* none on the loop */
+    CHECK(after.slow_turns == before.slow_turns);
+    redis_ctx_free(&o.ctx);
+}
+
 int main(void)
 {
     const char *list = getenv("LOCKLAB_REDIS");
@@ -613,6 +645,7 @@ int main(void)
     test_killed();
     test_silent();
     test_short_timeout();
+    test_host_name();
     redis_loop_close();
     loop_free();
 

@@ -39,20 +39,25 @@ static void test_config(void)
     char *unknown[] = { "locklab", "--frobnicate" };
     char *novalue[] = { "locklab", "--port" };
     char *help[] = { "locklab", "--help" };
-    char *sentinel[] = { "locklab", "--redis-sentinel", "127.0.0.1:26379,h:2" };
+    char *sentinel[] = { "locklab", "--redis-sentinel", "127.0.0.1:26379,localhost:2" };
+    char *noname[] = { "locklab", "--redis", "127.0.0.1:1,nosuchhost.invalid:2" };
     char *badsentinel[] = { "locklab", "--redis-sentinel", "26379" };
     char *cluster[] = { "locklab", "--redis", "127.0.0.1:1,127.0.0.1:2", "--redis-cluster",
                         "127.0.0.1:7000,127.0.0.1:7001" };
-    char *both[] = { "locklab", "--redis-cluster", "h:1", "--redis-sentinel", "h:2" };
+    char *both[] = { "locklab", "--redis-cluster", "127.0.0.1:1", "--redis-sentinel",
+                     "127.0.0.1:2" };
 
     unsetenv("LOCKLAB_PORT");
     unsetenv("LOCKLAB_REDIS_SENTINEL");
     CHECK(parse(&cfg, err, 9, ok) == 0);
     CHECK(cfg.port == 8100 && cfg.threads == 4 && cfg.allow_faults == 1);
     CHECK(strcmp(cfg.lock, "mysql-update") == 0);
-    CHECK(cfg.nredis == 2 && cfg.redis[1].port == 2 && !strcmp(cfg.redis[1].host, "localhost"));
+    /* Host names are resolved at start, to numeric addresses (IPv4 first). */
+    CHECK(cfg.nredis == 2 && cfg.redis[1].port == 2 && !strcmp(cfg.redis[1].host, "127.0.0.1"));
     CHECK(strcmp(cfg.name, "app-8100") == 0);
     CHECK(strlen(cfg.instance_id) == 36);
+    CHECK(parse(&cfg, err, 3, noname) == -1 && strstr(err, "--redis") &&
+          strstr(err, "nosuchhost.invalid") && strstr(err, "does not resolve"));
     CHECK(parse(&cfg, err, 3, badport) == -1 && strstr(err, "--port"));
     /* The ground floor does not know the strategies: main() refuses an
      * unknown --lock by the registry. */
@@ -63,7 +68,7 @@ static void test_config(void)
     CHECK(parse(&cfg, err, 2, help) == 1);
     CHECK(cfg.nsentinel == 0);                  /* off unless asked for */
     CHECK(parse(&cfg, err, 3, sentinel) == 0 && cfg.nsentinel == 2);
-    CHECK(cfg.sentinel[0].port == 26379 && !strcmp(cfg.sentinel[1].host, "h"));
+    CHECK(cfg.sentinel[0].port == 26379 && !strcmp(cfg.sentinel[1].host, "127.0.0.1"));
     CHECK(parse(&cfg, err, 3, badsentinel) == -1 && strstr(err, "--redis-sentinel"));
     unsetenv("LOCKLAB_REDIS_CLUSTER");
     CHECK(parse(&cfg, err, 5, cluster) == 0 && cfg.ncluster == 2);

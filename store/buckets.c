@@ -13,7 +13,9 @@
  * The reset spreads a count over the K buckets (count / K each, one more
  * for the first count % K), empties the buckets past K, and runs the
  * Redis stock's reset for each bucket as for any product: its epoch first,
- * then the row, then the Redis keys (redis_stock.c). GET /stock adds the
+ * then the row, then the Redis keys (redis_stock.c); a bucket past K
+ * leaves Redis (redis_stock_unload()), so the consumers' list is the
+ * buckets in use. GET /stock adds the
  * buckets up, in MariaDB and in Redis, so that the harness's oversold and
  * lost updates are the product's.
  */
@@ -261,9 +263,11 @@ int buckets_reset_end(struct lock_ctx *ctx, const struct buckets_reset *br, long
         if (i < br->k)
             json_array_append_new(split, json_pack("{s:s,s:I}", "warehouse", wh,
                                                    "count", (json_int_t)share));
-        if (i > 0)
+        if (i > 0 && i < br->k)
             json_array_append_new(redis, redis_stock_load(ctx, &br->b[i], share,
                                                           br->epoch[i]));
+        else if (i > 0)         /* given up: out of the consumers' list */
+            redis_stock_unload(ctx, &br->b[i]);
     }
     json_object_set_new(body, "buckets", split);
     json_object_set_new(body, "redis_buckets", redis);
@@ -297,9 +301,10 @@ static void and_bools(json_t *o, const json_t *one, const char *const *keys)
 static json_t *redis_sum(struct lock_ctx *ctx, const struct stock_buckets *sb)
 {
     static const char *const top[] = { "count", "sold", "load", "in_flight", NULL };
-    static const char *const stream[] = { "entries", "pending", "undelivered", "units", NULL };
+    static const char *const stream[] = { "entries", "pending", "undelivered", "units",
+                                          "undelivered_units", "pending_units", NULL };
     static const char *const mysql[] = { "count", "applied", NULL };
-    static const char *const flags[] = { "loaded", "reconciled", "drained", NULL };
+    static const char *const flags[] = { "loaded", "adds_up", "reconciled", "drained", NULL };
     json_t *sum = NULL, *each = json_array(), *one;
     int i;
 

@@ -394,16 +394,32 @@ json_t *redis_stock_load(struct lock_ctx *ctx, const struct product *p, long lon
                      "epoch", (json_int_t)epoch);
 }
 
+void redis_stock_unload(struct lock_ctx *ctx, const struct product *p)
+{
+    struct rs_keys k;
+    redisReply *r;
+
+    rs_keys(&k, p->code, NULL);
+    ctx->err = 0;
+    if ((r = redis_cmd(ctx, 0, "SREM %s %s", REDIS_STOCK_SET, p->code)) != NULL)
+        freeReplyObject(r);
+    if (r != NULL && (r = redis_cmd(ctx, 0, "DEL %s %s %s %s %s", k.stock, k.epoch, k.sold,
+                                    k.sales, k.buyers)) != NULL)
+        freeReplyObject(r);
+    if (ctx->err)
+        fprintf(stderr, "locklab: unloading %s from Redis: %s\n", p->code, ctx->errstr);
+}
+
 /* ---------------------------------------------------------------- reading */
 
 /* What Redis holds of a product, read atomically: the count, sold and
  * epoch (strings, '' when missing), then the stream's length (-1: no
  * stream), its entries pending in the group (-1: no group), those not yet
- * delivered, and the units of both (-1: more entries than ARGV[2]).
- * KEYS: stock, sold, epoch, sales; ARGV: group, cap. */
+ * delivered, the units of both, then of each (-1: more entries than
+ * ARGV[2]). KEYS: stock, sold, epoch, sales; ARGV: group, cap. */
 static struct redis_script read_script = {
     "local v = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3]) "
-    "local out = {v[1] or '', v[2] or '', v[3] or '', -1, -1, 0, 0} "
+    "local out = {v[1] or '', v[2] or '', v[3] or '', -1, -1, 0, 0, 0, 0} "
     "if redis.call('EXISTS', KEYS[4]) == 0 then return out end "
     "out[4] = redis.call('XLEN', KEYS[4]) "
     "local last "
@@ -413,22 +429,25 @@ static struct redis_script read_script = {
     "  if h['name'] == ARGV[1] then last = h['last-delivered-id']; out[5] = h['pending'] end "
     "end "
     "if not last then return out end "
-    "local cap, units = tonumber(ARGV[2]), 0 "
+    "local cap, fresh_units, pend_units = tonumber(ARGV[2]), 0, 0 "
     "local function qty(f) "
     "  for i = 1, #f, 2 do if f[i] == 'qty' then return tonumber(f[i + 1]) end end "
     "  return 0 "
     "end "
     "local fresh = redis.call('XRANGE', KEYS[4], '(' .. last, '+', 'COUNT', cap + 1) "
     "out[6] = #fresh "
-    "for _, e in ipairs(fresh) do units = units + qty(e[2]) end "
+    "for _, e in ipairs(fresh) do fresh_units = fresh_units + qty(e[2]) end "
     "local pend = {} "
     "if out[5] > 0 then pend = redis.call('XPENDING', KEYS[4], ARGV[1], '-', '+', cap + 1) end "
     "for _, p in ipairs(pend) do "
     "  local e = redis.call('XRANGE', KEYS[4], p[1], p[1]) "
-    "  if e[1] then units = units + qty(e[1][2]) end "
+    "  if e[1] then pend_units = pend_units + qty(e[1][2]) end "
     "end "
-    "if #fresh > cap or #pend > cap then units = -1 end "
-    "out[7] = units "
+    "if #fresh > cap then fresh_units = -1 end "
+    "if #pend > cap then pend_units = -1 end "
+    "out[7] = (fresh_units < 0 or pend_units < 0) and -1 or fresh_units + pend_units "
+    "out[8] = fresh_units "
+    "out[9] = pend_units "
     "return out",
     ""
 };
@@ -451,6 +470,24 @@ static int mysql_side(struct lock_ctx *ctx, const struct product *p, long long *
     return rc;
 }
 
+int rs_adds_up(const struct rs_tally *t)
+{
+    long long in_flight = t->sold - t->applied;
+
+    if (!t->loaded || t->r_epoch != t->m_epoch || t->m_count != t->r_count + in_flight ||
+        in_flight < 0)
+        return 0;
+    if (t->undelivered_units >= 0 && in_flight < t->undelivered_units)
+        return 0;               /* entries in the stream that nothing counts in flight */
+    return t->undelivered_units < 0 || t->pending_units < 0 ||
+           in_flight <= t->undelivered_units + t->pending_units;
+}
+
+int rs_reconciled(const struct rs_tally *t)
+{
+    return rs_adds_up(t) && t->sold == t->applied;
+}
+
 static json_t *failure(struct lock_ctx *ctx, int rc)
 {
     return json_pack("{s:s,s:s,s:s?}", "result", ll_status_name(rc), "error", ctx->errstr,
@@ -459,54 +496,52 @@ static json_t *failure(struct lock_ctx *ctx, int rc)
 
 json_t *redis_stock_json(struct lock_ctx *ctx, const struct product *p)
 {
-    long long m_count, m_epoch, applied, r_count, sold, r_epoch, in_flight;
-    long long len, pending, undelivered, units;
+    long long len, pending, undelivered, units, in_flight;
+    struct rs_tally t;
     struct rs_keys k;
     char cap[16];
     const char *argv[6];
     redisReply *r;
     json_t *out;
-    int rc, loaded, reconciled;
+    int rc;
 
     rs_keys(&k, p->code, NULL);
     ctx->err = 0;
-    if ((rc = mysql_side(ctx, p, &m_count, &m_epoch, &applied)) != LL_OK)
+    if ((rc = mysql_side(ctx, p, &t.m_count, &t.m_epoch, &t.applied)) != LL_OK)
         return failure(ctx, rc);
     snprintf(cap, sizeof cap, "%d", RS_READ_CAP);
     argv[0] = k.stock, argv[1] = k.sold, argv[2] = k.epoch, argv[3] = k.sales;
     argv[4] = REDIS_STOCK_GROUP, argv[5] = cap;
     if ((r = redis_eval(ctx, 0, &read_script, 4, 6, argv)) == NULL)
         return failure(ctx, ctx->err);
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 7)
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 9)
         return failure(ctx, redis_reply_error(ctx, 0, r, k.stock));
-    loaded = r->element[0]->type == REDIS_REPLY_STRING && r->element[0]->len > 0;
-    r_count = reply_ll(r->element[0], 0);
-    sold = reply_ll(r->element[1], 0);
-    r_epoch = reply_ll(r->element[2], 0);
+    t.loaded = r->element[0]->type == REDIS_REPLY_STRING && r->element[0]->len > 0;
+    t.r_count = reply_ll(r->element[0], 0);
+    t.sold = reply_ll(r->element[1], 0);
+    t.r_epoch = reply_ll(r->element[2], 0);
     len = reply_ll(r->element[3], -1);
     pending = reply_ll(r->element[4], -1);
     undelivered = reply_ll(r->element[5], 0);
     units = reply_ll(r->element[6], -1);
+    t.undelivered_units = reply_ll(r->element[7], -1);
+    t.pending_units = reply_ll(r->element[8], -1);
     freeReplyObject(r);
 
-    in_flight = sold - applied;
-    /* Each store adds up by itself (count + sold, count + applied: the
-     * count loaded), the two loads are the same epoch's, nothing is
-     * applied twice (in_flight >= 0), and nothing in flight lacks its
-     * entry in the stream (an entry applied but not yet acknowledged is
-     * the only one counted on the stream's side alone). */
-    reconciled = loaded && r_epoch == m_epoch && m_count == r_count + in_flight &&
-                 in_flight >= 0 && (units < 0 || in_flight <= units);
-    out = json_pack("{s:s,s:b,s:I,s:I,s:I,s:I,s:{s:s,s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I},"
-                    "s:I,s:b,s:b}",
-        "key", k.stock, "loaded", loaded, "count", (json_int_t)r_count,
-        "sold", (json_int_t)sold, "epoch", (json_int_t)r_epoch,
-        "load", (json_int_t)(r_count + sold),
+    in_flight = t.sold - t.applied;
+    out = json_pack("{s:s,s:b,s:I,s:I,s:I,s:I,s:{s:s,s:I,s:I,s:I,s:I,s:I,s:I},"
+                    "s:{s:I,s:I,s:I},s:I,s:b,s:b,s:b}",
+        "key", k.stock, "loaded", t.loaded, "count", (json_int_t)t.r_count,
+        "sold", (json_int_t)t.sold, "epoch", (json_int_t)t.r_epoch,
+        "load", (json_int_t)(t.r_count + t.sold),
         "stream", "key", k.sales, "entries", (json_int_t)len, "pending", (json_int_t)pending,
         "undelivered", (json_int_t)undelivered, "units", (json_int_t)units,
-        "mysql", "count", (json_int_t)m_count, "applied", (json_int_t)applied,
-        "epoch", (json_int_t)m_epoch,
-        "in_flight", (json_int_t)in_flight, "reconciled", reconciled,
-        "drained", loaded && in_flight == 0 && units == 0);
+        "undelivered_units", (json_int_t)t.undelivered_units,
+        "pending_units", (json_int_t)t.pending_units,
+        "mysql", "count", (json_int_t)t.m_count, "applied", (json_int_t)t.applied,
+        "epoch", (json_int_t)t.m_epoch,
+        "in_flight", (json_int_t)in_flight, "adds_up", rs_adds_up(&t),
+        "reconciled", rs_reconciled(&t),
+        "drained", t.loaded && in_flight == 0 && units == 0);
     return out;
 }

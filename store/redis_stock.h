@@ -36,7 +36,9 @@
  *                    whichever products' slots its copies ask
  *   locklab:stocks   set of the products loaded into Redis (what the
  *                    consumers read; on a cluster a key of its own slot,
- *                    written apart from the product's keys)
+ *                    written apart from the product's keys): a reset adds
+ *                    its product and its buckets, and removes the buckets
+ *                    it gives up
  * The names are made in one place, rs_keys() (below).
  * In MariaDB: db_redis_stock (each product's epoch and the units applied
  * in it), db_redis_applied (one row per applied entry) and db_order.
@@ -154,9 +156,35 @@ int redis_stock_reset_begin(struct lock_ctx *ctx, const struct product *p, long 
 json_t *redis_stock_load(struct lock_ctx *ctx, const struct product *p, long long count,
                          long long epoch);
 
+/* A reset that gave up product p (a bucket past the new K): p leaves
+ * locklab:stocks, so the consumers stop reading it, and its keys go. The
+ * entries left in its stream were of the old epoch, which the consumers
+ * drop anyway. A failure is logged: at worst a consumer reads an empty
+ * stream. */
+void redis_stock_unload(struct lock_ctx *ctx, const struct product *p);
+
 /* GET /stock: both stores and what is in flight between them (see above),
  * as JSON; never NULL. */
 json_t *redis_stock_json(struct lock_ctx *ctx, const struct product *p);
+
+/* What GET /stock weighs of one product: Redis's side, MariaDB's, and the
+ * units of the stream's entries not yet delivered to any consumer and of
+ * those delivered and not yet acknowledged (-1: too many to count). */
+struct rs_tally {
+    int       loaded;
+    long long r_count, sold, r_epoch;
+    long long m_count, applied, m_epoch;
+    long long undelivered_units, pending_units;
+};
+/* The stores add up: both loads of one epoch, each store's count plus
+ * what it sold or applied the same, nothing applied twice, and what is in
+ * flight (sold − applied) exactly what the stream still holds: at least
+ * the units no consumer has had, at most those and the pending ones
+ * (applied, not yet acknowledged). A Redis that lost sales MariaDB had
+ * applied, then sold as many again, adds up in counts but not here. */
+int rs_adds_up(const struct rs_tally *t);
+/* ... and nothing is in flight: MariaDB has every sale Redis made. */
+int rs_reconciled(const struct rs_tally *t);
 
 /* The consumer of this instance: a background worker (task_background():
  * on the caller's loop, else a thread) with its own MariaDB and Redis

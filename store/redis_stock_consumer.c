@@ -43,6 +43,12 @@
  * MariaDB's cost is a few statements and one row per batch, whatever the
  * number of sales in it.
  *
+ * The streams are those of every product in locklab:stocks, read again
+ * each CONSUMER_SWEEP_MS: a product listed is added (its group made), one
+ * no longer listed (a reset that gave up a bucket, redis_stock_unload())
+ * dropped; there is no cap on their number, and one XREADGROUP names up
+ * to CONSUMER_PAGE of them (the last one of a round blocks).
+ *
  * Consumers of instances long gone, with nothing pending, are removed from
  * the group in the sweep. After a short read the loop pauses
  * CONSUMER_PAUSE_MS, so that under load a transaction applies many entries:
@@ -76,7 +82,7 @@
 #define CONSUMER_SWEEP_MS  1000     /* how often claims are looked for        */
 #define CONSUMER_RETRY_MS  200      /* after a failure                        */
 #define CONSUMER_DEAD_MS   60000    /* idle consumers with nothing pending    */
-#define CONSUMER_STREAMS   64
+#define CONSUMER_PAGE      256      /* streams one XREADGROUP names           */
 
 struct entry {
     char      id[48];               /* "<ms>-<seq>"                        */
@@ -98,7 +104,7 @@ static struct {
     struct wait_cond end;
     struct lock_ctx ctx;
     char            name[40];
-    struct stream   streams[CONSUMER_STREAMS];
+    struct stream  *streams;        /* every product listed, in no order    */
     int             nstreams;
     int             dirty;          /* own pending entries to read again    */
 
@@ -403,49 +409,74 @@ static void apply_read(const redisReply *r, int read_new)
     }
 }
 
-/* Every stream's group, made if missing (BUSYGROUP: it exists). */
+/* A stream's group, made if missing (BUSYGROUP: it exists). */
+static void ensure_group(const struct stream *s)
+{
+    redisReply *r = redis_cmd(&cons.ctx, 0, "XGROUP CREATE %s %s 0 MKSTREAM", s->k.sales,
+                              REDIS_STOCK_GROUP);
+    if (r)
+        freeReplyObject(r);
+}
+
 static void ensure_groups(void)
 {
     int i;
 
-    for (i = 0; i < cons.nstreams; i++) {
-        redisReply *r = redis_cmd(&cons.ctx, 0, "XGROUP CREATE %s %s 0 MKSTREAM",
-                                  cons.streams[i].k.sales, REDIS_STOCK_GROUP);
-        if (r)
-            freeReplyObject(r);
-    }
+    for (i = 0; i < cons.nstreams; i++)
+        ensure_group(&cons.streams[i]);
 }
 
-/* The products loaded into Redis (locklab:stocks), found in MariaDB. */
+/* The stream of product `code` in list[0..n), or NULL. */
+static const struct stream *stream_named(const struct stream *list, int n, const char *code)
+{
+    int i;
+
+    for (i = 0; i < n; i++)
+        if (!strcmp(list[i].p.code, code))
+            return &list[i];
+    return NULL;
+}
+
+/* The products loaded into Redis (locklab:stocks), found in MariaDB: the
+ * list becomes the set's members, the ones new to it with their groups
+ * made. */
 static void refresh_streams(void)
 {
     struct lock_ctx *ctx = &cons.ctx;
     redisReply *r = redis_cmd(ctx, 0, "SMEMBERS %s", REDIS_STOCK_SET);
-    int before = cons.nstreams;
-    size_t i;
-    int k;
+    struct stream *next;
+    const struct stream *old;
+    int n = 0, known, i;
+    size_t m;
 
-    if (r == NULL) {
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
+        if (r)
+            freeReplyObject(r);
         consumer_failed("SMEMBERS");
         return;
     }
-    for (i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
-        const char *code = r->element[i]->str;
-        struct stream *s = &cons.streams[cons.nstreams];
-        for (k = 0; k < cons.nstreams; k++)
-            if (!strcmp(cons.streams[k].p.code, code))
-                break;
-        if (k < cons.nstreams || cons.nstreams == CONSUMER_STREAMS)
+    next = xcalloc(r->elements + 1, sizeof *next);
+    for (m = 0; m < r->elements; m++) {
+        const char *code = r->element[m]->str;
+        if ((old = stream_named(cons.streams, cons.nstreams, code)) != NULL) {
+            next[n++] = *old;
             continue;
-        if ((stock_bucket_named(code) ? stock_bucket_find(ctx, code, &s->p)
-                                      : stock_find(ctx, code, &s->p)) != LL_OK)
+        }
+        if ((stock_bucket_named(code) ? stock_bucket_find(ctx, code, &next[n].p)
+                                      : stock_find(ctx, code, &next[n].p)) != LL_OK)
             continue;                   /* not a product of this database */
-        rs_keys(&s->k, code, NULL);
-        cons.nstreams++;
+        rs_keys(&next[n].k, code, NULL);
+        n++;
     }
     freeReplyObject(r);
-    if (cons.nstreams != before)
-        ensure_groups();
+    old = cons.streams;
+    known = cons.nstreams;
+    cons.streams = next;
+    cons.nstreams = n;
+    for (i = 0; i < n; i++)
+        if (stream_named(old, known, next[i].p.code) == NULL)
+            ensure_group(&next[i]);
+    free((void *)old);
 }
 
 /* XREADGROUP over streams [first, first + n), from `from` (">" new
@@ -454,7 +485,7 @@ static void refresh_streams(void)
 static void read_some(int first, int n, const char *from, int block_ms)
 {
     struct lock_ctx *ctx = &cons.ctx;
-    const char *argv[8 + 2 * CONSUMER_STREAMS];
+    const char **argv = xcalloc(8 + 2 * (size_t)n, sizeof *argv);
     char count[16], block[16];
     redisReply *r;
     int i, argc = 0;
@@ -470,14 +501,20 @@ static void read_some(int first, int n, const char *from, int block_ms)
         argv[argc++] = cons.streams[i].k.sales;
     for (i = first; i < first + n; i++)
         argv[argc++] = from;
-    if ((r = redis_cmd_argv(ctx, 0, argc, argv)) == NULL) {     /* its own connection */
+    r = redis_cmd_argv(ctx, 0, argc, argv);     /* its own connection */
+    free(argv);
+    if (r == NULL) {
         consumer_failed("XREADGROUP");
         return;
     }
-    if (r->type == REDIS_REPLY_ERROR) {     /* NOGROUP: a stream lost (a restart) */
+    if (r->type == REDIS_REPLY_ERROR) {
+        /* NOGROUP: a stream lost (a restart), or one that a reset gave up
+         * since the list was read: the list again, then the groups of
+         * what is still listed. */
         lock_error(ctx, LL_ERROR, "redis", "%s", r->str);
         freeReplyObject(r);
         consumer_failed("XREADGROUP");
+        refresh_streams();
         ensure_groups();
         return;
     }
@@ -485,19 +522,23 @@ static void read_some(int first, int n, const char *from, int block_ms)
     freeReplyObject(r);
 }
 
-/* Every stream, from `from`. On one server one XREADGROUP reads them all,
- * waiting up to block_ms for an entry. On a cluster each stream is on its
- * own slot (its own hash tag), and one command may not name two slots: one
- * XREADGROUP a stream, each to its slot's master, none blocking (a wait
- * per empty stream would add up; the loop's pause stands for it). */
+/* Every stream, from `from`. On one server one XREADGROUP reads
+ * CONSUMER_PAGE of them, the last of the round waiting up to block_ms for
+ * an entry. On a cluster each stream is on its own slot (its own hash
+ * tag), and one command may not name two slots: one XREADGROUP a stream,
+ * each to its slot's master, none blocking (a wait per empty stream would
+ * add up; the loop's pause stands for it). */
 static void read_streams(const char *from, int block_ms)
 {
-    int i;
+    int i, n;
 
     if (!strcmp(from, "0"))
         cons.dirty = 0;                 /* a failure sets it again */
     if (!redis_cluster_on(cons.ctx.cfg))
-        read_some(0, cons.nstreams, from, block_ms);
+        for (i = 0; i < cons.nstreams; i += n) {
+            n = cons.nstreams - i < CONSUMER_PAGE ? cons.nstreams - i : CONSUMER_PAGE;
+            read_some(i, n, from, i + n == cons.nstreams ? block_ms : 0);
+        }
     else
         for (i = 0; i < cons.nstreams; i++)
             read_some(i, 1, from, 0);
@@ -628,6 +669,9 @@ void redis_stock_consumer_stop(void)
     pthread_mutex_unlock(&cons.end_mu);
     cons.running = 0;
     redis_ctx_free(&cons.ctx);      /* its only connections but the db */
+    free(cons.streams);
+    cons.streams = NULL;
+    cons.nstreams = 0;
     db_free(cons.ctx.db);
     cons.ctx.db = NULL;
 }

@@ -14,6 +14,12 @@
 #      lost (?lose_lock=1) on redis-lua, and the fair lock's first
 #      tryLock on a free lock: the lock key is gone when the 503 comes,
 #      not a lease later.
+#   9. 74 Redis stocks (640 units in 64 buckets, 100 in 10), all sold with
+#      redis-buckets: every consumer reads every listed stream (/stats
+#      redis_stock.streams is the set's size, not 64), MariaDB's count
+#      reaches 0 for both, and GET /stock never says reconciled before it
+#      does; a reset to one bucket takes the 63 others out of
+#      locklab:stocks, so the set does not only grow.
 #   4. ZooKeeper grants a session shorter than the one asked for
 #      (maxSessionTimeout 2 s, --zk-session-ms 10000): a holder whose
 #      check's answer comes back after the granted session ended
@@ -37,6 +43,10 @@ result_of() { t_jq "$(cat "$1")" .result; }
 # shellcheck disable=SC2317 # run through t_until
 late() { [ "$(t_curl "$1/stats" | jq -r .late)" -ge "$2" ]; }
 ledger_of() { "$T_BUILD/ll-check" --product "$1" --json || true; }
+# The streams instance $1's consumer reads (/stats redis_stock.streams).
+streams_of() { t_curl "$1/stats" | jq -r '.redis_stock.streams'; }
+# shellcheck disable=SC2317 # run through t_until
+streams_read() { [ "$(streams_of "$APP0")" -eq "$1" ]; }
 RHP=${LOCKLAB_REDIS%%,*}
 rcli() { redis-cli -h "${RHP%:*}" -p "${RHP##*:}" "$@"; }
 # shellcheck disable=SC2317 # run through t_until
@@ -89,6 +99,41 @@ for lock in redis-lua redisson-fair; do
     buy "$APP1" "lock=$lock&product=$P&wait_ms=500"
     t_ok "'$B_result' = sold" "$lock: the next buyer sells at once (got $B_result)"
 done
+
+echo "== 9. the Redis stock's consumers read every stream: 74 of them"
+P1=4091 P2=4092
+t_product "$P1" "$P2"
+t_admin -X POST "$LOCKLAB_URL/stock/reset?count=640&product=$P1&buckets=64" >/dev/null
+t_admin -X POST "$LOCKLAB_URL/stock/reset?count=100&product=$P2&buckets=10" >/dev/null
+T_STOCK=640 T_PRODUCT=$P1
+t_load "lock=redis-buckets&product=$P1" 700 16
+sold1=$L_sold
+T_STOCK=100 T_PRODUCT=$P2
+t_load "lock=redis-buckets&product=$P2" 120 16
+t_ok "'$sold1 $L_sold' = '640 100'" "redis-buckets sold every unit in Redis ($sold1 of 640, $L_sold of 100)"
+# Poll both products' GET /stock until MariaDB has every sale (30 s at
+# most; the consumers apply within a fraction of a second): "reconciled"
+# may be true only once MariaDB's count is Redis's, 0.
+early=""
+for ((i = 0; i < 150; i++)); do
+    done_n=0
+    for p in "$P1" "$P2"; do
+        j=$(t_curl "$LOCKLAB_URL/stock?product=$p")
+        read -r m rec <<< "$(t_jq "$j" '"\(.count) \(.redis.reconciled)"')"
+        [ "$rec" = true ] && [ "$m" != 0 ] && [[ $early != *" $p:"* ]] && early+=" $p:$m"
+        [ "$rec $m" = "true 0" ] && done_n=$((done_n + 1))
+    done
+    [ "$done_n" = 2 ] && break
+    sleep 0.2
+done
+t_ok "'$(t_stock "$P1") $(t_stock "$P2")' = '0 0'" "MariaDB counts every sale: $(t_stock "$P1") and $(t_stock "$P2") left"
+t_ok "'$early' = ''" "GET /stock said reconciled only once MariaDB had them all (early:${early:- none})"
+listed=$(rcli SCARD locklab:stocks)
+t_until 5 streams_read "$listed" || true
+t_ok "$(streams_of "$APP0") -eq $listed" "a consumer reads every listed stream ($(streams_of "$APP0") of $listed)"
+t_admin -X POST "$LOCKLAB_URL/stock/reset?count=10&product=$P1" >/dev/null
+t_ok "'$(rcli SISMEMBER locklab:stocks "{$P1:b2}") $(rcli EXISTS "{stock:$P1:b2}:sales") $(rcli SCARD locklab:stocks)' = '0 0 $((listed - 63))'" \
+     "a reset to one bucket takes the 63 others out of locklab:stocks, and their streams"
 
 echo "== 4. a ZooKeeper session granted shorter than asked: the lease is the granted one"
 # A (instance 0, curator) passes its check, and its answer "comes back" 8 s

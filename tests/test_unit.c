@@ -1,7 +1,8 @@
 /* test_unit.c — the pieces that need no server: flag parsing, integer
  * parsing, the latency histogram, GET /metrics's text, product codes, the
  * registry and its ceilings, POST /order's parameters, and the polling
- * locks' waiting room, a Redis Cluster's key slots. */
+ * locks' waiting room, a Redis Cluster's key slots, and what GET /stock
+ * calls a Redis stock that adds up and one reconciled. */
 #include "check.h"
 #include "../clients/redis_cluster.h"
 #include "../bench/common/harness.h"
@@ -13,6 +14,7 @@
 #include "../app/orders.h"
 #include "../app/request.h"
 #include "../app/stats.h"
+#include "../store/redis_stock.h"
 #include "../store/stock.h"
 #include "../sync/sync.h"
 
@@ -718,8 +720,40 @@ static void test_cluster_slots(void)
     redisFreeCommand(cmd);
 }
 
+/* GET /stock's judgement of a product's two stores (store/redis_stock.c),
+ * on states a live stack makes, each loaded with 10 units in epoch 1. */
+static void test_redis_stock_tally(void)
+{
+    /* loaded, Redis count sold epoch, MariaDB count applied epoch,
+     * undelivered units, pending units */
+    const struct rs_tally drained = { 1, 4, 6, 1, 4, 6, 1, 0, 0 };
+    const struct rs_tally acked_late = { 1, 4, 6, 1, 4, 6, 1, 0, 2 };   /* applied, no XACK yet */
+    const struct rs_tally on_its_way = { 1, 4, 6, 1, 7, 3, 1, 2, 1 };   /* 3 in flight */
+    /* The issue's: sold in Redis, never read by a consumer (no cap on the
+     * streams read any more, but a stream nobody reads looks like this). */
+    const struct rs_tally unread = { 1, 0, 10, 1, 10, 0, 1, 10, 0 };
+    /* Redis restarted from its append-only file without the last 2 sales
+     * MariaDB had applied (3 sold, 3 applied; Redis back to 1 sold), then
+     * sold 2 more, not yet read: the counts add up (7 and 7, 3 sold and 3
+     * applied), but 2 units of the stream are in flight while nothing is. */
+    const struct rs_tally lost_then_sold = { 1, 7, 3, 1, 7, 3, 1, 2, 0 };
+    const struct rs_tally two_epochs = { 1, 10, 0, 2, 10, 0, 1, 0, 0 };
+    const struct rs_tally applied_twice = { 1, 4, 6, 1, 3, 7, 1, 0, 0 };
+    struct rs_tally too_many = unread;
+
+    CHECK(rs_adds_up(&drained) && rs_reconciled(&drained));
+    CHECK(rs_adds_up(&acked_late) && rs_reconciled(&acked_late));
+    CHECK(rs_adds_up(&on_its_way) && !rs_reconciled(&on_its_way));
+    CHECK(rs_adds_up(&unread) && !rs_reconciled(&unread));
+    CHECK(!rs_adds_up(&lost_then_sold) && !rs_reconciled(&lost_then_sold));
+    CHECK(!rs_adds_up(&two_epochs) && !rs_adds_up(&applied_twice));
+    too_many.undelivered_units = -1;    /* more entries than the reading counts */
+    CHECK(rs_adds_up(&too_many) && !rs_reconciled(&too_many));
+}
+
 int main(void)
 {
+    test_redis_stock_tally();
     test_cluster_slots();
     test_config();
     test_parse_int();

@@ -410,6 +410,7 @@ static enum MHD_Result order(struct exchange *x, struct request *r)
     o.no = oa.order_no;
     o.user = oa.user;
     o.one_per_user = oa.one_per_user;
+    o.lose_claim = oa.lose_claim;
     rc = stock_find(ctx, a.product, &prod);
     if (rc == LL_OK)
         rc = order_place(ctx, a.ops, &prod, &o, &remaining);

@@ -17,7 +17,12 @@
  * the outcome, never a half-made sale. What it cannot do is outlive its
  * instance: one that dies between the claim and the outcome leaves the
  * order pending (db_order.instance names it), and its copies wait, then
- * answer lock_timeout.
+ * answer lock_timeout. A claim whose answer was lost on its way back may
+ * stand all the same, and nobody would ever finish it: the attempt gives
+ * it back at once (DELETE of the pending row it made, known by the name
+ * of the attempt in db_order.instance, "<instance uuid>:<n>") and
+ * answers 503, nothing sold, so a copy claims it again. The fault
+ * ?lose_claim=1 loses that answer on purpose.
  *
  * For Redis's stock the order number is claimed for its product first
  * (locklab:order:O, redis_stock_claim()): a number another product holds
@@ -40,6 +45,9 @@
 
 enum { STATE_PENDING = 1, STATE_SOLD, STATE_SOLD_OUT, STATE_UNKNOWN };
 
+#define ATTEMPT_MAX 64          /* db_order.instance: VARCHAR(64) */
+
+static _Atomic unsigned long long n_attempts;
 static _Atomic long long n_sold, n_sold_out, n_unknown, n_failed, n_replayed, n_user_limit,
                          n_conflicts;
 
@@ -73,6 +81,37 @@ static void first_answer(struct order *o, const struct product *p, long long sta
         snprintf(o->first_product, sizeof o->first_product, "#%lld", stock_id);
 }
 
+/* The claim's INSERT was sent and its answer lost (LL_UNKNOWN): it may
+ * stand, pending, with no attempt to finish it. Delete it if it is this
+ * attempt's; the answer is 503, nothing sold. */
+static int give_back(struct lock_ctx *ctx, const struct order *o, const char *attempt)
+{
+    static const char sql[] =
+        "DELETE FROM db_order WHERE order_no = ? AND instance = ? AND state = 'pending'";
+    int rc = db_exec(ctx, sql, NULL, "ss", o->no, attempt);
+
+    return lock_error(ctx, LL_UNAVAILABLE, "mysql", "order %s: the claim's answer was lost; "
+                      "%s, nothing sold", o->no, rc == LL_OK ? "given back"
+                                                          : "it may stand, pending");
+}
+
+/* One INSERT of the claim, named `attempt`; its answer lost on purpose
+ * with ?lose_claim=1 (a statement marked as one whose outcome matters,
+ * clients/db.h: a lost answer is LL_UNKNOWN). */
+static int claim_once(struct lock_ctx *ctx, const struct lock_ops *ops, const struct product *p,
+                      struct order *o, const char *attempt)
+{
+    const char *user = o->user ? o->user : "";
+    int sale_fault = ctx->lose_answer, rc;
+
+    ctx->lose_answer = o->lose_claim;
+    o->lose_claim = 0;
+    rc = db_exec(ctx, sql_claim, NULL, "!sllssss", o->no, p->id, (long long)ctx->qty, user,
+                 o->one_per_user ? user : "", ops->name, attempt);
+    ctx->lose_answer = sale_fault;
+    return rc == LL_UNKNOWN ? give_back(ctx, o, attempt) : rc;
+}
+
 /* Claim o's number: LL_OK with *claimed when this request is the first
  * attempt; LL_OK without it when the order exists (o->replayed) or the
  * user has another (o->user_limit); a failure otherwise. */
@@ -81,12 +120,14 @@ static int claim(struct lock_ctx *ctx, const struct lock_ops *ops, const struct 
 {
     const char *user = o->user ? o->user : "";
     long long rows, state, remaining, qty, stock_id, other;
+    char attempt[ATTEMPT_MAX + 1];
     int rc;
 
     *claimed = 0;
+    snprintf(attempt, sizeof attempt, "%s:%llu", ctx->cfg->instance_id,
+             atomic_fetch_add(&n_attempts, 1) + 1);
     for (;;) {
-        rc = db_exec(ctx, sql_claim, NULL, "sllssss", o->no, p->id, (long long)ctx->qty, user,
-                     o->one_per_user ? user : "", ops->name, ctx->cfg->instance_id);
+        rc = claim_once(ctx, ops, p, o, attempt);
         if (rc == LL_OK) {
             *claimed = 1;
             return LL_OK;

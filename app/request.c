@@ -155,7 +155,7 @@ static const char *const param_names[P_MAX] = {
     [P_ALLOW_DEADLOCK] = "allow_deadlock", [P_CLOCK_SKEW_MS] = "clock_skew_ms",
     [P_READ] = "read",
     [P_BUCKETS] = "buckets", [P_CHECK_PAUSE_MS] = "check_pause_ms",
-    [P_LOSE_LOCK] = "lose_lock",
+    [P_LOSE_LOCK] = "lose_lock", [P_LOSE_CLAIM] = "lose_claim",
 };
 
 _Static_assert(P_MAX <= 64, "struct route's params is a 64-bit mask");
@@ -179,7 +179,7 @@ static const struct route routes[] = {
     { ROUTE_HEALTH,      "GET",  "/health",      0, 0 },
     { ROUTE_ORDER,       "POST", "/order",       0,
       BIT(P_ORDER_NO) | BIT(P_LOCK) | BIT(P_PRODUCT) | BIT(P_QTY) | BIT(P_USER) |
-      BIT(P_ONE_PER_USER) | BIT(P_WAIT_MS) | FAULTS },
+      BIT(P_ONE_PER_USER) | BIT(P_WAIT_MS) | FAULTS | BIT(P_LOSE_CLAIM) },
     { ROUTE_SYNC_LIST,   "GET",  "/sync",        0, 0 },
     { ROUTE_SYNC_RESET,  "POST", "/sync/reset",  1, BIT(P_NAME) },
     { ROUTE_TEST_READ,   "GET",  "/test/read",   0,
@@ -414,7 +414,7 @@ int request_sale(struct request *r, const struct config *cfg, struct sale_args *
 
     memset(out, 0, sizeof *out);
     for (i = 0; i < P_MAX; i++)
-        if ((FAULTS & BIT(i)) && r->param[i] && !cfg->allow_faults)
+        if (((FAULTS | BIT(P_LOSE_CLAIM)) & BIT(i)) && r->param[i] && !cfg->allow_faults)
             return request_fail(r, 400, "bad_request", (enum param_id)i,
                                 "%s is a fault switch, and this server was started "
                                 "without --allow-faults", param_names[i]);
@@ -481,7 +481,7 @@ static int name_param(struct request *r, enum param_id id, const char **out)
 
 int request_order(struct request *r, struct order_args *out)
 {
-    long long qty, one;
+    long long qty, one, lose_claim;
 
     memset(out, 0, sizeof *out);
     if (r->param[P_ORDER_NO] == NULL)
@@ -489,13 +489,15 @@ int request_order(struct request *r, struct order_args *out)
                             "order number names one purchase, whatever its attempts");
     if (name_param(r, P_ORDER_NO, &out->order_no) || name_param(r, P_USER, &out->user) ||
         request_int(r, P_QTY, 1, REQUEST_QTY_MAX, 1, &qty) ||
-        request_int(r, P_ONE_PER_USER, 0, 1, 0, &one))
+        request_int(r, P_ONE_PER_USER, 0, 1, 0, &one) ||
+        request_int(r, P_LOSE_CLAIM, 0, 1, 0, &lose_claim))
         return r->status;
     if (one && out->user == NULL)
         return request_fail(r, 400, "bad_request", P_ONE_PER_USER,
                             "one_per_user=1 needs the user (user=)");
     out->qty = (int)qty;
     out->one_per_user = (int)one;
+    out->lose_claim = (int)lose_claim;
     return 0;
 }
 

@@ -76,6 +76,7 @@ enum param_id {
     P_READ,                                         /* read=replica */
     P_BUCKETS,                                      /* POST /stock/reset's */
     P_CHECK_PAUSE_MS, P_LOSE_LOCK,                  /* fault switches */
+    P_LOSE_CLAIM,                                   /* POST /order's fault switch */
     P_MAX
 };
 
@@ -171,11 +172,13 @@ struct order_args {
     const char *order_no;           /* [A-Za-z0-9_-], 1..64 (order.h)    */
     const char *user;               /* the same, or NULL                  */
     int         qty, one_per_user;
+    int         lose_claim;         /* fault: the claim's answer lost      */
 };
 
 /* POST /order's own parameters, after request_sale() has checked the
- * purchase's: order_no required, qty 1..REQUEST_QTY_MAX (default 1), user
- * well formed, one_per_user 0 or 1 and 1 only with a user. 0, or the
+ * purchase's (the fault switches' --allow-faults among them): order_no
+ * required, qty 1..REQUEST_QTY_MAX (default 1), user well formed,
+ * one_per_user 0 or 1 and 1 only with a user, lose_claim 0 or 1. 0, or the
  * status. */
 int request_order(struct request *r, struct order_args *out);
 /* ---------------------------------------------------------------- a synchronizer */

@@ -14,6 +14,7 @@ struct order {
     const char *no;
     const char *user;           /* NULL when none                         */
     int         one_per_user;
+    int         lose_claim;     /* fault: the claim's answer lost (app/orders.c) */
 
     /* What the order's store says, filled by the sale. */
     int         ran;            /* this request's sale ran (a first attempt) */

@@ -20,6 +20,9 @@
 #      reaches 0 for both, and GET /stock never says reconciled before it
 #      does; a reset to one bucket takes the 63 others out of
 #      locklab:stocks, so the set does not only grow.
+#  12a. POST /order: the claim's INSERT commits and its answer is lost
+#      (?lose_claim=1): the attempt gives the claim back (503, nothing
+#      sold), and a copy of the order sells it, once; it was stranded.
 #   4. ZooKeeper grants a session shorter than the one asked for
 #      (maxSessionTimeout 2 s, --zk-session-ms 10000): a holder whose
 #      check's answer comes back after the granted session ended
@@ -40,6 +43,10 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
 result_of() { t_jq "$(cat "$1")" .result; }
+sql() {
+    MYSQL_PWD=$LOCKLAB_MYSQL_PASSWORD mariadb -h"$LOCKLAB_MYSQL_HOST" -P"$LOCKLAB_MYSQL_PORT" \
+        -u"$LOCKLAB_MYSQL_USER" "$LOCKLAB_MYSQL_DB" -N -e "$1"
+}
 # shellcheck disable=SC2317 # run through t_until
 late() { [ "$(t_curl "$1/stats" | jq -r .late)" -ge "$2" ]; }
 ledger_of() { "$T_BUILD/ll-check" --product "$1" --json || true; }
@@ -134,6 +141,23 @@ t_ok "$(streams_of "$APP0") -eq $listed" "a consumer reads every listed stream (
 t_admin -X POST "$LOCKLAB_URL/stock/reset?count=10&product=$P1" >/dev/null
 t_ok "'$(rcli SISMEMBER locklab:stocks "{$P1:b2}") $(rcli EXISTS "{stock:$P1:b2}:sales") $(rcli SCARD locklab:stocks)' = '0 0 $((listed - 63))'" \
      "a reset to one bucket takes the 63 others out of locklab:stocks, and their streams"
+
+echo "== 12a. a lost answer to an order's claim strands nothing"
+P=4121
+t_product "$P"
+t_reset 10 "$P"
+O=claim-$(date +%s%N)
+order_of() {    # URL QUERY: B_code, B_result
+    local body
+    body=$(t_curl -X POST -w '\n%{http_code}' "$1/order?$2")
+    B_code=${body##*$'\n'} B_result=$(t_jq "${body%$'\n'*}" .result)
+}
+order_of "$APP0" "order_no=$O&lock=mysql-update&product=$P&lose_claim=1"
+t_ok "'$B_code $B_result' = '503 unavailable'" "the claim's answer lost: 503 unavailable, nothing sold (got $B_code $B_result)"
+order_of "$APP1" "order_no=$O&lock=mysql-update&product=$P&wait_ms=2000"
+t_ok "'$B_code $B_result' = '200 sold'" "a copy of the order sells it (got $B_code $B_result)"
+t_ok "'$(sql "SELECT state FROM db_order WHERE order_no = '$O'") $(t_stock "$P")' = 'sold 9'" \
+     "db_order has it sold, the stock fell by one"
 
 echo "== 4. a ZooKeeper session granted shorter than asked: the lease is the granted one"
 # A (instance 0, curator) passes its check, and its answer "comes back" 8 s

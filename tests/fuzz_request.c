@@ -189,6 +189,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         MUST(order_name_valid(o.order_no) && (o.user == NULL || order_name_valid(o.user)));
         MUST(o.qty >= 1 && o.qty <= REQUEST_QTY_MAX);
         MUST(!o.one_per_user || o.user != NULL);
+        MUST(cfg.allow_faults || o.lose_claim == 0);
         MUST(cfg.allow_faults || (a.hold_ms == 0 && a.late_ms == 0 && a.crash == 0 &&
                                   a.lose_answer == 0 && a.consumer_crash == 0 &&
                                   a.release_pause_ms == 0 && a.allow_deadlock == 0 &&

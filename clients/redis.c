@@ -20,7 +20,10 @@
  * its reading follows the redirections, each command so answered sent
  * again alone (ASKING before it for an ASK) to the node named, and
  * TRYAGAIN to the same node after a pause, for as long as the slot's
- * migration takes, up to REDIS_TRYAGAIN_MAX_MS (follow_one()).
+ * migration takes, up to REDIS_TRYAGAIN_MAX_MS (follow_one()). A pipeline
+ * with a WATCH or a MULTI is one step and is not followed: sent again
+ * alone, a queued command would run outside its transaction
+ * (step_redirected(): the step fails whole, for its caller to run again).
  *
  * Scripts run with EVALSHA; the SHA1 comes once per process from SCRIPT
  * LOAD, and a NOSCRIPT answer (a restarted server, another server of
@@ -37,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define REDIS_CLUSTER_HOPS 100      /* MOVED and ASK followed for one command */
 #define REDIS_TRYAGAIN_MS  10       /* a pause before each TRYAGAIN's retry,
@@ -155,6 +159,18 @@ void redis_pipe_on(struct redis_pipe *p, struct redis_mark m)
     p->on = m;
 }
 
+/* Is cmd (its protocol text, "*N\r\n$L\r\nNAME\r\n…") a WATCH or a MULTI,
+ * a command whose connection state the next ones of its step depend on? */
+static int cmd_opens_step(const char *cmd, int len)
+{
+    const char *name = memchr(cmd, '$', (size_t)len), *end;
+
+    if (name == NULL || (end = memchr(name, '\n', (size_t)(cmd + len - name))) == NULL ||
+        cmd + len - end < 6 || strtol(name + 1, NULL, 10) != 5)
+        return 0;
+    return !strncasecmp(end + 1, "WATCH", 5) || !strncasecmp(end + 1, "MULTI", 5);
+}
+
 /* On a cluster: where the command begins, and its slot. */
 static void pipe_mark(struct redis_pipe *p, const char *cmd, int len)
 {
@@ -170,6 +186,7 @@ static void pipe_mark(struct redis_pipe *p, const char *cmd, int len)
         p->off = off;
     }
     p->off[p->n] = p->len;
+    p->whole |= cmd_opens_step(cmd, len);
     if (slot >= 0 && p->slot < 0)
         p->slot = slot;
     else if (slot >= 0 && slot != p->slot)
@@ -417,12 +434,40 @@ static int follow(struct redis_pipe *p, redisReply **r)
     return LL_OK;
 }
 
+/* On a cluster, a step (a WATCH or a MULTI in p) whose command was
+ * redirected: not followed, as redis.h says. LL_OK when none was;
+ * otherwise every MOVED sets its slot's node, r is freed, and LL_LOST. */
+static int step_redirected(struct redis_pipe *p, redisReply **r)
+{
+    const char *why = NULL;
+    char said[96];
+    int i;
+
+    for (i = 0; i < p->n; i++) {
+        int moved = redis_is_error(r[i], "MOVED ");
+
+        if (!moved && !redis_is_error(r[i], "ASK ") && !redis_is_error(r[i], "TRYAGAIN"))
+            continue;
+        if (moved)
+            redis_cluster_redirect(p->ctx->cfg, r[i]->str, 1);
+        if (why == NULL)
+            why = r[i]->str;
+    }
+    if (why == NULL)
+        return LL_OK;
+    snprintf(said, sizeof said, "%s", why);
+    redis_replies_free(r, p->n);
+    return lock_error(p->ctx, LL_LOST, "redis cluster", "%s: slot %d is moving (%s): "
+                      "nothing of the step ran, and it is not split across nodes", p->what,
+                      p->slot, said);
+}
+
 int redis_pipe_recv(struct redis_pipe *p, redisReply **r)
 {
     int rc = pipe_recv(p, r);
 
     if (rc == LL_OK && p->cluster && !p->resent)
-        rc = follow(p, r);
+        rc = p->whole ? step_redirected(p, r) : follow(p, r);
     free(p->keep);
     free(p->off);
     p->keep = NULL;

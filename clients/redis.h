@@ -39,7 +39,14 @@
  * node's connection (the slot's own one, or the loop's shared one); a
  * reply MOVED sets the slot's node and the command is sent there again,
  * a reply ASK sends ASKING and the command to the node named, once; a
- * failure on a node has the map asked for again. What names "server 0"
+ * failure on a node has the map asked for again. A pipeline with a WATCH
+ * or a MULTI is one step, redirected as a whole or not at all: a command
+ * of it answered MOVED, ASK or TRYAGAIN is never sent again alone (out of
+ * its transaction, away from its WATCH). Redis discards a transaction one
+ * of whose commands it redirected, so nothing of the step ran: MOVED sets
+ * the slot's node, and the step fails with LL_LOST, for its caller to run
+ * it again from its start (the read, the WATCH) — on the new node once
+ * the slot has moved. What names "server 0"
  * after a command (redis_name(), redis_reply_error(), redis_drop()) names
  * the node it went to.
  *
@@ -146,6 +153,7 @@ struct redis_pipe {
     int              to;            /* a redirection's node, or -1           */
     int              slot, cross;   /* its commands' slot; two slots seen    */
     int              resent;        /* a redirection's: its replies as they are */
+    int              whole;         /* a WATCH or MULTI in it: one step      */
     char            *keep;          /* the commands, to send again           */
     size_t           keep_len, *off;/* ... and where each begins             */
 };

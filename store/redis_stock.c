@@ -28,6 +28,7 @@
 #include "../clients/redis.h"
 #include "../clients/db.h"
 #include "../core/util.h"
+#include "../core/wait.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,12 +82,14 @@ void rs_sale_init(struct rs_sale *s, struct lock_ctx *ctx, const struct product 
 
 /* Run pipeline p (server 0) into r[0..p->n). On a transport failure
  * every reply is lost: LL_UNKNOWN when the commands may have changed
- * something (`writes`) and had left, else LL_UNAVAILABLE. One round trip. */
+ * something (`writes`) and had left, else LL_UNAVAILABLE. LL_LOST: the
+ * step certainly did not run (its connection was gone before it left, or
+ * on a cluster it was redirected whole: clients/redis.h). One round trip. */
 static int rs_run(struct lock_ctx *ctx, struct redis_pipe *p, redisReply **r, int writes)
 {
     int rc = redis_pipe_run(p, r);
 
-    if (rc == LL_OK || !writes || !p->sent)
+    if (rc == LL_OK || rc == LL_LOST || !writes || !p->sent)
         return rc;
     return lock_error(ctx, LL_UNKNOWN, ctx->backend, "%s: the sale was sent and its "
                       "answer lost: it may or may not have been made", ctx->errstr);
@@ -124,7 +127,27 @@ static int first_error(struct lock_ctx *ctx, redisReply **r, int n, const char *
 
 /* ---------------------------------------------------------------- read, write */
 
-int rs_read(struct lock_ctx *ctx, struct rs_sale *s, int watch)
+#define RS_MOVING_US 10000      /* a pause before a step its slot's move
+                                 * turned back runs again                */
+
+/* A step a cluster turned back whole (LL_LOST on ctx: its slot is moving,
+ * ASK or TRYAGAIN until the move ends, then MOVED has set the new node):
+ * LL_OK after a pause, to run it again, while the request has time left;
+ * else LL_UNAVAILABLE with why. */
+static int rs_moving(struct lock_ctx *ctx)
+{
+    char why[sizeof ctx->errstr];
+
+    if (lock_time_left(ctx) > 0) {
+        ctx->err = 0;
+        sleep_us(RS_MOVING_US);
+        return LL_OK;
+    }
+    snprintf(why, sizeof why, "%s", ctx->errstr);
+    return lock_error(ctx, LL_UNAVAILABLE, "redis cluster", "%s", why);
+}
+
+static int read_once(struct lock_ctx *ctx, struct rs_sale *s, int watch)
 {
     struct redis_pipe p;
     redisReply *r[4] = { NULL };
@@ -172,6 +195,18 @@ int rs_read(struct lock_ctx *ctx, struct rs_sale *s, int watch)
     return LL_OK;
 }
 
+int rs_read(struct lock_ctx *ctx, struct rs_sale *s, int watch)
+{
+    int rc;
+
+    /* Only a read with its WATCH is one step a cluster turns back whole;
+     * it runs again on the slot's node once the move is over. */
+    while ((rc = read_once(ctx, s, watch)) == LL_LOST)
+        if ((rc = rs_moving(ctx)) != LL_OK)
+            return rc;
+    return rc;
+}
+
 void rs_unwatch(struct lock_ctx *ctx)
 {
     struct redis_pipe p;
@@ -191,18 +226,14 @@ static void add_order(struct redis_pipe *p, const struct rs_sale *s, const char 
                    s->k.order, result, remaining, s->qty, s->p->code);
 }
 
-int rs_write(struct lock_ctx *ctx, struct rs_sale *s, int absolute, int *committed,
-             long long *remaining)
+static int write_once(struct lock_ctx *ctx, struct rs_sale *s, int absolute, int *committed,
+                      long long *remaining)
 {
     struct redis_pipe p;
     redisReply *r[8] = { NULL }, *exec;
     int n, rc, sold_out = s->count < s->qty;
     long long left = s->count - s->qty;
 
-    *committed = 0;
-    *remaining = sold_out ? s->count : left;
-    if (sold_out && !s->order_no[0])
-        return LL_SOLD_OUT;                 /* nothing to record */
     redis_pipe_init(&p, ctx, 0, REDIS_CMD_TIMEOUT_MS, REDIS_OWN, "MULTI/EXEC");
     if (s->watch_gen)
         redis_pipe_on(&p, (struct redis_mark){ s->watch_node, s->watch_gen });
@@ -225,11 +256,7 @@ int rs_write(struct lock_ctx *ctx, struct rs_sale *s, int absolute, int *committ
     }
     redis_pipe_add(&p, "EXEC");
     n = p.n;
-    if ((rc = rs_run(ctx, &p, r, 1)) == LL_LOST) {
-        ctx->err = 0;                       /* the WATCH's connection is gone */
-        return sold_out ? LL_SOLD_OUT : LL_OK;
-    }
-    if (rc != LL_OK)
+    if ((rc = rs_run(ctx, &p, r, 1)) != LL_OK)
         return rc;
     exec = r[n - 1];
     if (exec->type == REDIS_REPLY_ERROR) {  /* EXECABORT: a command was refused */
@@ -249,6 +276,30 @@ int rs_write(struct lock_ctx *ctx, struct rs_sale *s, int absolute, int *committ
     }
     redis_replies_free(r, n);
     return sold_out ? LL_SOLD_OUT : LL_OK;
+}
+
+int rs_write(struct lock_ctx *ctx, struct rs_sale *s, int absolute, int *committed,
+             long long *remaining)
+{
+    int rc, sold_out = s->count < s->qty;
+
+    *committed = 0;
+    *remaining = sold_out ? s->count : s->count - s->qty;
+    if (sold_out && !s->order_no[0])
+        return LL_SOLD_OUT;                 /* nothing to record */
+    while ((rc = write_once(ctx, s, absolute, committed, remaining)) == LL_LOST) {
+        /* Nothing of it ran. After a WATCH, what it watched is gone (the
+         * connection, or the slot's node): a race lost, read again. Under
+         * a lock (redis-lock-stock) the count read still stands: the same
+         * step again, once the slot's move lets it. */
+        if (s->watch_gen) {
+            ctx->err = 0;
+            return sold_out ? LL_SOLD_OUT : LL_OK;
+        }
+        if ((rc = rs_moving(ctx)) != LL_OK)
+            return rc;
+    }
+    return rc;
 }
 
 /* ---------------------------------------------------------------- answers */

@@ -19,7 +19,10 @@
 #   3. the lock's slot moved to another master mid-run (CLUSTER SETSLOT
 #      MIGRATING/IMPORTING, MIGRATE, SETSLOT NODE: ASK, then MOVED): exact,
 #      and the new master serves the lock; redisson-fair's waiters, woken
-#      by their own channels, subscribe them on the new master;
+#      by their own channels, subscribe them on the new master; and the
+#      Redis stock's slot moved while redis-watch holds between its WATCH
+#      and its MULTI … EXEC (hold_ms): the transaction is never split
+#      into commands sent alone to the new node, the unit sells once;
 #   4. the lock's master killed while a holder holds the lock: its replica
 #      is promoted (cluster-node-timeout 2 s), purchases meanwhile are
 #      refused (503 naming the node or the cluster), none is lost, sales
@@ -177,9 +180,10 @@ echo "== the lock's slot moved to another master mid-run (ASK, then MOVED)"
 SLOT=$(slot_of "lock:$P1")
 FROM=$(master_of "$SLOT")
 TO=$M2
-# move_slot: the slot's keys migrated from FROM to TO, then the slot TO's.
-move_slot() {
-    local from_id to_id keys port
+# move_keys: slot SLOT migrating from FROM to TO, its keys moved (ASK);
+# move_owner: the slot TO's (MOVED); move_slot: both.
+move_keys() {
+    local from_id to_id keys
     from_id=$(node_id "$FROM") to_id=$(node_id "$TO")
     rc "$TO" CLUSTER SETSLOT "$SLOT" IMPORTING "$from_id" >/dev/null
     rc "$FROM" CLUSTER SETSLOT "$SLOT" MIGRATING "$to_id" >/dev/null
@@ -188,6 +192,14 @@ move_slot() {
         ((${#keys[@]})) || break
         rc "$FROM" MIGRATE 127.0.0.1 "$TO" "" 0 5000 REPLACE KEYS "${keys[@]}" >/dev/null
     done
+}
+move_slot() {
+    move_keys
+    move_owner
+}
+move_owner() {
+    local to_id port
+    to_id=$(node_id "$TO")
     # The target first, then the source (CLUSTER SETSLOT's own advice), then
     # the other masters; the replicas learn it from them.
     rc "$TO" CLUSTER SETSLOT "$SLOT" NODE "$to_id" >/dev/null
@@ -221,6 +233,59 @@ t_exact "redisson-fair after the move"
 woke=$(t_stats_sum redisson-fair wakeups) moved=$(subscribers "$TO" "redisson_lock__channel:{lock:$P1}:*")
 t_ok "$woke -gt 0 -a $moved -gt 0" \
      "its waiters woke ($woke) on their channels, $moved of them subscribed on the new master $TO"
+
+echo "== the Redis stock's transactions while their slot moves (ASK, then MOVED)"
+# A purchase reads {stock:P} (redis-watch with its WATCH; redis-lock-stock
+# under its lock) and holds (hold_ms) before its MULTI … EXEC; meanwhile
+# the slot's keys move to another master (ASK). Its write meets the
+# redirection: Redis discards a transaction one of whose commands was
+# redirected, so nothing of it ran, and it must not be split into
+# commands sent one by one to the new node (the old client did: DECRBY,
+# INCRBY, XADD ran outside any transaction and EXEC answered EXECABORT, a
+# 500 for a unit taken). Once the slot is the new master's (MOVED) the
+# purchase runs its step again there and sells, exactly once.
+LOCK_SLOT=$SLOT
+SLOT=$(slot_of "{stock:$P1}")
+# shellcheck disable=SC2317 # run through t_until
+reading() { rc "$FROM" CLIENT LIST TYPE normal | grep -q ' cmd=hget '; }
+# The MULTIs FROM has seen (nothing else of the stack sends one).
+multis() {
+    local n
+    n=$(rc "$FROM" INFO commandstats | sed -n 's/^cmdstat_multi:calls=\([0-9]*\),.*/\1/p')
+    echo "${n:-0}"
+}
+# shellcheck disable=SC2317 # run through t_until
+multied() { [ "$(multis)" -gt "$1" ]; }
+for lock in redis-watch redis-lock-stock; do
+    FROM=$(master_of "$SLOT") TO=""
+    for port in "${NODES[@]#*:}"; do
+        [[ $port != "$FROM" && $(rc "$port" ROLE | head -1) == master ]] && { TO=$port; break; }
+    done
+    hold=5000
+    [[ $lock == redis-lock-stock ]] && hold=2500    # within its lock's 3 s lease
+    t_reset 10 "$P1"
+    sold0=$(t_stats_sum "$lock" sold)
+    out=$(mktemp)
+    t_curl "${T_INSTANCES[0]}/check/lock?lock=$lock&product=$P1&hold_ms=$hold" >"$out" &
+    buyer=$!
+    t_until 5 reading
+    t_ok "$? = 0" "$lock: the purchase has read {stock:$P1} (slot $SLOT) on $FROM, and holds"
+    move_keys
+    before=$(multis)      # a MULTI counted from here came after the keys moved
+    t_until 10 multied "$before"
+    t_ok "$? = 0" "$lock: its MULTI … EXEC reached $FROM while the slot migrates to $TO (ASK)"
+    move_owner
+    wait "$buyer"
+    got=$(jq -r '.result + " " + (.error // "")' "$out" | cut -c1-160)
+    rm -f "$out"
+    j=$(t_drained "product=$P1")
+    t_ok "'${got%% *}' = sold" "$lock: the purchase sells on the new master ($got)"
+    t_ok "'$(t_jq "$j" '"\(.redis.count) \(.redis.sold) \(.redis.reconciled) \(.redis.mysql.count)"')' = '9 1 true 9'" \
+         "$lock: one unit taken, once, in Redis and in MariaDB ($(t_jq "$j" '"\(.redis.count) \(.redis.sold) \(.redis.mysql.count)"'))"
+    t_ok "$(($(t_stats_sum "$lock" sold) - sold0)) -eq 1" "$lock: and it is counted sold"
+    t_ok "'$(master_of "$SLOT")' = '$TO'" "$lock: slot $SLOT is served by $TO now"
+done
+SLOT=$LOCK_SLOT
 
 echo "== the lock's master killed while the lock is held: the replica takes over"
 M=$(master_of "$SLOT")

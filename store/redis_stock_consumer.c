@@ -485,7 +485,9 @@ static void refresh_streams(void)
 static void read_some(int first, int n, const char *from, int block_ms)
 {
     struct lock_ctx *ctx = &cons.ctx;
-    const char **argv = xcalloc(8 + 2 * (size_t)n, sizeof *argv);
+    /* XREADGROUP GROUP g c COUNT n [BLOCK ms] STREAMS: 9 words, then n
+     * keys and n ids. */
+    const char **argv = xcalloc(9 + 2 * (size_t)n, sizeof *argv);
     char count[16], block[16];
     redisReply *r;
     int i, argc = 0;

@@ -47,8 +47,8 @@ struct lock_room;
 struct mysql_slot;      /* locks/mysql_queue.c */
 struct redis_set;       /* locks/redis_private.h */
 struct zk_slot;         /* locks/zk_client.c */
-struct etcd_slot;       /* locks/etcd_private.h */
-struct hybrid_slot;     /* locks/hybrid_private.h */
+struct etcd_slot;       /* locks/etcd_session.h */
+struct hybrid_slot;     /* locks/hybrid_layer.h */
 struct order;           /* store/order.h: POST /order's purchase */
 
 #define LOCK_MAX_DEPTH 8    /* deepest re-entry a request may ask for */

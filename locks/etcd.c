@@ -36,11 +36,14 @@
  * failed delete leaves the key until the lease lapses (the session is then
  * abandoned, never renewed again), up to a TTL of nobody selling.
  */
-#include "etcd_private.h"
+#include "etcd_session.h"
 #include "../core/util.h"
 
 #include <stdio.h>
 #include <string.h>
+
+#define ETCD_FENCE "etcd"               /* the service of create-revision tokens */
+#define ETCD_ROOT  "/locklab/etcd"
 
 /* The backend name of the slot's endpoints ("etcd 127.0.0.1:12379,…"). */
 static const char *backend(struct lock_ctx *ctx)

@@ -33,7 +33,7 @@
  * hands it to the write (ctx->lease_until_us). A keep-alive that found the
  * lease gone marks the session lost: the check then answers LL_LOST.
  */
-#include "etcd_private.h"
+#include "etcd_session.h"
 #include "../core/util.h"
 #include "../core/wait.h"
 

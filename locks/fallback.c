@@ -25,15 +25,15 @@
  * service's tokens (redisson, zookeeper, mysql), and tokens of two
  * services do not compare (store/stock.c lets such a write through).
  *
- * What it measures (GET /stats "fallback", hybrid.h): acquisitions per
- * layer, the "switched" ones that went past a layer that was down, and the
- * "overlapped" ones that began while this instance held the same product
- * on another layer — two holders at once, for certain. Overlaps across
- * instances only the ledger shows (--ledger, ll-check).
+ * What it measures (GET /stats "fallback", the family's section):
+ * acquisitions per layer, the "switched" ones that went past a layer that
+ * was down, and the "overlapped" ones that began while this instance held
+ * the same product on another layer — two holders at once, for certain.
+ * Overlaps across instances only the ledger shows (--ledger, ll-check).
  */
-#include "hybrid.h"
-#include "hybrid_private.h"
+#include "hybrid_layer.h"
 
+#include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -108,7 +108,12 @@ static void hold_end(const char *key, int layer)
     pthread_mutex_unlock(&fb.mu);
 }
 
-json_t *fallback_stats_json(void)
+/* {"held_on":{"redisson":N,"curator":N,"mysql-lock-table":N},
+ *  "switched":N,"overlapped":N}: this instance's acquisitions by the layer
+ * that granted them, those that went past a layer that was down, and those
+ * that began while this instance held the same product on another layer
+ * (two holders at once): the family's GET /stats section. */
+static json_t *fallback_stats_json(void)
 {
     json_t *on = json_object();
     int k;
@@ -120,7 +125,7 @@ json_t *fallback_stats_json(void)
                      "overlapped", (json_int_t)atomic_load(&overlapped));
 }
 
-void fallback_stats_reset(void)
+static void fallback_stats_reset(void)
 {
     int k;
 

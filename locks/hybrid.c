@@ -25,7 +25,7 @@
  * needs both: either backend down, and no sale (unavailable), where each
  * lock alone would need one.
  */
-#include "hybrid_private.h"
+#include "hybrid_layer.h"
 #include "zk_private.h"
 
 static int hybrid_acquire(struct lock_ctx *ctx, const char *key)

@@ -1,6 +1,6 @@
 /* hybrid_layer.c — running a strategy as a layer of a composite lock
- * (hybrid.c, fallback.c): see hybrid_private.h. */
-#include "hybrid_private.h"
+ * (hybrid.c, fallback.c): see hybrid_layer.h. */
+#include "hybrid_layer.h"
 #include "../core/util.h"
 
 #include <stdlib.h>

@@ -1,18 +1,15 @@
-/* etcd_private.h — what the etcd strategy (locks/etcd.c) and its sessions
- * (locks/etcd_session.c) share: a worker slot's etcd state, and the
- * session API over it. The client they speak through, etcd's JSON gateway,
- * is clients/etcd.h.
+/* etcd_session.h — a worker slot's etcd state and its session
+ * (locks/etcd_session.c), which the etcd strategy (locks/etcd.c) stands
+ * on. The client they speak through, etcd's JSON gateway, is
+ * clients/etcd.h.
  */
-#ifndef LOCKLAB_ETCD_PRIVATE_H
-#define LOCKLAB_ETCD_PRIVATE_H
+#ifndef LOCKLAB_ETCD_SESSION_H
+#define LOCKLAB_ETCD_SESSION_H
 
 #include "lock.h"
 #include "../clients/etcd.h"
 
 #include <stdint.h>
-
-#define ETCD_FENCE        "etcd"    /* the service of create-revision tokens   */
-#define ETCD_ROOT         "/locklab/etcd"
 
 /* A worker slot's etcd state (ctx->etcd, etcd_session.c): its connection,
  * its session — a lease, as concurrency.NewSession grants one per client,
@@ -56,4 +53,4 @@ int  etcd_session_check(struct lock_ctx *ctx);
 int  etcd_fail(struct lock_ctx *ctx, int rc, const char *what);
 void etcd_ctx_free(struct lock_ctx *ctx);
 
-#endif /* LOCKLAB_ETCD_PRIVATE_H */
+#endif /* LOCKLAB_ETCD_SESSION_H */

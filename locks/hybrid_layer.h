@@ -1,5 +1,6 @@
-/* hybrid_private.h — what the composite locks share (seed 004 §4.5):
- * hybrid.c (a Redis lock in front of a ZooKeeper lock) and fallback.c
+/* hybrid_layer.h — running a strategy as a layer of a composite lock
+ * (locks/hybrid_layer.c), what the composite locks of seed 004 §4.5 stand
+ * on: hybrid.c (a Redis lock in front of a ZooKeeper lock) and fallback.c
  * (Redis, else ZooKeeper, else the MySQL lock table).
  *
  * A composite runs other strategies' hooks as its layers, unchanged: it
@@ -9,8 +10,8 @@
  * keeps its own state in its family's slot of ctx; the composite keeps only
  * which layer it took (ctx->hybrid).
  */
-#ifndef LOCKLAB_HYBRID_PRIVATE_H
-#define LOCKLAB_HYBRID_PRIVATE_H
+#ifndef LOCKLAB_HYBRID_LAYER_H
+#define LOCKLAB_HYBRID_LAYER_H
 
 #include "lock.h"
 
@@ -38,4 +39,4 @@ struct hybrid_slot {
 struct hybrid_slot *hybrid_slot_of(struct lock_ctx *ctx);
 void hybrid_ctx_free(struct lock_ctx *ctx);
 
-#endif /* LOCKLAB_HYBRID_PRIVATE_H */
+#endif /* LOCKLAB_HYBRID_LAYER_H */

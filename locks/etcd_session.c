@@ -10,16 +10,11 @@
  * has one, granted at its first acquire with a TTL of --lease-ms rounded
  * up to seconds (etcd raises it to its minimum, 2 s here).
  *
- * Keeping alive. One process-wide worker renews the leases at TTL/3 (as
- * the Go client does) on a connection of its own, as redis_watchdog.c does
- * for Redis: a slot's own connection is busy with its request. It is a
- * task_background() worker: a coroutine on the loop of the caller that
- * first needs it, or a thread of its own when that caller has no loop (a
- * tool, the thread-per-connection server); it sleeps on a wait_cond until
- * the next lease is due or a new one comes, and its keep-alives wait
- * through the client's waits, so the same code parks or blocks. The
- * entries' mutex is held for a few instructions at a time, never across a
- * call: wait_cond_wait() lets go of it while the keeper sleeps.
+ * Keeping alive. A lease keeper (keeper.h, as redis_watchdog.c is for
+ * Redis) renews the leases at TTL/3, as the Go client does, on a
+ * connection of its own: a slot's own connection is busy with its request.
+ * Its keep-alives wait through the client's waits, so the same code parks
+ * on a loop or blocks in a tool.
  *
  * A lease is renewed while its slot holds or waits, and for one TTL after,
  * so a slot that sells again soon reuses its session; then it is left to
@@ -34,36 +29,14 @@
  * lease gone marks the session lost: the check then answers LL_LOST.
  */
 #include "etcd_session.h"
+#include "keeper.h"
 #include "../core/util.h"
-#include "../core/wait.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct keep_entry {
-    long long lease;            /* 0: nothing to renew                    */
-    int       ttl_s;
-    int       busy;             /* the slot holds or waits                */
-    int       lost;             /* a keep-alive found the lease gone      */
-    int64_t   idle_since_ms;
-    int64_t   until_us;         /* the last confirmed lease ends          */
-    int64_t   next_ms;          /* next keep-alive due                    */
-};
-
-static struct {
-    pthread_mutex_t    mu;              /* the entries, asleep_until      */
-    struct wait_cond   cv;              /* the keeper sleeps on it        */
-    struct keep_entry *e;
-    int                n;
-    struct etcd_conn   conn;            /* the keeper's own               */
-    int64_t            asleep_until;    /* ms: the keeper sleeps until    */
-} kp = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = WAIT_COND_INIT, .asleep_until = INT64_MAX };
-
-static pthread_once_t kp_once = PTHREAD_ONCE_INIT;
-static _Atomic(const struct config *) kp_cfg;
+static struct etcd_conn keeper_conn;    /* the keeper's own */
 
 int etcd_fail(struct lock_ctx *ctx, int rc, const char *what)
 {
@@ -81,79 +54,42 @@ static int64_t lease_end_us(int64_t sent_us, int ttl_s)
 
 /* ---------------------------------------------------------------- keeper */
 
-/* A lease worth renewing now: live, and its slot busy or idle for less
- * than a TTL. An idle one past that is dropped here (it lapses in etcd). */
-static int keep_due(struct keep_entry *e, int64_t now)
+/* The keeper's hook: a keep-alive of the lease; gone when etcd answers
+ * that it is (no TTL left, or an error of its own), again in 200 ms when no
+ * endpoint answers. */
+static enum keep_answer session_renew(const void *what, int64_t sent_us, int64_t *until_us,
+                                      int *retry_ms)
 {
-    if (e->lease == 0 || e->lost)
-        return 0;
-    if (!e->busy && now - e->idle_since_ms > e->ttl_s * 1000LL) {
-        e->lease = 0;
-        return 0;
-    }
-    return e->next_ms <= now;
-}
-
-static void keeper_main(void *arg)
-{
-    int i, due, ttl, rc;
-    int64_t now, first, sent;
     long long lease;
+    int ttl, rc;
 
-    (void)arg;
-    pthread_mutex_lock(&kp.mu);
-    for (;;) {
-        now = now_ms();
-        due = -1;
-        first = INT64_MAX;
-        for (i = 0; i < kp.n && due < 0; i++) {
-            if (keep_due(&kp.e[i], now))
-                due = i;
-            else if (kp.e[i].lease && !kp.e[i].lost && kp.e[i].next_ms < first)
-                first = kp.e[i].next_ms;
-        }
-        if (due < 0) {
-            kp.asleep_until = first;
-            wait_cond_wait(&kp.cv, &kp.mu, first == INT64_MAX ? WAIT_FOREVER : first * 1000);
-            continue;
-        }
-        kp.asleep_until = now;
-        lease = kp.e[due].lease;
-        kp.e[due].next_ms = now + kp.e[due].ttl_s * 1000LL / 3;
-        pthread_mutex_unlock(&kp.mu);
-
-        sent = now_us();
-        rc = etcd_lease_keepalive(&kp.conn, lease, &ttl, now_ms() + ETCD_CALL_MS);
-
-        pthread_mutex_lock(&kp.mu);
-        if (kp.e[due].lease == lease) {
-            if (rc == ETCD_OK && ttl > 0)
-                kp.e[due].until_us = lease_end_us(sent, ttl);
-            else if (rc == ETCD_OK || rc == ETCD_FAIL)
-                kp.e[due].lost = 1;     /* expired, revoked: never again */
-            else                        /* no endpoint answered: soon again */
-                kp.e[due].next_ms = now_ms() + 200;
-        }
+    memcpy(&lease, what, sizeof lease);
+    rc = etcd_lease_keepalive(&keeper_conn, lease, &ttl, now_ms() + ETCD_CALL_MS);
+    if (rc == ETCD_OK && ttl > 0) {
+        *until_us = lease_end_us(sent_us, ttl);
+        return KEEP_CONFIRMED;
     }
+    if (rc == ETCD_OK || rc == ETCD_FAIL)
+        return KEEP_GONE;       /* expired, revoked: never again */
+    *retry_ms = 200;
+    return KEEP_RETRY;
 }
 
-static void keeper_start(void)
+static void session_keeper_start(const struct config *cfg)
 {
-    const struct config *cfg = atomic_load(&kp_cfg);
-
-    kp.n = cfg->threads;
-    kp.e = xcalloc((size_t)kp.n, sizeof *kp.e);
-    if (etcd_conn_init(&kp.conn, cfg->etcd) != 0) {
+    if (etcd_conn_init(&keeper_conn, cfg->etcd) != 0) {
         fprintf(stderr, "locklab: --etcd '%s' is not host:port[,…]\n", cfg->etcd);
         abort();
     }
-    task_background("etcd-keeper", keeper_main, NULL);
 }
 
-static void keeper_init(const struct lock_ctx *ctx)
+static struct keeper session_keeper = KEEPER_INIT("etcd-keeper", sizeof(long long),
+                                                  session_renew, session_keeper_start);
+
+static struct keeper *keeper_of(const struct lock_ctx *ctx)
 {
-    atomic_store(&kp_cfg, ctx->cfg);
-    pthread_once(&kp_once, keeper_start);
+    keeper_init(&session_keeper, ctx->cfg);
+    return &session_keeper;
 }
 
 /* ---------------------------------------------------------------- slots */
@@ -182,22 +118,14 @@ void etcd_count(struct lock_ctx *ctx)
 
 int etcd_session(struct lock_ctx *ctx, struct etcd_slot **out)
 {
+    struct keeper *k = keeper_of(ctx);
     struct etcd_slot *s;
-    struct keep_entry *e;
     long long lease;
-    int ttl, rc, reuse;
+    int ttl, rc;
     int64_t sent;
 
-    keeper_init(ctx);
     s = *out = etcd_slot_of(ctx);
-    pthread_mutex_lock(&kp.mu);
-    e = &kp.e[ctx->slot];
-    reuse = s->lease != 0 && e->lease == s->lease && !e->lost &&
-            e->until_us - now_us() > e->ttl_s * 500000LL;
-    if (reuse)
-        e->busy = 1;
-    pthread_mutex_unlock(&kp.mu);
-    if (reuse)
+    if (s->lease != 0 && keeper_resume(k, ctx->slot, s->ttl_s * 500000LL))
         return LL_OK;
 
     sent = now_us();
@@ -208,52 +136,31 @@ int etcd_session(struct lock_ctx *ctx, struct etcd_slot **out)
         return etcd_fail(ctx, rc, "lease grant");
     s->lease = lease;
     s->ttl_s = ttl;
-    pthread_mutex_lock(&kp.mu);
-    e->lease = lease;
-    e->ttl_s = ttl;
-    e->busy = 1;
-    e->lost = 0;
-    e->until_us = lease_end_us(sent, ttl);
-    e->next_ms = now_ms() + ttl * 1000LL / 3;
-    if (e->next_ms < kp.asleep_until) {
-        kp.asleep_until = e->next_ms;
-        wait_cond_signal(&kp.cv);
-    }
-    pthread_mutex_unlock(&kp.mu);
+    keeper_hold(k, ctx->slot, &lease, lease_end_us(sent, ttl), ttl * 1000 / 3);
     return LL_OK;
 }
 
 void etcd_session_idle(struct lock_ctx *ctx)
 {
-    keeper_init(ctx);
-    pthread_mutex_lock(&kp.mu);
-    kp.e[ctx->slot].busy = 0;
-    kp.e[ctx->slot].idle_since_ms = now_ms();
-    pthread_mutex_unlock(&kp.mu);
+    struct keeper *k = keeper_of(ctx);
+
+    if (ctx->etcd)
+        keeper_linger(k, ctx->slot, ctx->etcd->ttl_s * 1000);
 }
 
 void etcd_session_abandon(struct lock_ctx *ctx)
 {
-    keeper_init(ctx);
-    pthread_mutex_lock(&kp.mu);
-    memset(&kp.e[ctx->slot], 0, sizeof kp.e[ctx->slot]);
-    pthread_mutex_unlock(&kp.mu);
+    keeper_release(keeper_of(ctx), ctx->slot);
     if (ctx->etcd)
         ctx->etcd->lease = 0;
 }
 
 int etcd_session_check(struct lock_ctx *ctx)
 {
-    struct keep_entry *e;
     int64_t until;
-    int lost;
+    int lost = keeper_state(keeper_of(ctx), ctx->slot, &until) != KEEP_HELD ||
+               ctx->etcd == NULL;
 
-    keeper_init(ctx);
-    pthread_mutex_lock(&kp.mu);
-    e = &kp.e[ctx->slot];
-    lost = e->lost || e->lease == 0 || ctx->etcd == NULL || e->lease != ctx->etcd->lease;
-    until = e->until_us;
-    pthread_mutex_unlock(&kp.mu);
     if (lost)
         return lock_error(ctx, LL_LOST, etcd_slot_of(ctx)->conn.name, "the etcd session's "
                           "lease is gone (a keep-alive found it expired): sale not written");

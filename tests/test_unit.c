@@ -9,6 +9,7 @@
 #include "../core/config.h"
 #include "../core/util.h"
 #include "../core/wait.h"
+#include "../locks/keeper.h"
 #include "../locks/lock.h"
 #include "../app/metrics.h"
 #include "../app/orders.h"
@@ -639,6 +640,106 @@ static void test_lock_poll(void)
     CHECK(lock_poll_waiting(lock_find("redis-lua"), poll_key) == 0);
 }
 
+/* ---------------------------------------------------------------- keeper.c
+ *
+ * The lease keeper on a thread of its own (no loop here), renewing through
+ * a hook that answers as told: confirmed (the lease's end: sent + 1 s +
+ * the entry's value, so that a test can tell whose), gone, or no answer.
+ * Every wait is for a thing to happen, up to 5 s. */
+static atomic_int renewals;
+static atomic_int renew_answer;
+
+static enum keep_answer test_renew(const void *what, int64_t sent_us, int64_t *until_us,
+                                   int *retry_ms)
+{
+    int v;
+
+    memcpy(&v, what, sizeof v);
+    atomic_fetch_add(&renewals, 1);
+    *until_us = sent_us + 1000000 + v;
+    *retry_ms = 20;
+    return (enum keep_answer)atomic_load(&renew_answer);
+}
+
+static struct keeper test_keeper = KEEPER_INIT("test-keeper", sizeof(int), test_renew, NULL);
+
+/* Wait up to 5 s until slot's state is `want`; its until into *until. */
+static int await_state(int slot, enum keep_state want, int64_t *until)
+{
+    int64_t end = now_ms() + 5000;
+
+    while (keeper_state(&test_keeper, slot, until) != want && now_ms() < end)
+        sleep_us(1000);
+    return keeper_state(&test_keeper, slot, until) == want;
+}
+
+static int await_renewals(int n)
+{
+    int64_t end = now_ms() + 5000;
+
+    while (atomic_load(&renewals) < n && now_ms() < end)
+        sleep_us(1000);
+    return atomic_load(&renewals) >= n;
+}
+
+static void test_lease_keeper(void)
+{
+    struct config cfg;
+    struct keeper *k = &test_keeper;
+    char err[256];
+    char *argv[] = { "locklab", "--threads", "4" };
+    int64_t until, t0;
+    int seven = 7, eight = 8, n;
+
+    CHECK(parse(&cfg, err, 3, argv) == 0);
+    atomic_init(&renewals, 0);
+    atomic_init(&renew_answer, KEEP_CONFIRMED);
+    keeper_init(k, &cfg);
+    keeper_init(k, &cfg);                           /* once is enough */
+    CHECK(keeper_state(k, 0, &until) == KEEP_NONE);
+
+    /* Held: its end is the hold's until the keeper confirms a later one. */
+    t0 = now_us();
+    keeper_hold(k, 0, &seven, 123, 20);
+    CHECK(keeper_state(k, 0, &until) == KEEP_HELD && until == 123);
+    CHECK(await_renewals(2));
+    CHECK(keeper_state(k, 0, &until) == KEEP_HELD && until > t0);
+
+    /* No answer: tried again, the last confirmed end kept. */
+    atomic_store(&renew_answer, KEEP_RETRY);
+    n = atomic_load(&renewals);
+    CHECK(await_renewals(n + 2));
+    CHECK(keeper_state(k, 0, &until) == KEEP_HELD);
+
+    /* Gone: lost, never renewed again. */
+    atomic_store(&renew_answer, KEEP_GONE);
+    CHECK(await_state(0, KEEP_LOST, &until));
+    n = atomic_load(&renewals);
+    sleep_us(200000);
+    CHECK(atomic_load(&renewals) == n);
+    CHECK(keeper_resume(k, 0, 0) == 0);             /* a lost lease is not resumed */
+
+    /* Held anew: resumed while confirmed for long enough, lingering then
+     * lapsing, and not resumed once lapsed. */
+    atomic_store(&renew_answer, KEEP_CONFIRMED);
+    keeper_hold(k, 0, &eight, now_us() + 10000000, 20);
+    CHECK(keeper_state(k, 0, &until) == KEEP_HELD);
+    CHECK(keeper_resume(k, 0, 20000000) == 0 && keeper_resume(k, 0, 100000) == 1);
+    keeper_linger(k, 0, 50);
+    CHECK(await_state(0, KEEP_NONE, &until));
+    CHECK(keeper_resume(k, 0, 0) == 0);
+
+    /* Released: no renewal but one already in flight. */
+    keeper_hold(k, 1, &seven, 0, 20);
+    n = atomic_load(&renewals);
+    CHECK(await_renewals(n + 1));
+    keeper_release(k, 1);
+    CHECK(keeper_state(k, 1, &until) == KEEP_NONE);
+    n = atomic_load(&renewals);
+    sleep_us(200000);
+    CHECK(atomic_load(&renewals) <= n + 1);
+}
+
 /* The synchronizers' registry: valid as built, refusing a (primitive,
  * backend) twice and an operation twice; Redisson's first when no backend
  * is named; names fit for both Redis keys and ZooKeeper path components. */
@@ -763,6 +864,7 @@ int main(void)
     test_order_request();
     test_lesson_strategies();
     test_lock_poll();
+    test_lease_keeper();
     test_sync_registry();
     printf("unit: %d passed, %d failed\n", passed, failed);
     return failed != 0;

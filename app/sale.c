@@ -101,7 +101,6 @@ static int sale_once(struct lock_ctx *ctx, const struct lock_ops *ops,
         return lock_sell(ctx, p, remaining);
     while (held < reentry && rc == LL_OK) {
         rc = lock_acquire(ctx, key);
-        lock_poll_done(ctx);
         if (rc == LL_OK && held++ == 0)
             ctx->held_since_us = got = now_us();
     }
@@ -130,7 +129,6 @@ static int sale_once(struct lock_ctx *ctx, const struct lock_ops *ops,
                 rc = rrc;
         }
         ctx->held_us = now_us() - got;
-        lock_poll_released(ctx, key);   /* wake this instance's poller */
     }
     if (why_saved)
         lock_error(ctx, why.err, why.backend, "%s", why.errstr);

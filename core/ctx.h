@@ -112,6 +112,8 @@ struct lock_ctx {
     const struct lock_ops *ops;     /* the strategy it runs                   */
     const char *strategy;           /* its name (the ledger's rows)           */
     struct lock_room *room;         /* the waiting room it is in (lock_poll)  */
+    int         holds;              /* acquires not yet released (locks/lock.c):
+                                     * the last release wakes the room        */
 
     /* What the holder knows of the lock it holds, for the write (stock.c):
      * the last moment its lease is sure to run (the acquire or the last

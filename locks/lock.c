@@ -1,4 +1,5 @@
-/* lock.c — the jittered retry interval of the spinning strategies. */
+/* lock.c — the jittered retry interval of the spinning strategies, and the
+ * release's fault pause. */
 #include "lock.h"
 #include "../core/config.h"
 #include "../core/util.h"

@@ -142,8 +142,9 @@ int lock_backoff(struct lock_ctx *ctx);
  * wait for this request's next try of `key`. Only one waiter per strategy
  * and key per process tries, every --retry-ms ±50 % or at once after a
  * release here. Counts a retry; LL_TIMEOUT when the deadline passed.
- * sale_run() calls lock_poll_done() after every acquire (leave the
- * room) and lock_poll_released() after the last release of a key. */
+ * lock_acquire() leaves the room after every acquire (lock_poll_done())
+ * and lock_release() announces the last release of a key
+ * (lock_poll_released()): nothing else calls those two. */
 #define LOCK_KEY_MAX     64
 #define LOCK_POLL_STREAK 8   /* local wake-ups in a row, at most */
 /* Should this release wake a waiter of its own instance at once? Yes for
@@ -271,16 +272,19 @@ static inline const char *lock_key_for(const struct lock_ops *ops, const char *p
  * optional hook's absence is handled here only (as Redis's connection.h
  * wraps a connection type's methods). They run ctx->ops, the strategy the
  * caller chose for ctx: sale_run() sets it, as does POST /stock/reset
- * for each strategy it clears. */
-static inline int lock_acquire(struct lock_ctx *ctx, const char *key)
-{
-    return ctx->ops->acquire(ctx, key);
-}
-
-static inline int lock_release(struct lock_ctx *ctx, const char *key)
-{
-    return ctx->ops->release(ctx, key);
-}
+ * for each strategy it clears.
+ *
+ * The acquire and the release also keep the waiting room (lock_poll.c):
+ * after an acquire, got or not, the request leaves the room it waited in;
+ * the release that ends ctx's last hold (ctx->holds, counted here) wakes
+ * the poller of its instance. A strategy that runs another's acquire and
+ * release for its own sale (redis-lock-stock runs redis-lua's) goes through
+ * lock_acquire_by() and lock_release_by(), its own ctx->ops unchanged.
+ * These four live with the room, in lock_poll.c. */
+int lock_acquire(struct lock_ctx *ctx, const char *key);
+int lock_release(struct lock_ctx *ctx, const char *key);
+int lock_acquire_by(struct lock_ctx *ctx, const struct lock_ops *ops, const char *key);
+int lock_release_by(struct lock_ctx *ctx, const struct lock_ops *ops, const char *key);
 
 /* The fault ?release_pause_ms: the release calls this where lock_ops.
  * release_pause says; it sleeps once per request. */

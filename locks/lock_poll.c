@@ -43,6 +43,10 @@
  * Rooms are per strategy and key, found in a small table under one mutex;
  * a room whose last user left is free for another key. A full table sends
  * a waiter back to lock_backoff()'s private timer.
+ *
+ * The strategies' calls keep the room (lock.h): lock_acquire() leaves it
+ * after every acquire, and lock_release() announces the release that ends
+ * a request's last hold, so that no caller of a strategy does either.
  */
 #include "lock.h"
 #include "../core/config.h"
@@ -213,4 +217,37 @@ int lock_poll_waiting(const struct lock_ops *ops, const char *key)
     n = (r = room_find(ops, key, 0)) != NULL ? r->users : 0;
     pthread_mutex_unlock(&rooms_mu);
     return n;
+}
+
+/* ---------------------------------------------------------------- the calls */
+
+int lock_acquire_by(struct lock_ctx *ctx, const struct lock_ops *ops, const char *key)
+{
+    int rc = ops->acquire(ctx, key);
+
+    lock_poll_done(ctx);                /* out of the room, the lock got or not */
+    if (rc == LL_OK)
+        ctx->holds++;
+    return rc;
+}
+
+int lock_release_by(struct lock_ctx *ctx, const struct lock_ops *ops, const char *key)
+{
+    int rc = ops->release(ctx, key);
+
+    /* Released or not, the hold is over (the caller releases on every
+     * path); the last one wakes this instance's poller of the key. */
+    if (ctx->holds > 0 && --ctx->holds == 0)
+        lock_poll_released(ctx, key);
+    return rc;
+}
+
+int lock_acquire(struct lock_ctx *ctx, const char *key)
+{
+    return lock_acquire_by(ctx, ctx->ops, key);
+}
+
+int lock_release(struct lock_ctx *ctx, const char *key)
+{
+    return lock_release_by(ctx, ctx->ops, key);
 }

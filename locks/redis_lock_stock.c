@@ -22,7 +22,8 @@
 #include "../core/util.h"
 
 /* The lock is redis-lua's, reached through its table (as SQLite builds a
- * locking style from another's methods): acquire and release only. */
+ * locking style from another's methods): acquire and release only, run by
+ * lock_acquire_by() and lock_release_by() (the waiting room's calls). */
 extern const struct lock_ops lock_redis_lua;
 
 static int lock_sale_run(struct lock_ctx *ctx, const struct product *p,
@@ -34,8 +35,7 @@ static int lock_sale_run(struct lock_ctx *ctx, const struct product *p,
 
     rs_sale_init(&s, ctx, p, ctx->ops->name);
     *remaining = -1;
-    rc = lock_redis_lua.acquire(ctx, p->key);
-    lock_poll_done(ctx);
+    rc = lock_acquire_by(ctx, &lock_redis_lua, p->key);
     if (rc != LL_OK)
         return rc;
     got = now_us();
@@ -49,11 +49,10 @@ static int lock_sale_run(struct lock_ctx *ctx, const struct product *p,
     /* As sale_run(): a failed release after a sale stays a warning. */
     if (rc == LL_OK || rc == LL_SOLD_OUT)
         ctx->err = 0;
-    rrc = lock_redis_lua.release(ctx, p->key);
+    rrc = lock_release_by(ctx, &lock_redis_lua, p->key);
     if (rrc != LL_OK && rc == LL_SOLD_OUT)
         rc = rrc;
     ctx->held_us = now_us() - got;
-    lock_poll_released(ctx, p->key);
     return rc;
 }
 

@@ -640,6 +640,75 @@ static void test_lock_poll(void)
     CHECK(lock_poll_waiting(lock_find("redis-lua"), poll_key) == 0);
 }
 
+/* The calls keep the waiting room: lock_acquire() leaves it, got or not,
+ * and the release that ends a request's last hold of a key wakes the
+ * poller of its instance, a re-entered hold's inner release not. A test
+ * strategy whose acquire waits its turn in the room (lock_poll) once, to
+ * its deadline, and then answers as told. */
+static int fake_answer;
+
+static int fake_acquire(struct lock_ctx *ctx, const char *key)
+{
+    if (ctx->wait_ms > 0 && lock_poll(ctx, key) != LL_OK)
+        return LL_TIMEOUT;
+    return fake_answer;
+}
+
+static int fake_release(struct lock_ctx *ctx, const char *key)
+{
+    (void)ctx;
+    (void)key;
+    return LL_OK;
+}
+
+static const struct lock_ops fake_lock = {
+    .name = "poll-fake", .family = "local", .acquire = fake_acquire, .release = fake_release,
+};
+
+static void test_lock_calls(void)
+{
+    struct config cfg;
+    struct poller w;
+    struct lock_ctx one = { 0 };
+    pthread_t tid;
+    char err[256];
+    char *argv[] = { "locklab", "--retry-ms", "10000" };
+    int64_t until;
+
+    CHECK(parse(&cfg, err, 3, argv) == 0);
+
+    /* An acquire that waited in the room and timed out leaves it. */
+    one.cfg = &cfg;
+    one.ops = &fake_lock;
+    one.wait_ms = 100;
+    one.deadline_ms = now_ms() + 100;
+    fake_answer = LL_OK;
+    CHECK(lock_acquire(&one, poll_key) == LL_TIMEOUT);
+    CHECK(one.room == NULL && lock_poll_waiting(&fake_lock, poll_key) == 0);
+    CHECK(one.holds == 0);
+
+    /* A poller waits for its next try; this request holds the key twice
+     * (re-entry): the inner release wakes nobody, the outer one does. */
+    poller_init(&w, &cfg, 1, 30000);
+    w.ctx.ops = &fake_lock;
+    pthread_create(&tid, NULL, poller_main, &w);
+    until = now_ms() + 5000;
+    while (lock_poll_waiting(&fake_lock, poll_key) < 1 && now_ms() < until)
+        sleep_us(1000);
+    CHECK(lock_poll_waiting(&fake_lock, poll_key) == 1);
+    one.wait_ms = 0;                    /* no wait: the lock is free */
+    one.deadline_ms = now_ms() + 30000;
+    CHECK(lock_acquire(&one, poll_key) == LL_OK && lock_acquire(&one, poll_key) == LL_OK);
+    CHECK(one.holds == 2);
+    CHECK(lock_release(&one, poll_key) == LL_OK && one.holds == 1);
+    sleep_us(300000);
+    CHECK(atomic_load(&w.returned) == 0);           /* still held: nobody woken */
+    CHECK(lock_release(&one, poll_key) == LL_OK && one.holds == 0);
+    CHECK(await_returns(&w, 1, 1, 5000) == 1);      /* the last release woke it */
+    pthread_join(tid, NULL);
+    CHECK(lock_poll_waiting(&fake_lock, poll_key) == 0);
+}
+
 /* ---------------------------------------------------------------- keeper.c
  *
  * The lease keeper on a thread of its own (no loop here), renewing through
@@ -864,6 +933,7 @@ int main(void)
     test_order_request();
     test_lesson_strategies();
     test_lock_poll();
+    test_lock_calls();
     test_lease_keeper();
     test_sync_registry();
     printf("unit: %d passed, %d failed\n", passed, failed);

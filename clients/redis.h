@@ -60,6 +60,7 @@
 
 #include "redis_cluster.h"
 #include "redis_link.h"
+#include "redis_server.h"
 #include "../core/config.h"
 #include "../core/ctx.h"
 

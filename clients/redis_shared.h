@@ -5,7 +5,7 @@
 #ifndef LOCKLAB_REDIS_SHARED_H
 #define LOCKLAB_REDIS_SHARED_H
 
-#include "redis_link.h"
+#include "redis_server.h"
 
 struct redis_wait_entry;
 

@@ -84,7 +84,7 @@ t_ok "$k -eq 2" "two points in points.tsv"
 t_ok "'$(jq -S -c .limits.ceilings.serial_mysql "$sw"/points/connections-1/2*/results.json)' = \
 '$(jq -S -c .limits.ceilings.serial_mysql "$sw"/points/connections-4/2*/results.json)'" \
      "the ceilings measured once, at the first point"
-t_ok "$(grep -c '^| mysql-update | 4 |' "$sw/sweep.md") -eq 1" "sweep.md has the table"
+t_ok "$(grep -c '^| mysql-update | 4 |' "$sw/sweep.md") -eq 2" "sweep.md has the tables (the rates, MariaDB's counters)"
 # Every point checked its exact strategies against their ceilings (ll-report
 # check above refuses one above by more than the ceiling's spread); the
 # sweep gathers what came within 5 % of them, point by point.
@@ -97,8 +97,8 @@ near=$(jq '[.series[].points[] | select(.bound.exact and .bound.verdict == "near
 t_ok "$(grep -c -E '^(near its ceiling: .* at connections=|No exact strategy came within 5 %)' "$sw/sweep.md") -eq $((near > 0 ? near : 1))" \
      "sweep.md says which exact strategies came within 5 % of their ceilings ($near), or that none did"
 if t_page "$sw/sweep.html" "$sw/sweep.png" sweep.html; then
-    t_ok "'$(sort <<< "$T_CHARTS" | uniq -c | xargs)' = '4 sweep 4 4'" \
-         "four charts (sold/s, p99, oversold, lost), each with a point per strategy and value"
+    t_ok "'$(sort <<< "$T_CHARTS" | uniq -c | xargs)' = '5 sweep 4 4'" \
+         "five charts (sold/s, p99, oversold, lost, row lock time a sale), each with a point per strategy and value"
 fi
 
 echo "== bench/compare --sweep instances=1,2"
@@ -140,5 +140,13 @@ while IFS=$'\t' read -r v dir variant; do
     t_ok "'$(cut -f1 "$raw/01.innodb-before" | xargs) / $(cut -f1 "$raw/01.innodb-after" | xargs)' = 'Innodb_deadlocks Innodb_row_lock_time Innodb_row_lock_waits / Innodb_deadlocks Innodb_row_lock_time Innodb_row_lock_waits'" \
          "point $v, $variant: MariaDB's counters before and after the run"
 done < "$sw/points.tsv"
+t_ok "'$(jq -r '[.series[] | "\(.strategy):\(.points | map(.value) | join(","))"] | join(" ")' \
+        "$sw/sweep.json")' = 'mysql-for-update-naive (detect on):1,2 mysql-for-update-naive (detect off):1,2'" \
+     "sweep.json: a line per strategy and detection, a point per value"
+t_ok "$(jq '[.series[].points[] | select((.row_lock_waits | type) == "number" and .row_lock_waits >= 0
+        and (.row_lock_ms_per_sale | type) == "number" and .deadlocks == 0)] | length' "$sw/sweep.json") -eq 4" \
+     "every point has MariaDB's row lock waits, their time a sale and its deadlocks (none)"
+t_ok "$(grep -c '^| mysql-for-update-naive (detect off) | 2 |' "$sw/sweep.md") -eq 2" \
+     "sweep.md: the point in the rates' table and in MariaDB's counters'"
 t_ok "'$(cksum < "$T_RUN/topology")' = '$was'" "the stack is put back as it was (its slots, detection on)"
 t_done

@@ -23,6 +23,12 @@
 #  12a. POST /order: the claim's INSERT commits and its answer is lost
 #      (?lose_claim=1): the attempt gives the claim back (503, nothing
 #      sold), and a copy of the order sells it, once; it was stranded.
+#  13. two guarantees no suite checked on its own: (a) a fenced write
+#      whose token is older than the row's is refused even when the count
+#      it read still holds (the row's fence set far above any token, one
+#      purchase with fence=1 for each lock service GET /locks names: 409
+#      fenced, nothing sold); (b) ll-check itself, on a ledger planted in
+#      db_ledger with two holders at once, reports the overlap.
 #   4. ZooKeeper grants a session shorter than the one asked for
 #      (maxSessionTimeout 2 s, --zk-session-ms 10000): a holder whose
 #      check's answer comes back after the granted session ended
@@ -158,6 +164,45 @@ order_of "$APP1" "order_no=$O&lock=mysql-update&product=$P&wait_ms=2000"
 t_ok "'$B_code $B_result' = '200 sold'" "a copy of the order sells it (got $B_code $B_result)"
 t_ok "'$(sql "SELECT state FROM db_order WHERE order_no = '$O'") $(t_stock "$P")' = 'sold 9'" \
      "db_order has it sold, the stock fell by one"
+
+echo "== 13a. a token older than the row's is refused, whatever the count"
+# One strategy of each lock service (GET /locks "fence"; fallback names
+# the services of its layers, each here already).
+P=4131
+while read -r svc lock; do
+    t_product "$P"
+    t_reset 10 "$P"
+    sql "UPDATE db_stock SET fence = 4611686018427387904, fence_by = '$svc' WHERE product_code = '$P' AND stock_code = '001'"
+    buy "$APP0" "lock=$lock&product=$P&fence=1&wait_ms=10000"
+    t_ok "'$B_code $B_result $(t_stock "$P")' = '409 fenced 10'" \
+         "$svc ($lock): a token below the row's fence is refused, nothing sold (got $B_code $B_result)"
+    P=$((P + 1))
+done < <(t_curl "$LOCKLAB_URL/locks" |
+         jq -r '[.strategies[] | select(.fence != null and (.fence | test("^[a-z-]+$")))] |
+                group_by(.fence)[] | "\(.[0].fence) \(.[0].name)"')
+t_ok "$((P - 4131)) -ge 6" "every lock service was tried ($((P - 4131)))"
+
+echo "== 13b. ll-check reports two holders at once from a planted ledger"
+P=4141
+t_product "$P"
+t_reset 8 "$P"
+id=$(sql "SELECT id FROM db_stock WHERE product_code = '$P' AND stock_code = '001'")
+# The reset row, then two sales in order (10 -> 9 -> 8: no update lost)
+# whose critical sections overlap by a second: two holders at once.
+sql "DELETE FROM db_ledger WHERE stock_id = $id;
+     INSERT INTO db_ledger (stock_id, instance, slot, strategy, count_read, count_written)
+       VALUES ($id, 'planted', 0, 'reset', 0, 10);
+     INSERT INTO db_ledger (stock_id, instance, slot, strategy, count_read, count_written,
+                            cs_start_us, cs_end_us)
+       VALUES ($id, 'app-a', 1, 'planted', 10, 9, 1000000, 3000000),
+              ($id, 'app-b', 2, 'planted', 9, 8, 2000000, 4000000)"
+j=$(ledger_of "$P")
+t_ok "'$(jq -r '"\(.overlap) \(.lost) \(.final_bad)"' <<< "$j")' = '1 0 0'" \
+     "ll-check finds the overlap, no lost update ($(jq -c .anomalies <<< "$j" | cut -c1-160))"
+rc=0
+"$T_BUILD/ll-check" --product "$P" > "$WORK/check" 2>&1 || rc=$?
+t_ok "$rc -ne 0 -a $(grep -c '^overlap: sales .*app-a.*app-b' "$WORK/check") -eq 1" \
+     "and its text names the two sales, with a failing status ($rc)"
 
 echo "== 4. a ZooKeeper session granted shorter than asked: the lease is the granted one"
 # A (instance 0, curator) passes its check, and its answer "comes back" 8 s

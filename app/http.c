@@ -79,7 +79,7 @@
  * longer keep-alive time-out set per connection once its header came, that
  * walk over nginx's upstream connections took 14.5 % of the machine's CPU
  * samples (half of the instances') under `wrk -c2000` on /health, and 2.2
- * % without it (docs/measurements.md, 2026-11-28). */
+ * % without it (docs/journal.md, 2026-11-28). */
 #define HTTP_IDLE_S 5
 
 /* The listen backlog, TCP and Unix socket alike. nginx may open up to 2048

@@ -26,7 +26,7 @@
  * Why a strategy and not a parameter of redisson: it is a different lock,
  * with a different price and a different failure, and as its own row of
  * GET /locks, the README table and bench/compare it is measured beside
- * redisson (docs/measurements.md); the query's parameter mask is nearly
+ * redisson (docs/journal.md); the query's parameter mask is nearly
  * full as well.
  *
  * What it fixes: bench/fault failover --lag (the replica cut off, then the

@@ -12,7 +12,7 @@
 #
 # The crowd's selling rate is printed beside a 64-connection run's, not
 # asserted: speed is measured in bench/ (bench/compare --scenario
-# throughput --connections 2000; docs/measurements.md has the figures).
+# throughput --connections 2000; docs/journal.md has the figures).
 set -u
 T_NAME=overload
 . "$(dirname "$0")/lib.sh"

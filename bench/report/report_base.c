@@ -8,6 +8,8 @@
  */
 #include "report_private.h"
 
+#include <math.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,4 +178,12 @@ double load_steady_rate(const json_t *load)
         v[i] = (long long)json_integer_value(json_array_get(sold, i));
     /* The first second holds the ramp: left out when a whole one follows. */
     return harness_steady_rate(v, i, elapsed, elapsed >= 2.0 ? 1 : 0);
+}
+
+double axis_step(double max, int ticks)
+{
+    double raw = (max > 0 ? max : 1) / (ticks > 0 ? ticks : 1);
+    double mag = pow(10, floor(log10(raw))), r = raw / mag;
+
+    return (r <= 1 ? 1 : r <= 2 ? 2 : r <= 5 ? 5 : 10) * mag;
 }

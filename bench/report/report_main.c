@@ -51,6 +51,10 @@
  *   ll-report sweep RUN                 compare --sweep's points (RUN/
  *                                       points.tsv) → sweep.json, sweep.md,
  *                                       sweep.html (report_sweep.c)
+ *   ll-report capacity-next RAW IDX     compare --scenario capacity: the next
+ *                                       open-loop step's rate of run IDX, or
+ *                                       nothing (report_capacity.c)
+ *   ll-report capacity-step RAW IDX K   step K's verdict; K = 0: the capacity
  *
  * RUN/raw/ holds settings.env and machine.env (key=value lines written by
  * bench/compare), limits.json (ll-limits), locks.json (GET /locks: each
@@ -65,6 +69,9 @@
  * and the retry storms of orders
  * (storms.tsv: index, strategy, stock source, copies; storm-NN.load.json,
  * storm-NN.stock.json, storm-NN.stats-I.json). report_stock.c reads those.
+ * A capacity run NN has its open-loop steps too, NN.capacity.tsv ("K<TAB>
+ * rate") and each step's NN.cKK.load.json, .stock.json, .stats-I.json
+ * (report_capacity.c).
  *
  * results.json keeps the raw answers (limits, every instance's stats) next
  * to the derived numbers, so that a report can be rebuilt or re-checked.
@@ -162,6 +169,7 @@ static json_t *build_runs(const char *raw, long long stock, long long seed_insta
         run = derive_run(name, family, stock, seed_instances, load, after, inst, locks, cost);
         derive_ceiling(run, limits, locks, warm, settings);  /* report_ceiling.c */
         derive_time(run, raw, idx, load);                    /* report_time.c */
+        derive_capacity(run, raw, idx, settings, locks);     /* report_capacity.c */
         /* A fault scenario's run: with ?fence=1 or not, and ll-check's
          * verdict on the ledger. */
         json_object_set_new(run, "fence", json_boolean(!strcmp(variant, "fence")));
@@ -399,7 +407,9 @@ static const char usage[] =
 "       ll-report sync RUNDIR             (their results, invariants checked)\n"
 "       ll-report sample NAME < STATS     (NAME's purchases and sales, /stats a line)\n"
 "       ll-report sweep RUNDIR            (compare --sweep's points: sweep.json, .md, .html)\n"
-"       ll-report rtt RUNDIR              (compare --rtt's points: rtt.json, .md, .html)\n";
+"       ll-report rtt RUNDIR              (compare --rtt's points: rtt.json, .md, .html)\n"
+"       ll-report capacity-next RAW IDX   (compare --scenario capacity: the next step's rate)\n"
+"       ll-report capacity-step RAW IDX K (its step K's verdict; 0: the capacity)\n";
 
 int main(int argc, char **argv)
 {
@@ -439,6 +449,14 @@ int main(int argc, char **argv)
         return cmd_sweep(argv[2]);
     if (!strcmp(cmd, "rtt") && argc == 3)
         return cmd_rtt(argv[2]);
+    if (!strcmp(cmd, "capacity-next") && argc == 4)
+        return cmd_capacity_next(argv[2], argv[3]);
+    if (!strcmp(cmd, "capacity-step") && argc == 5) {
+        long long k;
+        if (cli_number(argv[4], 0, 99, &k) != 0)
+            goto bad;
+        return cmd_capacity_step(argv[2], argv[3], (int)k);
+    }
     if (!strcmp(cmd, "jtl") && (argc == 3 || argc == 7)) {
         long long stock = -1, fin = 0;
         if (argc == 7) {

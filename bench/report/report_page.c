@@ -217,6 +217,8 @@ static const char *const setting_keys[][2] = {
     { "storm_orders", "orders of each retry storm, each sent twice" },
     { "storm_stock", "initial stock of each retry storm" },
     { "products", "products the load was spread over (1001 onwards)" },
+    { "slo_ms", "capacity: the latency target, ms" },
+    { "slo_pct", "capacity: the target's percentile" },
     { "stock_per_product", "initial stock of each product" },
 };
 
@@ -260,6 +262,7 @@ static const struct section {
     /* name             terminal          report.md         report.html */
     { "introduction",   NULL,             intro_md,         intro_html },
     { "the runs",       print_runs,       print_runs,       print_runs },
+    { "capacity",       print_capacity,   print_capacity,   print_capacity },
     { "seeds",          print_seeds,      print_seeds,      print_seeds },
     { "notes",          NULL,             print_notes,      print_notes },
     { "bounds",         print_bounds,     print_bounds,     print_bounds },

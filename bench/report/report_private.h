@@ -29,6 +29,9 @@
  *   report_sweep.c   a sweep's points (compare --sweep) into one figure
  *   report_rtt.c     the points of compare --rtt, the ranking at each round
  *                    trip and the model of a lock's ceiling beside them
+ *   report_capacity.c compare --scenario capacity: its plan of open-loop
+ *                    steps, their verdicts, the capacity, its table and
+ *                    charts
  *   report_main.c    the commands and main
  */
 #ifndef LOCKLAB_REPORT_PRIVATE_H
@@ -83,6 +86,10 @@ const json_t *lock_entry(const json_t *locks, const char *name);
 /* A duration-free load's steady rate from its --json (-1 without one):
  * its whole seconds after the first (harness_steady_rate). */
 double load_steady_rate(const json_t *load);
+
+/* A chart axis' step from 0 to max in about `ticks` ticks: 1, 2 or 5
+ * times a power of ten. */
+double axis_step(double max, int ticks);
 
 /* ---------------------------------------------------------------- derived */
 
@@ -188,6 +195,16 @@ void derive_time(json_t *run, const char *raw, const char *idx, const json_t *lo
 int  check_time(const json_t *res, const char *path);
 void print_time(FILE *f, const json_t *res, enum fmt fmt);
 int  cmd_sample(const char *name);
+
+/* report_capacity.c: compare --scenario capacity's steps (raw/NN.capacity.tsv)
+ * into run's "capacity"; ll-report capacity-next and capacity-step; the
+ * capacity table and, in HTML, each strategy's latency against the
+ * offered load. */
+void derive_capacity(json_t *run, const char *raw, const char *idx, const json_t *settings,
+                     const json_t *locks);
+int  cmd_capacity_next(const char *raw, const char *idx);
+int  cmd_capacity_step(const char *raw, const char *idx, int k);
+void print_capacity(FILE *f, const json_t *res, enum fmt fmt);
 
 /* report_rtt.c: ll-report rtt RUN (compare --rtt's points). */
 int  cmd_rtt(const char *dir);

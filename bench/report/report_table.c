@@ -195,14 +195,17 @@ static void fmt_range(char *buf, size_t n, const json_t *lo, const json_t *hi)
 
 /* The main table's columns: their names on the terminal, in Markdown and
  * in HTML (NULL: not there; the page has its latency table) and their
- * width on the terminal. */
-#define RUN_COLS 15
+ * width on the terminal. The capacity's (compare --scenario capacity:
+ * report_capacity.c) stands beside sold/s, in a report that has one. */
+#define RUN_COLS 16
+#define CAP_COL  3
 static const struct {
     const char *text, *md, *html;
     int         width;
 } run_cols[RUN_COLS] = {
     { "strategy", "strategy", "strategy", 20 }, { "req/s", "req/s", "req/s", 8 },
-    { "sold/s", "sold/s", "sold/s", 8 }, { "steady/s", "steady/s", "steady/s", 8 },
+    { "sold/s", "sold/s", "sold/s", 8 }, { "cap/s", "capacity/s", "capacity/s", 8 },
+    { "steady/s", "steady/s", "steady/s", 8 },
     { "sold", "sold", "sold", 6 }, { "final", "final", "final", 6 },
     { "oversold", "oversold", "oversold", 8 }, { "lost", "lost", "lost updates", 6 },
     { "unknown", "unknown", "unknown", 7 }, { "p50 ms", "p50 ms", NULL, 7 },
@@ -218,29 +221,32 @@ static void run_cells(char c[RUN_COLS][48], const json_t *run)
     const json_t *seed = json_object_get(run, "seed");
     double crate = jnum(run, "ceiling_rate");
 
+    const json_t *cap_at = json_object_get(json_object_get(run, "capacity"), "at");
+
     run_label(run, c[0], 48);
     snprintf(c[1], 48, "%.1f", jnum(run, "rps"));
     snprintf(c[2], 48, "%.1f", jnum(run, "sold_per_s"));
-    snprintf(c[3], 48, "%.1f", jnum(run, "steady_sold_per_s"));
-    snprintf(c[4], 48, "%lld", jint(run, "sold"));
-    fmt_ll(c[5], 48, json_object_get(run, "final"));
-    fmt_range(c[6], 48, json_object_get(run, "oversold"), json_object_get(run, "oversold_max"));
-    fmt_range(c[7], 48, json_object_get(run, "lost_updates"),
+    snprintf(c[CAP_COL], 48, json_is_object(cap_at) ? "%.0f" : "-", jnum(cap_at, "rate"));
+    snprintf(c[4], 48, "%.1f", jnum(run, "steady_sold_per_s"));
+    snprintf(c[5], 48, "%lld", jint(run, "sold"));
+    fmt_ll(c[6], 48, json_object_get(run, "final"));
+    fmt_range(c[7], 48, json_object_get(run, "oversold"), json_object_get(run, "oversold_max"));
+    fmt_range(c[8], 48, json_object_get(run, "lost_updates"),
               json_object_get(run, "lost_updates_max"));
-    snprintf(c[8], 48, "%lld", jint(run, "unknown"));
-    snprintf(c[9], 48, "%.1f", jnum(lat, "p50"));
-    snprintf(c[10], 48, "%.1f", jnum(lat, "p99"));
-    snprintf(c[11], 48, "%lld", jint(run, "lock_timeouts") + jint(run, "unavailable") +
+    snprintf(c[9], 48, "%lld", jint(run, "unknown"));
+    snprintf(c[10], 48, "%.1f", jnum(lat, "p50"));
+    snprintf(c[11], 48, "%.1f", jnum(lat, "p99"));
+    snprintf(c[12], 48, "%lld", jint(run, "lock_timeouts") + jint(run, "unavailable") +
              jint(run, "errors") + jint(run, "other_answers") + jint(run, "transport_errors"));
     if (crate > 0)
-        snprintf(c[12], 48, "%.0f", crate);
+        snprintf(c[13], 48, "%.0f", crate);
     else
-        snprintf(c[12], 48, "n/a");
-    fmt_eff(c[13], 48, run);
+        snprintf(c[13], 48, "n/a");
+    fmt_eff(c[14], 48, run);
     if (seed)
-        snprintf(c[14], 48, "%.1f", jnum(seed, "rps"));
+        snprintf(c[15], 48, "%.1f", jnum(seed, "rps"));
     else
-        snprintf(c[14], 48, "-");
+        snprintf(c[15], 48, "-");
 }
 
 void print_runs(FILE *f, const json_t *res, enum fmt fmt)
@@ -251,11 +257,14 @@ void print_runs(FILE *f, const json_t *res, enum fmt fmt)
     char cell[RUN_COLS][48];
     const json_t *run;
     size_t i;
+    int has_cap = 0;
 
+    json_array_foreach(json_object_get(res, "runs"), i, run)
+        has_cap |= json_object_get(run, "capacity") != NULL;
     for (k = 0; k < RUN_COLS; k++) {
         const char *name = fmt == FMT_TEXT ? run_cols[k].text
                          : fmt == FMT_MD ? run_cols[k].md : run_cols[k].html;
-        if (name == NULL)
+        if (name == NULL || (k == CAP_COL && !has_cap))
             continue;
         names[n] = name;
         widths[n] = run_cols[k].width;

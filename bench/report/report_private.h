@@ -206,8 +206,11 @@ int  cmd_capacity_next(const char *raw, const char *idx);
 int  cmd_capacity_step(const char *raw, const char *idx, int k);
 void print_capacity(FILE *f, const json_t *res, enum fmt fmt);
 
-/* report_rtt.c: ll-report rtt RUN (compare --rtt's points). */
+/* report_rtt.c: ll-report rtt RUN (compare --rtt's points); and in one
+ * run's report on a stack with a round trip between hosts (settings
+ * rtt_ms), the one asked beside the one the instances measured. */
 int  cmd_rtt(const char *dir);
+void print_run_rtt(FILE *f, const json_t *res, enum fmt fmt);
 
 /* report_sweep.c: ll-report sweep RUN (compare --sweep's points). */
 int  cmd_sweep(const char *dir);

@@ -18,8 +18,16 @@
  *                      "min max avg samples", ms: Redis PINGs from an
  *                      instance's namespace at the point's start (redis-cli
  *                      --latency), the round trip as an application sees it
+ *   RUN/points/rtt-MS/measured.tsv
+ *                      "instance backend where least median" a line, ms:
+ *                      the instances' own probes at the point's start
+ *                      (app/rtt.c: SELECT 1 and PING on the connections
+ *                      they sell with; compare refused the point when
+ *                      MariaDB's or a Redis server's was 0.1 ms off)
  *
  * It writes RUN/rtt.json, rtt.md and rtt.html, and prints the tables:
+ *   - the round trip asked and the one the instances measured at each
+ *     point, per backend: the least and the largest of their leasts;
  *   - per strategy, at each round trip: sold/s, its rank among the point's
  *     strategies, and the client's p99;
  *   - the lock's hold: the mean time a purchase held its lock, as the
@@ -132,7 +140,44 @@ static double read_ping(const char *dir, const char *rel)
     return avg;
 }
 
-/* RUN/points.tsv's points, each {rtt_ms, run, results, delay, app_rtt_ms}. */
+/* The instances' own round trips of a point (measured.tsv beside its run):
+ * {backend: {lo, hi, n}}, the least and largest of the instances' leasts
+ * (a Redis server each is one "redis"); {} without the file. */
+static json_t *read_measured(const char *dir, const char *rel)
+{
+    char *pd = path_join(dir, rel), *pp, *slash = strrchr(pd, '/'), line[512];
+    char inst[200], backend[32], where[200], least[32];
+    json_t *out = json_object();
+    FILE *f;
+
+    if (slash != NULL)
+        *slash = '\0';
+    pp = path_join(pd, "measured.tsv");
+    if ((f = fopen(pp, "r")) != NULL) {
+        while (fgets(line, sizeof line, f)) {
+            json_t *b;
+            double v;
+            if (sscanf(line, "%199[^\t]\t%31[^\t]\t%199[^\t]\t%31[^\t]", inst, backend, where,
+                       least) != 4 || cli_real(least, &v) != 0)
+                continue;
+            if ((b = json_object_get(out, backend)) == NULL) {
+                json_object_set_new(out, backend, json_pack("{s:f,s:f,s:i}", "lo", v, "hi", v,
+                                                            "n", 0));
+                b = json_object_get(out, backend);
+            }
+            json_object_set_new(b, "lo", json_real(fmin(v, jnum(b, "lo"))));
+            json_object_set_new(b, "hi", json_real(fmax(v, jnum(b, "hi"))));
+            json_object_set_new(b, "n", json_integer(jint(b, "n") + 1));
+        }
+        fclose(f);
+    }
+    free(pp);
+    free(pd);
+    return out;
+}
+
+/* RUN/points.tsv's points, each {rtt_ms, run, results, delay, app_rtt_ms,
+ * measured}. */
 static json_t *read_points(const char *dir)
 {
     char *p = path_join(dir, "points.tsv"), line[1024];
@@ -151,10 +196,11 @@ static json_t *read_points(const char *dir)
             die("%s: more than %d points", p, RTT_MAX);
         rp = path_join(dir, rel);
         rj = path_join(rp, "results.json");
-        json_array_append_new(points, json_pack("{s:f,s:s,s:o,s:o,s:o}", "rtt_ms", ms, "run", rel,
-                                                "results", load_json(rj),
+        json_array_append_new(points, json_pack("{s:f,s:s,s:o,s:o,s:o,s:o}", "rtt_ms", ms,
+                                                "run", rel, "results", load_json(rj),
                                                 "delay", read_delay(dir, rel),
-                                                "app_rtt_ms", num_or_null(read_ping(dir, rel))));
+                                                "app_rtt_ms", num_or_null(read_ping(dir, rel)),
+                                                "measured", read_measured(dir, rel)));
         free(rj);
         free(rp);
     }
@@ -392,6 +438,14 @@ static const char model_note[] =
     "(hold − hold at 0 ms) / (k − 1), the wire's R and the wake-ups; +hold: +loop with that "
     "in place of R.";
 
+static const char measured_note[] =
+    "Before each point ran, every instance timed its own round trip to each backend on the "
+    "connections it sells with (app/rtt.c: SELECT 1 on a worker slot's MariaDB connection, "
+    "PING on each Redis server's shared one, exists on its ZooKeeper session; the least of 5 "
+    "a second apart), and compare refused a point where MariaDB's or a Redis server's was more "
+    "than 0.1 ms from what was asked. Each cell: the least and the largest of the instances' "
+    "leasts, ms. ZooKeeper's adds its client's hand-offs between threads: not judged.";
+
 static const char delay_note[] =
     "ll-delay's own cost over each point (its warm-ups, the HTTP tier and every run): the "
     "packets it held and let go, per second, its CPU time per packet (including the kernel's "
@@ -612,13 +666,93 @@ static void print_delay(FILE *f, const json_t *rtt, enum fmt fmt)
     table_end(&t);
 }
 
+/* The round trip asked and measured at each point (measured_note). */
+static void print_measured(FILE *f, const json_t *rtt, enum fmt fmt)
+{
+    static const char *const names[] = { "R asked", "mysql", "redis", "zookeeper" };
+    static const int widths[] = { 8, 14, 14, 14 };
+    const struct table t = { f, fmt, 4, names, widths };
+    const json_t *pt;
+    char v[4][48];
+    const char *cv[4];
+    size_t i, any = 0;
+    int c;
+
+    json_array_foreach(json_object_get(rtt, "points"), i, pt)
+        any += json_object_size(json_object_get(pt, "measured"));
+    if (any == 0)
+        return;
+    for (c = 0; c < 4; c++)
+        cv[c] = v[c];
+    write_section(f, fmt, "the round trip, asked and measured", measured_note);
+    table_head(&t);
+    json_array_foreach(json_object_get(rtt, "points"), i, pt) {
+        const json_t *m = json_object_get(pt, "measured");
+        fmt_ms(v[0], sizeof v[0], jnum(pt, "rtt_ms"));
+        for (c = 1; c < 4; c++) {
+            const json_t *b = json_object_get(m, names[c]);
+            if (b == NULL)
+                snprintf(v[c], sizeof v[c], "-");
+            else if (jnum(b, "lo") == jnum(b, "hi"))
+                snprintf(v[c], sizeof v[c], "%.3f", jnum(b, "lo"));
+            else
+                snprintf(v[c], sizeof v[c], "%.3f-%.3f", jnum(b, "lo"), jnum(b, "hi"));
+        }
+        table_row(&t, cv);
+    }
+    table_end(&t);
+}
+
 static void print_all(FILE *f, const json_t *rtt, enum fmt fmt)
 {
+    print_measured(f, rtt, fmt);
     print_rates(f, rtt, fmt);
     print_ranking(f, rtt, fmt);
     print_holds(f, rtt, fmt);
     print_model(f, rtt, fmt);
     print_delay(f, rtt, fmt);
+}
+
+/* ---------------------------------------------------------------- one run's */
+
+/* A comparison on a stack with a round trip between hosts (settings
+ * rtt_ms, bench/compare from the topology): the one asked, and what the
+ * instances measured on the connections they sold with, from the /stats
+ * each one gave at the end of each run (app/rtt.c: the least of its last
+ * 10 samples, taken under the run's load), per backend the least and the
+ * largest; a note when MariaDB's or Redis's is more than 0.1 ms away. */
+void print_run_rtt(FILE *f, const json_t *res, enum fmt fmt)
+{
+    static const char *const backends[] = { "mysql", "redis", "zookeeper" };
+    const json_t *settings = json_object_get(res, "settings"), *run, *inst, *b;
+    double asked, lo[3] = { -1, -1, -1 }, hi[3] = { -1, -1, -1 };
+    size_t i, j, k, c;
+    int off = 0;
+
+    if (json_object_get(settings, "rtt_ms") == NULL)
+        return;
+    asked = jnum(settings, "rtt_ms");
+    json_array_foreach(json_object_get(res, "runs"), i, run)
+        json_array_foreach(json_object_get(run, "instances"), j, inst)
+            json_array_foreach(json_object_get(json_object_get(inst, "rtt"), "backends"), k, b)
+                for (c = 0; c < 3; c++) {
+                    double v = jnum(b, "min_ms");
+                    if (strcmp(jstr(b, "backend", ""), backends[c]) || !json_object_get(b, "min_ms"))
+                        continue;
+                    lo[c] = lo[c] < 0 || v < lo[c] ? v : lo[c];
+                    hi[c] = v > hi[c] ? v : hi[c];
+                    off |= c < 2 && fabs(v - asked) > 0.1;
+                }
+    write_note_open(f, fmt);
+    fprintf(f, "Round trip between hosts: %g ms asked (bench/stack rtt); the instances measured, "
+            "on the connections they sold with, at the end of each run:", asked);
+    for (c = 0; c < 3; c++)
+        if (lo[c] >= 0)
+            fprintf(f, " %s %.3f%s%.3f ms%s", backends[c], lo[c], "-", hi[c], c < 2 ? "," : "");
+    fprintf(f, " (the least of each one's last 10 samples, app/rtt.c; ZooKeeper's adds its "
+            "client's hand-offs).%s", off ? " MariaDB's or Redis's is more than 0.1 ms from what "
+            "was asked: these runs may not have crossed the round trip they are named by." : "");
+    write_note_close(f, fmt);
 }
 
 /* ---------------------------------------------------------------- reports */

@@ -261,8 +261,9 @@ void html_page_open(FILE *f, const char *title, int max_width)
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>", f);
     html_text(f, title);
     fprintf(f, "</title><style>body{font-family:sans-serif;max-width:%dpx;margin:2em auto;"
-            "color:#222}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;"
-            "padding:3px 8px}td.n{text-align:right;font-variant-numeric:tabular-nums}"
+            "color:#222}table{border-collapse:collapse;margin:1em 0;font-size:92%%}"
+            "td,th{border:1px solid #ccc;padding:3px 5px}td:first-child{white-space:nowrap}"
+            "td.n{text-align:right;font-variant-numeric:tabular-nums}"
             "th{background:#f3f3f3}tr.bad td{background:#fdecea}figure{margin:1.5em 0}"
             "figcaption{font-weight:bold}.note{color:#555;font-size:90%%}</style></head>"
             "<body>\n", max_width);

@@ -252,6 +252,8 @@ static int cmd_build(const char *dir)
                             jint(settings, "products") <= 1 ? served_instances(settings) : 0,
                             limits, settings));
     json_object_set_new(res, "storms", build_storms(raw, jint(settings, "storm_stock")));
+    /* How tall report.html's first screen is: report.png (bench/compare). */
+    json_object_set_new(res, "first_screen_px", json_integer(overview_height(res)));
     p = path_join(dir, "results.json");
     if (json_dump_file(res, p, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0)
         die("%s: cannot write", p);

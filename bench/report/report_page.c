@@ -49,11 +49,8 @@ static void intro_html(FILE *f, const json_t *res, enum fmt fmt)
 {
     const json_t *settings = json_object_get(res, "settings");
 
-    fprintf(f, "<h1>locklab: every lock strategy against the physical limit</h1>\n<p>Scenario <b>");
-    html_text(f, jstr(settings, "scenario", "?"));
-    fprintf(f, "</b>, started ");
-    html_text(f, jstr(settings, "started", "?"));
-    fprintf(f, ". Each strategy starts from a stock of %s units; ", jstr(settings, "stock", "?"));
+    /* The title and the scenario are the first screen's (report_overview.c). */
+    fprintf(f, "<p>Each strategy starts from a stock of %s units; ", jstr(settings, "stock", "?"));
     if (json_object_get(settings, "duration_s") && jint(settings, "duration_s") > 0)
         fprintf(f, "the load runs for %s s ", jstr(settings, "duration_s", "?"));
     else
@@ -261,6 +258,7 @@ static const struct section {
     section_fn *text, *md, *html;
 } sections[] = {
     /* name             terminal          report.md         report.html */
+    { "first screen",   NULL,             NULL,             print_overview },
     { "introduction",   NULL,             intro_md,         intro_html },
     { "the runs",       print_runs,       print_runs,       print_runs },
     { "capacity",       print_capacity,   print_capacity,   print_capacity },
@@ -304,7 +302,7 @@ void write_md(FILE *f, const json_t *res)
 
 void write_html(FILE *f, const json_t *res)
 {
-    html_page_open(f, "locklab comparison", 1100);
+    html_page_open(f, "locklab comparison", OVERVIEW_PAGE_PX);
     page_walk(f, res, FMT_HTML);
     html_page_close(f);
 }

@@ -20,6 +20,8 @@
  *                    latency distribution, their checks, table and charts
  *   report_table.c   the main table, where the time goes, the faults
  *                    table, the notes under the main table
+ *   report_overview.c the first screen of report.html: sold/s by family,
+ *                    the lossy in red, ceilings and capacities on the bars
  *   report_page.c    report.md, report.html and the terminal's summary:
  *                    the one list of sections they walk (say how to add
  *                    one), and the page's own (charts of the runs, latency)
@@ -220,6 +222,14 @@ int  cmd_stocks(int n, char **paths);
 void print_grain(FILE *f, const json_t *res, enum fmt fmt);
 
 /* ---------------------------------------------------------------- the page */
+
+/* report_overview.c: report.html's first screen (the title, one line, one
+ * chart of every run's sold/s, HTML only), and how tall it is in pixels at
+ * the page's width (results.json's first_screen_px: report.png's height).
+ * The page is OVERVIEW_PAGE_PX wide. */
+#define OVERVIEW_PAGE_PX 1160
+void print_overview(FILE *f, const json_t *res, enum fmt fmt);
+int  overview_height(const json_t *res);
 
 /* report_page.c: report.md, report.html, and the summary that ll-report
  * build prints on the terminal: the same sections in their formats. */

@@ -27,7 +27,8 @@
  * neither a loop nor the watcher (it runs on the thread being joined).
  *
  * Calls. Every call goes out through the asynchronous API (zoo_acreate,
- * zoo_aexists, zoo_aget, zoo_aget_children, zoo_adelete, zoo_aset) with a
+ * zoo_aexists, zoo_aget, zoo_aget_children, zoo_adelete, zoo_aset,
+ * zoo_async) with a
  * completion record of its own: a heap object holding the answer, a
  * wait_cond and two references — the caller's and the library's. The
  * completion runs on ZooKeeper's completion thread: it copies the answer
@@ -555,6 +556,8 @@ static int call_submit(zhandle_t *zh, const struct zk_call *k, struct zk_reply *
         return zoo_adelete(zh, k->path, k->version, on_void, r);
     case ZK_OP_SET:
         return zoo_aset(zh, k->path, k->data, k->data ? k->len : -1, k->version, on_stat, r);
+    case ZK_OP_SYNC:
+        return zoo_async(zh, k->path, on_string, r);
     }
     return ZBADARGUMENTS;
 }
@@ -688,6 +691,13 @@ int zk_set(struct lock_ctx *ctx, struct zk_conn *c, const char *path, const char
     if (zrc == ZOK && st)
         *st = k.stat;
     return zrc;
+}
+
+int zk_sync(struct lock_ctx *ctx, struct zk_conn *c, const char *path)
+{
+    struct zk_call k = { .op = ZK_OP_SYNC, .path = path };
+
+    return call_now(ctx, c, &k);
 }
 
 int zk_ensure_path(struct lock_ctx *ctx, struct zk_conn *c, const char *path, int mode)

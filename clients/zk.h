@@ -73,7 +73,8 @@ int zk_fail(struct lock_ctx *ctx, int zrc, const char *what, const char *path);
 
 /* ---------------------------------------------------------------- calls */
 
-enum zk_op { ZK_OP_CREATE, ZK_OP_EXISTS, ZK_OP_GET, ZK_OP_CHILDREN, ZK_OP_DELETE, ZK_OP_SET };
+enum zk_op { ZK_OP_CREATE, ZK_OP_EXISTS, ZK_OP_GET, ZK_OP_CHILDREN, ZK_OP_DELETE, ZK_OP_SET,
+             ZK_OP_SYNC };
 
 /* One call and its answer. The answer goes into the caller's buffers only
  * while the caller waits for it: a late answer (after the deadline) is
@@ -117,6 +118,10 @@ int zk_children_watch(struct lock_ctx *ctx, struct zk_conn *c, const char *path,
 int zk_delete(struct lock_ctx *ctx, struct zk_conn *c, const char *path, int version);
 int zk_set(struct lock_ctx *ctx, struct zk_conn *c, const char *path, const char *data,
            int len, int version, struct Stat *st);
+/* sync(path): the server c talks to (a follower, on an ensemble) has
+ * caught up with the leader before it answers, so a read after it sees
+ * every write committed before the sync, ours among them. */
+int zk_sync(struct lock_ctx *ctx, struct zk_conn *c, const char *path);
 
 /* Create path and its missing ancestors (mode ZOO_PERSISTENT or
  * ZOO_CONTAINER); an existing node is fine. */

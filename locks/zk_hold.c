@@ -17,7 +17,11 @@
  * create. A delete (or a create) whose outcome a connection loss hid is
  * retried once the same session is back; if it cannot be, it is put on a
  * list that the next user of the session works off (zk_lock_session()), as
- * long as that session lives — nodes of a dead session went with it. A
+ * long as that session lives — nodes of a dead session went with it — and
+ * so does a task of its own every ZK_RETRY_MS while the list is not
+ * empty: an instance that serves nothing else after a failed release would
+ * otherwise leave its node at the head of the queue, every other instance
+ * waiting behind it until the session ends (CURATOR-678's stuck lock). A
  * sequential create whose answer was lost is found by the prefix of its
  * name (zk_queue.c), so it too can be forgotten here rather than block a
  * queue until its session ends.
@@ -28,6 +32,7 @@
 #include "zk_private.h"
 #include "../core/config.h"
 #include "../core/util.h"
+#include "../core/wait.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -50,9 +55,14 @@ struct zk_slot {
     unsigned       counter;
 };
 
-static pthread_mutex_t hold_mu = PTHREAD_MUTEX_INITIALIZER;    /* the two below */
+#define ZK_RETRY_MS 500     /* the retrier's pace while deletes are pending */
+
+static pthread_mutex_t hold_mu = PTHREAD_MUTEX_INITIALIZER;    /* the four below */
 static struct zk_pending *zk_pending;
 static int zk_slots_live;
+static struct wait_cond retry_cv = WAIT_COND_INIT;  /* something is pending */
+static const struct config *retry_cfg;              /* the slots' config    */
+static int retry_started;
 
 static void drain_pending(struct lock_ctx *ctx, struct zk_conn *c);
 
@@ -108,9 +118,34 @@ static int delete_once(struct lock_ctx *ctx, struct zk_conn *c, const char *node
     return zk_delete(ctx, c, node, st.version);
 }
 
+/* The retrier: while deletes are pending, works them off every
+ * ZK_RETRY_MS on a context of its own, whether or not anyone else uses
+ * ZooKeeper meanwhile (see the top). */
+static void retry_main(void *arg)
+{
+    struct lock_ctx ctx = { .slot = -1 };
+    struct zk_conn *c;
+
+    (void)arg;
+    for (;;) {
+        pthread_mutex_lock(&hold_mu);
+        while (zk_pending == NULL)
+            wait_cond_wait(&retry_cv, &hold_mu, WAIT_FOREVER);
+        ctx.cfg = retry_cfg;
+        pthread_mutex_unlock(&hold_mu);
+        sleep_us(ZK_RETRY_MS * 1000LL);
+        ctx.err = 0;
+        ctx.deadline_ms = now_ms() + ZK_RETRY_MS;
+        ctx.wait_ms = ZK_RETRY_MS;
+        if (zk_lock_session(&ctx, &c) == LL_OK)     /* drains what is pending */
+            zk_put(c);
+    }
+}
+
 static void pending_add(struct zk_conn *c, const char *node, const char *token, int prefix)
 {
     struct zk_pending *p = xcalloc(1, sizeof *p);
+    int start;
 
     p->gen = zk_generation(c);
     p->prefix = prefix;
@@ -119,7 +154,12 @@ static void pending_add(struct zk_conn *c, const char *node, const char *token, 
     pthread_mutex_lock(&hold_mu);
     p->next = zk_pending;
     zk_pending = p;
+    start = !retry_started && retry_cfg != NULL;
+    retry_started |= start;
+    wait_cond_signal(&retry_cv);
     pthread_mutex_unlock(&hold_mu);
+    if (start)
+        task_background("zk-retry", retry_main, NULL);
 }
 
 /* Delete the children of parent whose names start with prefix: a node
@@ -229,6 +269,7 @@ static struct zk_slot *slot_of(struct lock_ctx *ctx)
         s = ctx->zk = xcalloc(1, sizeof *s);
         pthread_mutex_lock(&hold_mu);
         zk_slots_live++;
+        retry_cfg = ctx->cfg;
         pthread_mutex_unlock(&hold_mu);
     }
     return s;

@@ -107,7 +107,11 @@ void zk_protected_name(char *buf, int len, const char *name)
     snprintf(buf, (size_t)len, "_c_%s-%s", uuid, name);
 }
 
-/* After a connection loss: is one of dir's children named prefix*? */
+/* After a connection loss: is one of dir's children named prefix*? The
+ * session may have moved to another server of the ensemble, a follower
+ * that has not yet applied our create: sync first, or we would create a
+ * second node behind our first, which would stay at the head of the
+ * queue, an orphan, as long as the session lives. */
 static int find_ours(struct lock_ctx *ctx, struct zk_conn *c, const char *dir,
                      const char *prefix, char *node, int len, int *found)
 {
@@ -116,6 +120,9 @@ static int find_ours(struct lock_ctx *ctx, struct zk_conn *c, const char *dir,
     int zrc, i;
 
     *found = 0;
+    zrc = zk_sync(ctx, c, dir);
+    if (zrc != ZOK && zrc != ZNONODE)
+        return zk_fail(ctx, zrc, "sync", dir);
     zrc = zk_children(ctx, c, dir, &kids);
     if (zrc == ZNONODE)
         return LL_OK;

@@ -373,6 +373,9 @@ int main(void)
     CHECK(zk_get(&ctx, c, path, 0, buf, &len, NULL) == ZOK && len == -1);
     CHECK(zk_delete(&ctx, c, path, -1) == ZOK);
 
+    /* sync: answered (the server caught up with the leader) */
+    CHECK(zk_sync(&ctx, c, calls_dir) == ZOK);
+
     /* refused at once: no completion will come */
     CHECK(zk_create(&ctx, c, "no-slash", NULL, ZOO_EPHEMERAL, NULL, 0) == ZBADARGUMENTS);
     CHECK(zk_exists(&ctx, c, "", 0, NULL) == ZBADARGUMENTS);

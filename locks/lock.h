@@ -85,7 +85,7 @@
 
 #define LOCK_CEILINGS(X) \
     X(LOCK_CEIL_UPDATE_PEAK, "plateau", "UPDATE … SET count = count − 1 WHERE id = ? AND " \
-      "count > 0 (autocommit), 64 in one write as mysql-update pipelines them, from the best " \
+      "count >= 1 (autocommit), 64 in one write as mysql-update pipelines them, from the best " \
       "of 1, 2, 3, 4, 6, 8 clients: the most the row takes") \
     X(LOCK_CEIL_FOR_UPDATE, "plateau", "SELECT … FOR UPDATE, then UPDATE, COMMIT and the next " \
       "SELECT … FOR UPDATE in one write (mysql-for-update's pipeline), from the best of 1, 2, " \
@@ -187,6 +187,12 @@ struct lock_ops {
                              * takes (LOCK_KEY_ALL); GET /locks says which */
     int         hold_rtts;  /* round trips between hosts one sale keeps
                              * the hot item from the next (LOCK_HOLD_*) */
+    /* The SQL statements and Lua scripts it sends, each its one
+     * definition (protocol.h), NULL-terminated; NULL: none listed (its
+     * commands are built from arguments). ll-limits sends the same texts
+     * to measure the ceiling, and tests/test_unit.c holds its texts
+     * against these. */
+    const char *const *protocol;
 
     /* The strategy's parameters for methods its family shares between
      * several strategies, which read them from ctx->ops (SQLite builds a

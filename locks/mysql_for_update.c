@@ -44,12 +44,13 @@
  * MariaDB's context switches a sale 3.5 -> 2.4.
  */
 #include "mysql_private.h"
+#include "protocol.h"
 #include "../clients/db.h"
 #include "../core/config.h"
 #include "../core/util.h"
 #include "../store/stock.h"
 
-static const char sql_select[] = "SELECT count FROM db_stock WHERE id = ? FOR UPDATE";
+const char mysql_sql_for_update[] = "SELECT count FROM db_stock WHERE id = ? FOR UPDATE";
 
 static int for_update_once(struct lock_ctx *ctx, const struct product *p, long long *remaining)
 {
@@ -60,7 +61,7 @@ static int for_update_once(struct lock_ctx *ctx, const struct product *p, long l
     if (db_pending(ctx))            /* sent behind the last sale's COMMIT */
         rc = db_exec_pending(ctx, &rows, &count);
     else if ((rc = db_begin(ctx)) == LL_OK)
-        rc = db_exec(ctx, sql_select, &rows, "l>l", p->id, &count);
+        rc = db_exec(ctx, mysql_sql_for_update, &rows, "l>l", p->id, &count);
     if (rc == LL_OK && rows == 0)
         rc = lock_error(ctx, LL_ERROR, "mysql", "db_stock row %lld vanished", p->id);
     if (rc == LL_OK && count < ctx->qty) {
@@ -75,7 +76,8 @@ static int for_update_once(struct lock_ctx *ctx, const struct product *p, long l
     } else if (rc == LL_OK) {
         stock_hold(ctx);
         if ((next = mysql_queue_claim(ctx)) != NULL) {
-            rc = stock_write_commit_next(ctx, p, count - ctx->qty, sql_select, &began);
+            rc = stock_write_commit_next(ctx, p, count - ctx->qty, mysql_sql_for_update,
+                                         &began);
             mysql_queue_pass(ctx, next, began);
         } else {
             rc = stock_write_commit(ctx, p, count - ctx->qty);
@@ -97,6 +99,7 @@ const struct lock_ops lock_mysql_for_update = {
     .summary = "SELECT ... FOR UPDATE in a transaction, then UPDATE and COMMIT in one round trip (seed 000 §1.6.1); one transaction per row per instance at a time",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling = LOCK_CEIL_FOR_UPDATE,
+    .protocol = (const char *const[]){ mysql_sql_for_update, stock_sql_write, NULL },
     .hold_rtts = 1, /* the SELECT's answer out, UPDATE + COMMIT in */
     MYSQL_QUEUE_METHODS(&for_update_queue),
 };

@@ -39,6 +39,7 @@
  * nginx, alternated, 2026-11-28).
  */
 #include "lock.h"
+#include "protocol.h"
 #include "mysql_private.h"
 #include "../clients/db.h"
 #include "../core/config.h"
@@ -53,8 +54,8 @@
                                      * row read behind the lost write, before
                                      * the backoff begins */
 
-static const char read_sql[] = "SELECT count, version FROM db_stock WHERE id = ?";
-static const char write_sql[] =
+const char mysql_sql_optimistic_read[] = "SELECT count, version FROM db_stock WHERE id = ?";
+const char mysql_sql_optimistic_write[] =
     "UPDATE db_stock SET count = ?, version = version + 1 WHERE id = ? AND version = ?";
 
 /* One optimistic attempt: read count and version, write count − 1 if the
@@ -70,14 +71,15 @@ int mysql_optimistic_attempt(struct lock_ctx *ctx, const struct product *p,
     *won = 0;
     if (ctx->cfg->ledger && (rc = db_begin(ctx)) != LL_OK)
         return rc;
-    rc = db_exec(ctx, read_sql, &rows, "l>ll", p->id, &count, &version);
+    rc = db_exec(ctx, mysql_sql_optimistic_read, &rows, "l>ll", p->id, &count, &version);
     if (rc == LL_OK && rows == 0)
         rc = lock_error(ctx, LL_ERROR, "mysql", "db_stock row %lld vanished", p->id);
     if (rc == LL_OK && count < ctx->qty)
         rc = LL_SOLD_OUT;
     if (rc == LL_OK) {
         stock_hold(ctx);
-        rc = db_exec(ctx, write_sql, &rows, "!lll", count - ctx->qty, p->id, version);
+        rc = db_exec(ctx, mysql_sql_optimistic_write, &rows, "!lll", count - ctx->qty, p->id,
+                     version);
     }
     if (!ctx->cfg->ledger) {
         /* nothing more */
@@ -139,7 +141,7 @@ static int optimistic_retry(struct lock_ctx *ctx, const struct product *p, long 
     if (mysql_queue_take_row(p, row))
         found = 1;                      /* the row behind the last sale here */
     else
-        rc = db_exec(ctx, read_sql, &found, "l>ll", id, &row[0], &row[1]);
+        rc = db_exec(ctx, mysql_sql_optimistic_read, &found, "l>ll", id, &row[0], &row[1]);
     for (attempt = 0; rc == LL_OK && attempt < OPT_MAX_ATTEMPTS; attempt++) {
         const long long write[3] = { row[0] - ctx->qty, id, row[1] };
 
@@ -148,7 +150,8 @@ static int optimistic_retry(struct lock_ctx *ctx, const struct product *p, long 
         if (row[0] < ctx->qty)
             return LL_SOLD_OUT;
         stock_hold(ctx);
-        rc = db_exec_query(ctx, write_sql, &won, write, 3, read_sql, &id, 1, row, &found);
+        rc = db_exec_query(ctx, mysql_sql_optimistic_write, &won, write, 3,
+                           mysql_sql_optimistic_read, &id, 1, row, &found);
         if (rc == LL_OK && won == 1) {
             *remaining = write[0];
             if (found)
@@ -164,7 +167,7 @@ static int optimistic_retry(struct lock_ctx *ctx, const struct product *p, long 
         if (attempt + 1 < OPT_EAGER)
             rc = lock_time_left(ctx) > 0 ? LL_OK : LL_TIMEOUT;
         else if ((rc = optimistic_backoff(ctx, attempt + 1 - OPT_EAGER)) == LL_OK)
-            rc = db_exec(ctx, read_sql, &found, "l>ll", id, &row[0], &row[1]);
+            rc = db_exec(ctx, mysql_sql_optimistic_read, &found, "l>ll", id, &row[0], &row[1]);
     }
     if (rc != LL_OK && rc != LL_TIMEOUT)
         return rc;
@@ -181,6 +184,8 @@ const struct lock_ops lock_mysql_optimistic = {
     .summary = "version column: UPDATE ... WHERE version = ?, retried with jittered backoff (seed 000 §1.6.2); one attempt per row per instance at a time",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling = LOCK_CEIL_OPTIMISTIC,
+    .protocol = (const char *const[]){ mysql_sql_optimistic_read, mysql_sql_optimistic_write,
+                                       NULL },
     .hold_rtts = 1, /* the read out, the conditional UPDATE in */
     MYSQL_QUEUE_METHODS(&optimistic_queue),
 };

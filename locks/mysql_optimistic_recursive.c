@@ -13,6 +13,7 @@
  * lock_timeout, so the server never dies of it.
  */
 #include "lock.h"
+#include "protocol.h"
 #include "mysql_private.h"
 
 #define RECURSION_MAX 2000
@@ -44,6 +45,8 @@ const struct lock_ops lock_mysql_optimistic_recursive = {
     .flaw    = "no pause between retries and a stack frame per lost race: losers hammer the row",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling = LOCK_CEIL_OPTIMISTIC_RECURSIVE,
+    .protocol = (const char *const[]){ mysql_sql_optimistic_read, mysql_sql_optimistic_write,
+                                       NULL },
     .sell    = recursive_sell,
     .nofence = MYSQL_NOFENCE,
 };

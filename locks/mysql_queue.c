@@ -41,6 +41,7 @@
  * shows batching as operations per sale below 1.
  */
 #include "mysql_private.h"
+#include "protocol.h"
 #include "../clients/db.h"
 #include "../core/config.h"
 #include "../core/util.h"
@@ -202,10 +203,10 @@ static int sell_ledger(struct lock_ctx *ctx, const struct product *prod, long lo
 }
 
 /* The seeds' statement (seed 001): one unit. */
-static const char sql_sell_one[] =
+const char mysql_sql_sell_one[] =
     "UPDATE db_stock SET count = count - 1 WHERE id = ? AND count >= 1";
 
-/* One unit, sql_sell_one; a purchase of qty units (POST /order) sells them
+/* One unit, mysql_sql_sell_one; a purchase of qty units (POST /order) sells them
  * all or none, seed 003's statement. */
 int mysql_sell_one(struct lock_ctx *ctx, const struct product *prod, long long *remaining)
 {
@@ -218,7 +219,7 @@ int mysql_sell_one(struct lock_ctx *ctx, const struct product *prod, long long *
     if (ctx->qty > 1)
         return sell_n(ctx, prod->id, ctx->qty);
     ctx->backend_ops++;
-    rc = db_exec(ctx, sql_sell_one, &rows, "!l", prod->id);
+    rc = db_exec(ctx, mysql_sql_sell_one, &rows, "!l", prod->id);
     return rc != LL_OK ? rc : rows == 1 ? LL_OK : LL_SOLD_OUT;
 }
 
@@ -236,7 +237,7 @@ static int sell_n(struct lock_ctx *ctx, long long id, long long n)
     return rc != LL_OK ? rc : rows == 1 ? LL_OK : LL_SOLD_OUT;
 }
 
-/* A pipelined batch: sql_sell_one n times in one round trip, an answer
+/* A pipelined batch: mysql_sql_sell_one n times in one round trip, an answer
  * each; a failed exchange is every purchase's answer. */
 static void run_pipeline(struct purchase **batch, int n, int *status)
 {
@@ -245,7 +246,7 @@ static void run_pipeline(struct purchase **batch, int n, int *status)
     int st[MYSQL_QUEUE_MAX], i, rc;
 
     ctx->backend_ops++;
-    rc = db_exec_repeat(ctx, sql_sell_one, &id, 1, n, rows, st);
+    rc = db_exec_repeat(ctx, mysql_sql_sell_one, &id, 1, n, rows, st);
     for (i = 0; i < n; i++)
         status[i] = rc != LL_OK ? rc : st[i] != LL_OK ? st[i] : rows[i] == 1 ? LL_OK : LL_SOLD_OUT;
 }

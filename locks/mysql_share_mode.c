@@ -22,15 +22,17 @@
  * (mysql-for-update) takes the X lock at the read and has no such cycle.
  */
 #include "mysql_private.h"
+#include "protocol.h"
 #include "../clients/db.h"
+#include "../store/stock.h"
 
-static const char sql_select[] = "SELECT count FROM db_stock WHERE id = ? LOCK IN SHARE MODE";
+const char mysql_sql_share_mode[] = "SELECT count FROM db_stock WHERE id = ? LOCK IN SHARE MODE";
 
 /* One transaction (mysql_row.c): LL_OK, LL_SOLD_OUT or a failure; a
  * deadlock is LL_TIMEOUT with db_errno() 1213, rolled back. */
 static int share_mode_once(struct lock_ctx *ctx, const struct product *p, long long *remaining)
 {
-    return mysql_row_sell(ctx, sql_select, p, 0, remaining);
+    return mysql_row_sell(ctx, mysql_sql_share_mode, p, 0, remaining);
 }
 
 static int share_mode_sell(struct lock_ctx *ctx, const struct product *p, long long *remaining)
@@ -54,6 +56,7 @@ const struct lock_ops lock_mysql_share_mode = {
     .flaw    = "two shared locks cannot both become exclusive: deadlocks (1213, counted), rollbacks, retries",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling = LOCK_CEIL_SHARE_MODE,
+    .protocol = (const char *const[]){ mysql_sql_share_mode, stock_sql_write, NULL },
     .sell    = share_mode_sell,
     .nofence = MYSQL_NOFENCE,
 };

@@ -21,6 +21,7 @@
  * still the seeds' one statement, answered by its own affected rows.
  */
 #include "mysql_private.h"
+#include "protocol.h"
 
 static const struct mysql_queue_conf update_queue = {
     .batch = MYSQL_QUEUE_MAX, .pipeline = 1, .sell = mysql_sell_one,
@@ -32,6 +33,7 @@ const struct lock_ops lock_mysql_update = {
     .summary = "one conditional UPDATE ... WHERE count >= 1: the row lock is the lock (seed 001); an instance's waiting purchases pipelined, a statement each",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .ceiling = LOCK_CEIL_UPDATE_PEAK,
+    .protocol = (const char *const[]){ mysql_sql_sell_one, NULL },
     .hold_rtts = 0,     /* none a sale: a round trip carries up to 64 of them */
     MYSQL_QUEUE_METHODS(&update_queue),
 };

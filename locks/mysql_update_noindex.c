@@ -29,11 +29,12 @@
  * trip back to the instance and a turn of its loop in between.
  */
 #include "mysql_private.h"
+#include "protocol.h"
 #include "../clients/db.h"
 #include "../core/config.h"
 #include "../store/stock.h"
 
-static const char sql_update[] =
+const char mysql_sql_noindex[] =
     "UPDATE db_stock SET count = count - ? WHERE sku = ? AND stock_code = ? AND count >= ?";
 
 static int noindex_sell(struct lock_ctx *ctx, const struct product *p, long long *remaining)
@@ -46,11 +47,11 @@ static int noindex_sell(struct lock_ctx *ctx, const struct product *p, long long
         return rc;
     ctx->backend_ops++;
     if (ctx->hold_ms <= 0 && !ctx->cfg->ledger) {
-        rc = db_exec_commit(ctx, sql_update, &rows, "lssl", (long long)ctx->qty, p->code,
+        rc = db_exec_commit(ctx, mysql_sql_noindex, &rows, "lssl", (long long)ctx->qty, p->code,
                             STOCK_WAREHOUSE, (long long)ctx->qty);
         return rc == LL_OK && rows == 0 ? LL_SOLD_OUT : rc;
     }
-    rc = db_exec(ctx, sql_update, &rows, "lssl", (long long)ctx->qty, p->code, STOCK_WAREHOUSE,
+    rc = db_exec(ctx, mysql_sql_noindex, &rows, "lssl", (long long)ctx->qty, p->code, STOCK_WAREHOUSE,
                  (long long)ctx->qty);
     if (rc == LL_OK && rows == 0) {
         rc = db_commit(ctx);
@@ -76,6 +77,7 @@ const struct lock_ops lock_mysql_update_noindex = {
     .flaw    = "the UPDATE locks every row it scans until the COMMIT: one product's sale blocks all others",
     .props   = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .ceiling = LOCK_CEIL_UPDATE_NOINDEX,
+    .protocol = (const char *const[]){ mysql_sql_noindex, NULL },
     .sell    = noindex_sell,
     .nofence = MYSQL_NOFENCE,
 };

@@ -7,6 +7,7 @@
  * units are sold than there were.
  */
 #include "lock.h"
+#include "../store/stock.h"
 
 static int none_acquire(struct lock_ctx *ctx, const char *key)
 {
@@ -27,6 +28,7 @@ const struct lock_ops lock_none = {
     .flaw    = "concurrent sales overwrite each other: lost updates, oversold stock",
     .props   = LOCK_REENTRANT,
     .ceiling = LOCK_CEIL_SERIAL_MYSQL,
+    .protocol = (const char *const[]){ stock_sql_read, stock_sql_write, NULL },
     .acquire = none_acquire,
     .release = none_release,
     .nofence  = "there is no lock, so no service to number its holders",

@@ -33,6 +33,7 @@
  * redis_lock_eval(): the strategies' tries send through them).
  */
 #include "redis_private.h"
+#include "protocol.h"
 #include "../core/util.h"
 
 #include <assert.h>
@@ -41,11 +42,11 @@
 #include <string.h>
 #include <time.h>
 
-struct redis_script redis_compare_and_delete = {
+const char redis_compare_and_delete_lua[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then "
-    "return redis.call('del', KEYS[1]) else return 0 end",
-    ""
-};
+    "return redis.call('del', KEYS[1]) else return 0 end";
+
+struct redis_script redis_compare_and_delete = { redis_compare_and_delete_lua, "" };
 
 /* ---------------------------------------------------------------- the hold */
 

@@ -347,6 +347,7 @@ const struct lock_ops lock_redis_decr = {
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .fails    = FAULT_REDIS_RESTART | FAULT_FAILOVER,
     .ceiling  = LOCK_CEIL_REDIS_DECR,
+    .protocol = (const char *const[]){ REDIS_STOCK_DECR_LUA, NULL },
     .stock    = "redis",
     .nofence  = "no lock to fence: one Lua script on {stock:P} is the whole sale, atomic in Redis",
     .sell     = decr_sell,

@@ -19,6 +19,7 @@
  * reconciliation shows MariaDB one unit below Redis.
  */
 #include "redis_stock_private.h"
+#include "protocol.h"
 #include "../core/util.h"
 
 /* The lock is redis-lua's, reached through its table (as SQLite builds a
@@ -64,6 +65,7 @@ const struct lock_ops lock_redis_lock_stock = {
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
     .fails    = FAULT_PAUSE | FAULT_PAUSE_LATE | FAULT_CPU | FAULT_PARTITION | FAULT_CLOCK_REDIS | FAULT_REDIS_RESTART | FAULT_FAILOVER,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS_STOCK,
+    .protocol = (const char *const[]){ redis_compare_and_delete_lua, NULL },
     .stock    = "redis",
     .nofence  = "its write is a plain SET of {stock:P} in Redis, which checks no token: a stale holder's SET lands",
     .sell     = lock_sale_run,

@@ -16,6 +16,7 @@
  * nothing (bench/lesson uuid-window).
  */
 #include "redis_private.h"
+#include "protocol.h"
 
 #include <string.h>
 
@@ -53,6 +54,7 @@ const struct lock_ops lock_redis_lua = {
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
     .fails    = FAULT_PAUSE_LATE | FAULT_CLOCK_REDIS | FAULT_REDIS_RESTART | FAULT_FAILOVER,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
+    .protocol = (const char *const[]){ redis_compare_and_delete_lua, NULL },
     .hold_rtts = 4, /* grant out, SELECT, UPDATE, release in, next SET */
     .acquire  = lua_acquire,
     .release  = redis_token_release,

@@ -145,23 +145,23 @@ static int read_on_replica(struct lock_ctx *ctx, const char *sql, const struct p
     return rc;
 }
 
+const char stock_sql_read[] = "SELECT count FROM db_stock WHERE id = ?";
+const char stock_sql_write[] = "UPDATE db_stock SET count = ? WHERE id = ?";
+
 int stock_read(struct lock_ctx *ctx, const struct product *p, long long *count)
 {
-    static const char sql[] = "SELECT count FROM db_stock WHERE id = ?";
     long long rows = 0;
-    int rc = ctx->read_replica ? read_on_replica(ctx, sql, p, &rows, count)
-                               : db_exec(ctx, sql, &rows, "l>l", p->id, count);
+    int rc = ctx->read_replica ? read_on_replica(ctx, stock_sql_read, p, &rows, count)
+                               : db_exec(ctx, stock_sql_read, &rows, "l>l", p->id, count);
 
     if (rc == LL_OK && rows == 0)
         return lock_error(ctx, LL_ERROR, "mysql", "db_stock row %lld vanished", p->id);
     return rc;
 }
 
-static const char sql_write[] = "UPDATE db_stock SET count = ? WHERE id = ?";
-
 int stock_write(struct lock_ctx *ctx, const struct product *p, long long count)
 {
-    return db_exec(ctx, sql_write, NULL, "!ll", count, p->id);
+    return db_exec(ctx, stock_sql_write, NULL, "!ll", count, p->id);
 }
 
 /* The fenced write (see the top): LL_OK, LL_FENCED, STOCK_MOVED (our token
@@ -237,7 +237,7 @@ int stock_write_guarded(struct lock_ctx *ctx, const struct product *p, long long
 
 int stock_write_commit(struct lock_ctx *ctx, const struct product *p, long long count)
 {
-    return db_exec_commit(ctx, sql_write, NULL, "ll", count, p->id);
+    return db_exec_commit(ctx, stock_sql_write, NULL, "ll", count, p->id);
 }
 
 int stock_write_commit_next(struct lock_ctx *ctx, const struct product *p, long long count,
@@ -245,7 +245,7 @@ int stock_write_commit_next(struct lock_ctx *ctx, const struct product *p, long 
 {
     const long long params[2] = { count, p->id }, next_params[1] = { p->id };
 
-    return db_exec_commit_next(ctx, sql_write, NULL, params, 2, next_sql, next_params, 1,
+    return db_exec_commit_next(ctx, stock_sql_write, NULL, params, 2, next_sql, next_params, 1,
                                next_sent);
 }
 

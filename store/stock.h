@@ -33,6 +33,8 @@ int stock_products(struct product *out, int max);
 /* The guarded strategies' two statements, exported for the strategies that
  * replace the sale but keep its shape; stock_read() also answers GET /stock. */
 int stock_read(struct lock_ctx *ctx, const struct product *p, long long *count);
+/* Their statements, as sent (ll-limits sends them too: bench/limits/). */
+extern const char stock_sql_read[], stock_sql_write[];
 /* The absolute write, unfenced (the guarded sale fences its own, stock.c).
  * A statement that sells ('!'). */
 int stock_write(struct lock_ctx *ctx, const struct product *p, long long count);

@@ -6,6 +6,7 @@
 #include "check.h"
 #include "../clients/redis_cluster.h"
 #include "../bench/common/harness.h"
+#include "../bench/limits/limits_protocol.h"
 #include "../core/config.h"
 #include "../core/util.h"
 #include "../core/wait.h"
@@ -709,6 +710,30 @@ static void test_lock_calls(void)
     CHECK(lock_poll_waiting(&fake_lock, poll_key) == 0);
 }
 
+/* ll-limits sends each strategy's own statements and scripts: every text
+ * of bench/limits/limits_protocol.c is, byte for byte, one that its
+ * strategy's table lists as what it sends, and that strategy is measured
+ * against a ceiling (the text's is a ceiling ll-limits measures). */
+static void test_limits_protocol(void)
+{
+    int i, k, found;
+
+    for (i = 0; i < LIMITS_NTEXTS; i++) {
+        const struct limits_text_def *t = &limits_texts[i];
+        const struct lock_ops *ops = t->strategy ? lock_find(t->strategy) : NULL;
+
+        found = 0;
+        for (k = 0; ops && ops->protocol && ops->protocol[k]; k++)
+            found |= t->text && strcmp(t->text, ops->protocol[k]) == 0;
+        if (!found)
+            fprintf(stderr, "limits_texts[%d] (%s, %s) is not among %s's protocol: \"%s\"\n",
+                    i, t->ceiling ? t->ceiling : "?", t->strategy ? t->strategy : "?",
+                    t->strategy ? t->strategy : "?", t->text ? t->text : "(none)");
+        CHECK(found);
+        CHECK(t->ceiling && strcmp(lock_ceiling_method(t->ceiling), "") != 0);
+    }
+}
+
 /* ---------------------------------------------------------------- keeper.c
  *
  * The lease keeper on a thread of its own (no loop here), renewing through
@@ -935,6 +960,7 @@ int main(void)
     test_lock_poll();
     test_lock_calls();
     test_lease_keeper();
+    test_limits_protocol();
     test_sync_registry();
     printf("unit: %d passed, %d failed\n", passed, failed);
     return failed != 0;

@@ -14,7 +14,10 @@
  * LOCKLAB_MYSQL_SOCKET when that is set, else host:port.
  *
  * What it measures, S seconds (default 3) each, under the keys of
- * bench/common/harness.h, each the way locks/lock.h's table says (its method):
+ * bench/common/harness.h, each the way locks/lock.h's table says (its method),
+ * with the strategies' own statements and scripts, taken from their one
+ * definition (limits_protocol.h; the unit tests hold each against its
+ * strategy's table):
  *   plateau   the strategy's own statements, looped by N clients on the
  *             hot row, N = 1, 2, 3, 4, 6, 8 for S/12 seconds each (the
  *             sweep), then the best N --trials times (default 3) for S/2
@@ -34,8 +37,9 @@
  *             their hold); the loop's own rate is kept beside it.
  *   concurrent --connections clients (default 32), trials as a hold's.
  * The ceilings:
- *   mysql_update      concurrent: UPDATE db_stock SET count = count - 1
- *                     WHERE id = ? AND count > 0 — InnoDB at a crowd.
+ *   mysql_update      concurrent: mysql-update's UPDATE db_stock SET count =
+ *                     count - 1 WHERE id = ? AND count >= 1 — InnoDB at a
+ *                     crowd.
  *   mysql_update_peak plateau of that UPDATE as mysql-update sends it:
  *                     64 in one write (db_pipe_repeat()), every answer
  *                     read, then the next 64.
@@ -107,11 +111,13 @@
 #define _GNU_SOURCE
 #endif
 #include "../common/harness.h"
+#include "limits_protocol.h"
 #include "limits_sync.h"
 #include "../../clients/db_pipe.h"
 #include "../../core/util.h"
 #include "../../clients/etcd.h"
 #include "../../store/redis_stock.h"
+#include "../../store/stock.h"
 
 #include <errno.h>
 #include <hiredis/hiredis.h>
@@ -138,9 +144,9 @@
 #define ETCD_PREFIX "/locklab-limits/etcd/"
 #define RECOVER_S   90      /* an outage's reruns wait this long: bench/stack's bound for a server to answer */
 
-static const char release_lua[] =
-    "if redis.call('get', KEYS[1]) == ARGV[1] then "
-    "return redis.call('del', KEYS[1]) else return 0 end";
+/* A statement or script of the strategies, as they send it
+ * (limits_protocol.h): SENT(FOR_UPDATE) … */
+#define SENT(t)     (limits_texts[LIMITS_##t].text)
 
 /* ---------------------------------------------------------------- options */
 
@@ -340,10 +346,11 @@ struct db {
     MYSQL      *conn;
     MYSQL_STMT *select, *select_fu, *select_sm, *select_v, *write, *write_v, *decrement,
                *noindex, *commit;
-    long long   id, value, read, version;
+    long long   id, value, read, version, one;
     char        sku[32];                /* the product's code: db_stock.sku */
-    unsigned long sku_len;
-    MYSQL_BIND  b_id, b_write[2], b_write_v[3], b_read, b_read_v[2], b_sku;
+    char        warehouse[8];           /* its stock_code: STOCK_WAREHOUSE  */
+    unsigned long sku_len, warehouse_len;
+    MYSQL_BIND  b_id, b_write[2], b_write_v[3], b_read, b_read_v[2], b_noindex[4];
     int         manual;         /* autocommit turned off */
     int         held;           /* FOR UPDATE: the row is ours, its count in read */
     struct db_pipe_buf rest;    /* what came of the next SELECT's answer */
@@ -400,26 +407,30 @@ static int db_prepare(struct db *d, char *err)
     bind_ll(&d->b_read, &d->read);
     bind_ll(&d->b_read_v[0], &d->read);
     bind_ll(&d->b_read_v[1], &d->version);
-    memset(&d->b_sku, 0, sizeof d->b_sku);
-    d->b_sku.buffer_type = MYSQL_TYPE_STRING;
-    d->b_sku.buffer = d->sku;
-    d->b_sku.buffer_length = sizeof d->sku;
-    d->b_sku.length = &d->sku_len;
-    d->select = prepare(d, "SELECT count FROM db_stock WHERE id = ?", &d->b_id, &d->b_read, err);
-    d->select_fu = prepare(d, "SELECT count FROM db_stock WHERE id = ? FOR UPDATE",
-                           &d->b_id, &d->b_read, err);
-    d->select_sm = prepare(d, "SELECT count FROM db_stock WHERE id = ? LOCK IN SHARE MODE",
-                           &d->b_id, &d->b_read, err);
-    d->select_v = prepare(d, "SELECT count, version FROM db_stock WHERE id = ?", &d->b_id,
-                          d->b_read_v, err);
-    d->write = prepare(d, "UPDATE db_stock SET count = ? WHERE id = ?", d->b_write, NULL, err);
-    d->write_v = prepare(d, "UPDATE db_stock SET count = ?, version = version + 1 "
-                            "WHERE id = ? AND version = ?", d->b_write_v, NULL, err);
-    d->decrement = prepare(d, "UPDATE db_stock SET count = count - 1 "
-                              "WHERE id = ? AND count > 0", &d->b_id, NULL, err);
-    d->noindex = prepare(d, "UPDATE db_stock SET count = count - 1 "
-                            "WHERE sku = ? AND stock_code = '001' AND count >= 1",
-                         &d->b_sku, NULL, err);
+    /* mysql-update-noindex's: count - qty WHERE sku = ? AND stock_code = ?
+     * AND count >= qty, for one unit of the product in its warehouse. */
+    d->one = 1;
+    snprintf(d->warehouse, sizeof d->warehouse, "%s", STOCK_WAREHOUSE);
+    d->warehouse_len = strlen(d->warehouse);
+    bind_ll(&d->b_noindex[0], &d->one);
+    memset(&d->b_noindex[1], 0, 2 * sizeof d->b_noindex[1]);
+    d->b_noindex[1].buffer_type = MYSQL_TYPE_STRING;
+    d->b_noindex[1].buffer = d->sku;
+    d->b_noindex[1].buffer_length = sizeof d->sku;
+    d->b_noindex[1].length = &d->sku_len;
+    d->b_noindex[2].buffer_type = MYSQL_TYPE_STRING;
+    d->b_noindex[2].buffer = d->warehouse;
+    d->b_noindex[2].buffer_length = sizeof d->warehouse;
+    d->b_noindex[2].length = &d->warehouse_len;
+    bind_ll(&d->b_noindex[3], &d->one);
+    d->select = prepare(d, SENT(READ), &d->b_id, &d->b_read, err);
+    d->select_fu = prepare(d, SENT(FOR_UPDATE), &d->b_id, &d->b_read, err);
+    d->select_sm = prepare(d, SENT(SHARE_MODE), &d->b_id, &d->b_read, err);
+    d->select_v = prepare(d, SENT(OPT_READ), &d->b_id, d->b_read_v, err);
+    d->write = prepare(d, SENT(WRITE), d->b_write, NULL, err);
+    d->write_v = prepare(d, SENT(OPT_WRITE), d->b_write_v, NULL, err);
+    d->decrement = prepare(d, SENT(SELL_ONE), &d->b_id, NULL, err);
+    d->noindex = prepare(d, SENT(NOINDEX), d->b_noindex, NULL, err);
     d->commit = prepare(d, "COMMIT", NULL, NULL, err);
     return d->select && d->select_fu && d->select_sm && d->select_v && d->write &&
            d->write_v && d->decrement && d->noindex && d->commit ? 0 : -1;
@@ -882,7 +893,7 @@ static void measure_redis(const struct opts *o, struct db *d, struct ceiling *c,
         sscanf(v + 14, "%31[^\r\n]", version);
     }
     freeReplyObject(rep);
-    rep = redisCommand(r.rc, "SCRIPT LOAD %s", release_lua);
+    rep = redisCommand(r.rc, "SCRIPT LOAD %s", SENT(RELEASE));
     if (rep == NULL || rep->type != REDIS_REPLY_STRING) {
         set_err(c->err, "redis: SCRIPT LOAD: %s", rep && rep->str ? rep->str : r.rc->errstr);
         freeReplyObject(rep);
@@ -906,8 +917,6 @@ out:
 #define RS_SALES  RS_STOCK ":sales"
 #define RS_EPOCH  RS_STOCK ":epoch"
 #define RS_BUYERS RS_STOCK ":buyers"
-
-static const char decr_lua[] = REDIS_STOCK_DECR_LUA;
 
 struct rconn {
     redisContext *c;
@@ -1113,7 +1122,8 @@ static void measure_redis_stock_serial(const struct opts *o, struct db *d, struc
     memset(c, 0, sizeof *c);
     if ((rc.c = redis_open(o, c->err)) == NULL)
         return;
-    if (redis_stock_fill(rc.c, c->err) == 0 && script_load(rc.c, release_lua, rc.sha, c->err) == 0)
+    if (redis_stock_fill(rc.c, c->err) == 0 &&
+        script_load(rc.c, SENT(RELEASE), rc.sha, c->err) == 0)
         measure_serial(o, d, step_redis_stock, &rc, c);
     redis_stock_fill(rc.c, c->err);
     redisFree(rc.c);
@@ -1259,7 +1269,7 @@ static void measure_once(const struct opts *o, const char *key, struct db *d, lo
     else if (!strcmp(key, CEIL_SERIAL_REDIS))
         measure_redis(o, d, c, redis_version);
     else if (!strcmp(key, CEIL_REDIS_DECR))
-        measure_redis_concurrent(o, step_decr, decr_lua, c);
+        measure_redis_concurrent(o, step_decr, SENT(DECR), c);
     else if (!strcmp(key, CEIL_REDIS_WATCH))
         measure_redis_concurrent(o, step_watch, NULL, c);
     else if (!strcmp(key, CEIL_SERIAL_REDIS_STOCK))

@@ -22,12 +22,14 @@
  *               server, where the strategies' commands go;
  *   zookeeper   exists("/") on the instance's session.
  *
- * Each is sent twice and only the second is timed: the first connects,
- * prepares or reconnects when it must, so a sample is always the round
- * trip of an established connection, the one that would carry the next
- * sale. A sample is what a sale pays for one round trip: the wire both
- * ways, the server's work on the smallest command, and the wake-ups at
- * both ends, and on a loaded instance the loop's turn. The last RTT_WINDOW
+ * Each is sent once untimed, which connects, prepares or reconnects when
+ * it must, then RTT_BURST (3) times back to back, each timed, so a sample
+ * is always the round trip of an established connection, the one that
+ * would carry the next sale. A call pays what a sale pays for one round
+ * trip: the wire both ways, the server's work on the smallest command,
+ * the wake-ups at both ends, and on a loaded instance the loop's turn;
+ * the second's sample is the least of its three, the one the machine's
+ * scheduling added least to. The last RTT_WINDOW
  * samples of each backend are kept (POST /stats/reset forgets them, as it
  * does every counter); /stats shows the last, the least and the median of
  * them, /metrics the last and the least. The least is what a
@@ -41,7 +43,7 @@
  * etcd is not probed: its client (clients/etcd.c) opens a libcurl handle a
  * call, so there is no established connection of a sale's to time.
  *
- * Cost. Two round trips per backend a second, a slot held for two of
+ * Cost. Four round trips per backend a second, a slot held for four of
  * them; nothing is counted in the sales' counters (/stats' strategies), and
  * the probe's own context holds its Redis and ZooKeeper errors. A backend
  * that fails is counted under "failures" with its error, and probed again
@@ -68,6 +70,7 @@
 #define RTT_INTERVAL_US  1000000        /* a round a second                  */
 #define RTT_WINDOW       10             /* samples kept per backend          */
 #define RTT_SLOT_WAIT_MS 1000           /* for a worker slot, at most        */
+#define RTT_BURST        3              /* timed calls a sample: the least   */
 #define RTT_SERIES       (2 + CONFIG_MAX_SERVERS)
 
 /* One backend's samples. */
@@ -145,14 +148,46 @@ static int64_t rtt_last(const struct rtt_series *s)
 
 /* ---------------------------------------------------------------- probes */
 
-/* Two SELECT 1 on a borrowed slot's connection, the second timed. */
-static void rtt_mysql(struct rtt_series *s)
+/* One call on a backend's connection: 0, or -1 with why on the probe's
+ * context (or on the slot's). */
+typedef int rtt_call(void *arg);
+
+/* A sample: the call once untimed (it connects, prepares or reconnects
+ * when it must), then RTT_BURST times back to back, each timed; the least
+ * of those is the second's sample, the round trip with the least of the
+ * machine's wake-ups in it. 0 and *us, or -1 when a call failed. */
+static int rtt_time(rtt_call *call, void *arg, int64_t *us)
+{
+    int64_t t0, dt;
+    int k;
+
+    if (call(arg) != 0)
+        return -1;
+    *us = INT64_MAX;
+    for (k = 0; k < RTT_BURST; k++) {
+        t0 = now_us();
+        if (call(arg) != 0)
+            return -1;
+        dt = now_us() - t0;
+        if (dt < *us)
+            *us = dt;
+    }
+    return 0;
+}
+
+static int rtt_select(void *arg)
 {
     static const char sql[] = "SELECT 1";
-    struct lock_ctx *ctx = pool_get(now_ms() + RTT_SLOT_WAIT_MS);
     long long rows = 0, one = 0;
-    int64_t t0, t1;
-    int rc;
+
+    return db_exec(arg, sql, &rows, ">l", &one) == LL_OK ? 0 : -1;
+}
+
+/* SELECT 1 on a borrowed slot's own MariaDB connection. */
+static void rtt_mysql(struct rtt_series *s)
+{
+    struct lock_ctx *ctx = pool_get(now_ms() + RTT_SLOT_WAIT_MS);
+    int64_t us;
 
     if (ctx == NULL) {
         rtt_failed(s, "no worker slot free within 1 s");
@@ -165,13 +200,8 @@ static void rtt_mysql(struct rtt_series *s)
     ctx->deadline_ms = now_ms() + RTT_SLOT_WAIT_MS;
     ctx->lose_answer = ctx->crash = 0;
     ctx->err = 0;
-    rc = db_exec(ctx, sql, &rows, ">l", &one);
-    t0 = now_us();
-    if (rc == LL_OK)
-        rc = db_exec(ctx, sql, &rows, ">l", &one);
-    t1 = now_us();
-    if (rc == LL_OK)
-        rtt_sample(s, t1 - t0);
+    if (rtt_time(rtt_select, ctx, &us) == 0)
+        rtt_sample(s, us);
     else
         rtt_failed(s, ctx->errstr);
     ctx->err = 0;
@@ -188,49 +218,57 @@ static struct lock_ctx *rtt_ctx(void)
     return &rtt.ctx;
 }
 
-static void rtt_redis(struct rtt_series *s, int server)
+static int rtt_ping(void *arg)
 {
-    redisReply *r = redis_cmd(rtt_ctx(), server, "PING");
-    int64_t t0 = now_us(), t1;
+    redisReply *r = redis_cmd(rtt_ctx(), *(const int *)arg, "PING");
+    int ok = r != NULL && r->type == REDIS_REPLY_STATUS;
 
-    if (r != NULL) {
-        freeReplyObject(r);
-        r = redis_cmd(&rtt.ctx, server, "PING");
-    }
-    t1 = now_us();
-    if (r != NULL && r->type == REDIS_REPLY_STATUS)
-        rtt_sample(s, t1 - t0);
-    else
-        rtt_failed(s, r ? "PING: an unexpected reply" : rtt.ctx.errstr);
+    if (r != NULL && !ok)
+        snprintf(rtt.ctx.errstr, sizeof rtt.ctx.errstr, "PING: an unexpected reply");
     if (r != NULL)
         freeReplyObject(r);
+    return ok ? 0 : -1;
+}
+
+/* PING on the loop's shared connection to Redis server `server`. */
+static void rtt_redis(struct rtt_series *s, int server)
+{
+    int64_t us;
+
+    if (rtt_time(rtt_ping, &server, &us) == 0)
+        rtt_sample(s, us);
+    else
+        rtt_failed(s, rtt.ctx.errstr);
     pthread_mutex_lock(&rtt.mu);
     snprintf(s->where, sizeof s->where, "%s", redis_name(&rtt.ctx, server));
     pthread_mutex_unlock(&rtt.mu);
 }
 
+static int rtt_exists(void *arg)
+{
+    struct Stat st;
+    int zrc = zk_exists(rtt_ctx(), arg, "/", 0, &st);
+
+    if (zrc != ZOK)
+        snprintf(rtt.ctx.errstr, sizeof rtt.ctx.errstr, "exists: %s", zerror(zrc));
+    return zrc == ZOK ? 0 : -1;
+}
+
+/* exists("/") on the instance's ZooKeeper session. */
 static void rtt_zk(struct rtt_series *s)
 {
     struct zk_conn *c = NULL;
-    struct Stat st;
-    int64_t t0 = 0, t1;
-    int zrc = ZOK;
+    int64_t us;
 
     if (zk_connect(rtt_ctx(), &c) != LL_OK) {
         rtt_failed(s, rtt.ctx.errstr);
         return;
     }
-    zrc = zk_exists(&rtt.ctx, c, "/", 0, &st);
-    if (zrc == ZOK) {
-        t0 = now_us();
-        zrc = zk_exists(&rtt.ctx, c, "/", 0, &st);
-    }
-    t1 = now_us();
-    zk_put(c);
-    if (zrc == ZOK)
-        rtt_sample(s, t1 - t0);
+    if (rtt_time(rtt_exists, c, &us) == 0)
+        rtt_sample(s, us);
     else
-        rtt_failed(s, zerror(zrc));
+        rtt_failed(s, rtt.ctx.errstr);
+    zk_put(c);
 }
 
 /* One round: every backend once. */

@@ -27,8 +27,9 @@
 # connections they sell with) must see it. 1.2 s after the change their
 # windows are cleared (POST /stats/reset), and once each instance has 5
 # samples of every backend, MariaDB's and each Redis server's least, on
-# every instance, must be within 0.1 ms of what was asked, or the point is
-# refused (the round trip put back, compare exits 1); they are printed
+# every instance, must be within 0.1 ms of what was asked (three rounds at
+# most: a busy machine only adds to a sample), or the point is refused
+# (the round trip put back, compare exits 1); they are printed
 # beside it, and kept in points/rtt-MS/measured.tsv (instance, backend,
 # where, least and median ms) for ll-report rtt. ZooKeeper's is printed,
 # not judged: its client's hand-offs between threads add a few hundred µs.
@@ -87,13 +88,13 @@ app_ping() {    # OUT: "min max avg samples" (ms) of 2 s of PINGs
         --latency --raw > "$1" 2>/dev/null || true
 }
 
-# rtt_measured MS OUT: the instances' own round trips once MS is set (see
-# above) into OUT; prints them and fails when one is more than 0.1 ms off.
-rtt_measured() {
+# rtt_round MS OUT: one round of the instances' own round trips once MS
+# is set (see above) into OUT; prints them and fails when one is more
+# than 0.1 ms off.
+rtt_round() {
     local ms=$1 out=$2 u deadline
     local -a apps
     IFS=, read -r -a apps <<< "$LOCKLAB_INSTANCES"
-    sleep 1.2
     for u in "${apps[@]}"; do
         curl -sf -m 10 -H @"$STACK_RUN/secrets/admin-header" -X POST "$u/stats/reset" >/dev/null ||
             die "POST $u/stats/reset failed"
@@ -119,6 +120,19 @@ rtt_measured() {
               printf "compare: %s ms asked; the instances measure %s ms (the least of 5 on their own connections%s)\n",
                      ms, line, ("zookeeper" in lo) ? "; zookeeper not judged" : ""
               if (bad != "") { printf "compare: more than 0.1 ms from %s ms:%s\n", ms, bad; exit 1 } }' "$out"
+}
+
+# rtt_measured MS OUT: up to three rounds, 1.2 s after the change (a busy
+# machine only adds to a sample, so a round off by more than 0.1 ms is
+# measured again); fails when the last is off too.
+rtt_measured() {
+    local round
+    sleep 1.2
+    for round in 1 2 3; do
+        rtt_round "$1" "$2" && return 0
+        [ "$round" = 3 ] || echo "compare: measuring the round trip again (round $((round + 1)) of 3)"
+    done
+    return 1
 }
 
 "$BUILD/ll-strategies" --holds > "$RTT_RUN/holds.tsv" || die "ll-strategies --holds failed"

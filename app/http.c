@@ -249,9 +249,9 @@ static void log_failure(const char *lock, const char *error)
 /* ---------------------------------------------------------------- routes */
 
 /* Connections open on both listeners, and opened since the start, counted
- * by libmicrohttpd's notices. Each one opened is a thread started: a proxy
- * that keeps too few idle connections shows here as a count that grows
- * with the requests. */
+ * by libmicrohttpd's notices. Each one opened is a handshake and the
+ * loop's state for one more connection: a proxy that keeps too few idle
+ * connections shows here as a count that grows with the requests. */
 static _Atomic int open_connections;
 static _Atomic long long opened_connections;
 
@@ -639,7 +639,7 @@ static enum MHD_Result route_metrics(struct exchange *x, struct request *r)
                    "HTTP connections open on this instance's listeners.");
     metrics_gauge(m, "locklab_connections_open", NULL, atomic_load(&open_connections));
     metrics_family(m, "locklab_connections_opened_total", "counter",
-                   "HTTP connections opened since the start (a thread each).");
+                   "HTTP connections opened since the start.");
     metrics_int(m, "locklab_connections_opened_total", NULL,
                 (uint64_t)atomic_load(&opened_connections));
     metrics_family(m, "locklab_worker_slots", "gauge",

@@ -3,10 +3,11 @@
  *
  * The text is written into one growing buffer, a family at a time; stats.c
  * writes the strategies' families through the calls below and http.c sends
- * the result. The stock reader is one thread waiting on a condition
- * variable: a scrape bumps `asked` and waits for `done` to reach it; the
- * thread reads every product known so far, one prepared SELECT each on its
- * own connection, publishes the counts and bumps `done`. Scrapes that come
+ * the result. The stock reader is one background task (task_background: a
+ * coroutine on the instance's loop) waiting on a wait_cond: a scrape bumps
+ * `asked` and waits for `done` to reach it; the task reads every product
+ * known so far, one prepared SELECT each on its own connection, publishes
+ * the counts and bumps `done`. Scrapes that come
  * while it reads share its next round.
  */
 #include "metrics.h"

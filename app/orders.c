@@ -1,4 +1,4 @@
-/* order.c — POST /order: seed 002's idempotent order around any strategy
+/* orders.c — POST /order: seed 002's idempotent order around any strategy
  * (see order.h for where each store records it).
  *
  * For MariaDB's stock the order number is claimed before the sale:

@@ -1,9 +1,11 @@
 /* pool.c — worker slots.
  *
- * libmicrohttpd runs one thread per HTTP connection (see http.c), and
- * nginx keeps many upstream connections open, so connections outnumber
- * the backend connections we want to hold. A request borrows one of
- * --threads slots for its duration. A slot is the seeds' "thread": it owns
+ * libmicrohttpd serves every HTTP connection on the instance's loop (see
+ * http.c), and nginx keeps many upstream connections open, so requests in
+ * flight outnumber the backend connections we want to hold. A request
+ * borrows one of --threads slots for its duration, and waits its turn on
+ * a wait_cond (its deadline's) when none is free. A slot is the seeds'
+ * "thread": it owns
  * a MariaDB connection, its Redis connections and its identity as a lock
  * holder ("<instance uuid>:<slot>"), so re-entry is recognised and no two
  * requests ever share a backend connection. Free slots form a LIFO stack,

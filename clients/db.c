@@ -11,7 +11,7 @@
  * make the slot refuse the next request); a connect that fails holds the
  * slot off for DB_RETRY_MS, so a stopped server costs a request one
  * refused connect, not a stuck thread. Autocommit is on, as in the seeds' MyBatis
- * service: only mysql-for-update opens transactions, with db_begin().
+ * service; a strategy whose sale is a transaction opens it with db_begin().
  *
  * Transactions are Spring's @Transactional, not START TRANSACTION: begin
  * turns autocommit off and the next statement opens the transaction, so a

@@ -24,21 +24,19 @@
  * the others: after LOCK_POLL_STREAK releases announced in a row, one is
  * not, and the pollers of every instance meet at their timers.
  *
- * A newcomer tries at once, as on threads, unless a release here has just
- * woken the poller and the poller's try is not over (r->handing): then it
- * joins the room before its first try (lock_poll_first()). On the loop a
- * newcomer and a woken poller do not race on two CPUs: a newcomer's
- * coroutine starts in the turn its request arrives and sends its try at
- * once, the poller woken in that turn runs after it, and its try lands
- * behind the newcomer's in the same pipelined write and loses, every time.
- * Joining whenever anyone waited fixed that (p99 of redis-lua at 64
- * connections 675-836 -> 229-423 ms) but kept every newcomer in the queue
- * while the lock sat idle between timer tries, and on a quiet machine the
- * polling locks sold 0.66-0.81 of the thread build. Joining only during a
- * hand-over: redis-lua 1115-1199 -> 1244-1516, redis-setnx 1062-1285 ->
- * 1109-1547 sales/s (thread build 1291-1609 and 1403-1702), p99 125-218 ms
- * against the thread build's 161-219 (2026-11-28, alternated, quiet). A
- * request re-entering a lock it holds never waits.
+ * A newcomer tries at once, unless a release here has just woken the
+ * poller and the poller's try is not over (r->handing): then it joins the
+ * room before its first try (lock_poll_first()). On the loop a newcomer
+ * and a woken poller do not race on two CPUs: a newcomer's coroutine
+ * starts in the turn its request arrives and sends its try at once, the
+ * poller woken in that turn runs after it, and its try lands behind the
+ * newcomer's in the same pipelined write and loses, every time. Joining
+ * whenever anyone waited would end that race, but would keep every
+ * newcomer in the queue while the lock sat idle between timer tries;
+ * joining only during a hand-over gives the woken poller its turn and
+ * leaves an idle lock to whoever comes (docs/journal.md, "Moved from file
+ * headers", has the runs that chose it). A request re-entering a lock it
+ * holds never waits.
  *
  * Rooms are per strategy and key, found in a small table under one mutex;
  * a room whose last user left is free for another key. A full table sends

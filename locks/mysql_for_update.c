@@ -16,16 +16,14 @@
  * The UPDATE and the COMMIT leave together, in one round trip
  * (db_exec_commit(), clients/db_pipe.h): MariaDB runs the COMMIT the moment the
  * UPDATE is done, so a sale costs two round trips and holds the row for
- * one, where the seeds' Java holds it for two. Measured through nginx with
- * 64 connections on the 2-core VM: 4.4-4.8k -> 4.9-5.3k sales/s. If MariaDB
- * restarts inside the transaction, the row lock is gone with it: the
- * statement after that fails (503) instead of reconnecting.
+ * one, where the seeds' Java holds it for two. If MariaDB restarts inside
+ * the transaction, the row lock is gone with it: the statement after that
+ * fails (503) instead of reconnecting.
  *
  * Within one instance the transactions on one row go one at a time through
  * the row's queue (mysql_queue.c): InnoDB then has at most one waiter per
- * instance to put to sleep and wake, which measured 2.5-2.6k -> 2.7-2.8k
- * sales/s through nginx with 64 connections. Two at a time per instance
- * measured no better (5.3k, 4.9k against 5.3k, 5.1k).
+ * instance to put to sleep and wake. Two at a time per instance did no
+ * better.
  *
  * When a purchase waits in that queue behind the one at the row, its
  * transaction begins in the same round trip as the current one's COMMIT:
@@ -37,11 +35,10 @@
  * and the purchase it belongs to gets this slot's connection with the
  * SELECT's answer coming (mysql_queue_pass()) and carries on from there.
  * Each sale is still its own transaction, the row locked from its SELECT
- * to its COMMIT. Measured through nginx with 64 connections on the 2-core
- * VM, 3 alternating pairs: sales/s 6495, 7044, 6428 -> 6764, 6281, 6294
- * (no change beyond the runs' spread: the row's turn still passes through
- * the same three wake-ups), p99 42.5, 39.7, 43.6 -> 15.6, 17.1, 18.5 ms,
- * MariaDB's context switches a sale 3.5 -> 2.4.
+ * to its COMMIT. It leaves the rate as it was (the row's turn still passes
+ * through the same three wake-ups) but shortens the tail and spares
+ * MariaDB context switches. (The runs behind these choices:
+ * docs/journal.md, "Moved from file headers".)
  */
 #include "mysql_private.h"
 #include "protocol.h"

@@ -32,7 +32,8 @@
  *
  * What it still gets wrong: there is no renewal, so a holder slower than
  * the lease is overtaken and two sales overlap; and every attempt is a write
- * to the database it is protecting, which is why the seeds measured 20/s.
+ * to the database it is protecting, which is why it is among the slowest
+ * of the seeds' locks (seed 000 §2.2).
  */
 #include "lock.h"
 #include "../clients/db.h"

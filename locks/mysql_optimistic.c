@@ -12,8 +12,7 @@
  * running out answers lock_timeout. Exact, but under a hot row many
  * attempts lose. Within one instance the attempts on one row go one at a
  * time through the row's queue (mysql_queue.c), so a race is lost only to
- * another instance: measured through nginx with 64 connections, 930-960
- * sales/s without the queue and 2.7-2.8k/s with it. The seeds' version,
+ * another instance, and far fewer are lost. The seeds' version,
  * mysql-optimistic-recursive, keeps every race.
  *
  * Each write carries the next read: the UPDATE and a SELECT of count and
@@ -23,20 +22,16 @@
  * A race here is lost only to another instance that sold (the queue lets
  * one attempt per instance at the row), so the first OPT_EAGER losses of
  * a purchase retry at once with that row: one of the contenders wins
- * every time. Later losses back off as before and read afresh. Measured
- * through nginx with 64 connections on the 2-core VM, 3 alternating
- * pairs: 4624, 4569, 4466 -> 5215, 5377, 5350 sales/s, with 0.7 lost
- * races a sale.
+ * every time. Later losses back off as before and read afresh.
  *
  * The same read serves the next sale: a winner leaves the row it read
  * behind its write to the next purchase in its instance's line
  * (mysql_queue_leave_row()), which writes from it instead of reading, if
  * it is at most 2 ms old. A stale row only loses a race, as any read
- * may. On the loop, where a wake-up is a turn of the loop rather than a
- * thread of its own, the fresh read had cost 5.1 statements a sale
- * against the thread build's 4.5; now 3.9-4.0, and 2257-2344 ->
- * 2632-2843 sales/s (thread build 2717-3093; ll-load -c 64 through
- * nginx, alternated, 2026-11-28).
+ * may. On the loop, where a purchase's wake-up is a turn of the loop,
+ * that spares most sales a statement: the read the winner already has.
+ * (The runs behind these choices: docs/journal.md, "Moved from file
+ * headers".)
  */
 #include "lock.h"
 #include "protocol.h"

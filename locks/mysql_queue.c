@@ -3,8 +3,9 @@
  *
  * Why queue at all. Concurrent UPDATEs of one row wait in InnoDB for each
  * other's row lock, and every such wait costs MariaDB a suspend and a
- * wake-up: measured with ll-limits on the 2-core machine, the hot row takes
- * 15-30k UPDATEs/s from 2-3 connections but only 7-9k/s from 32-64. A
+ * wake-up, so the hot row takes far more UPDATEs a second from two or three
+ * connections than from dozens (ll-limits' mysql_update_peak against its
+ * mysql_update, measured on the stack at hand). A
  * queue here is far cheaper than one in InnoDB, and the row lock still
  * orders the instances (three instances: at most three sales on the row at
  * a time). The queue is not the lock: without it the counts stay exact,

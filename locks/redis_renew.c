@@ -2,7 +2,7 @@
  * 制"): SET NX with an owner token and an expiry, renewed while held.
  *
  *     acquire:  SET lock:P <token> PX <lease> NX, spinning while taken
- *     renew:    every lease/3, by the watchdog thread (redis_watchdog.c):
+ *     renew:    every lease/3, by the watchdog (redis_watchdog.c):
  *               EVALSHA "if get(KEYS[1]) == ARGV[1] then
  *                           pexpire(KEYS[1], ARGV[2]); return 1
  *                        else return 0 end"  1 lock:P <token> <lease>

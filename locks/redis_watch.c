@@ -17,15 +17,12 @@
  *
  * Within an instance at most GATE_WIDTH attempts on one product run at
  * once (a gate). On the loop an attempt's window from WATCH to EXEC spans
- * the turns of every other coroutine, and with every purchase of an
- * instance attempting at once most of them lost: gated one at a time,
- * redis-watch sold 1302 and 2256/s at 64 connections against 1080 and
- * 1943/s ungated, its p99 147-209 ms against 888-1194 ms (alternated, a
- * loaded machine, 2026-11-27). One at a time left the machine a third
- * idle, each instance waiting for its one attempt's two round trips: on a
- * quiet machine, five alternated rounds at 64 connections, one at a time
- * sold 2240-3257/s, six 2711-3470/s, twelve 2578-2919/s, the threads
- * 2926-3428/s; p99 106-134, 241-290, 433-494 and 455-567 ms.
+ * the turns of every other coroutine, so with every purchase of an
+ * instance attempting at once most of them lose; one at a time leaves the
+ * machine idle while each instance waits for its one attempt's two round
+ * trips. GATE_WIDTH lies between the two: the width that sold most, its
+ * tail far shorter than ungated (docs/journal.md, "Moved from file
+ * headers").
  */
 #include "redis_stock_private.h"
 #include "../core/util.h"

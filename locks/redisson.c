@@ -35,9 +35,9 @@
  * release says it is coming before it sends the unlock
  * (redis_sub_releasing()). Said after, a message that came first woke a
  * waiter and the next one, another instance's, was swallowed in its place:
- * measured, the seeds' run (100 × 50) fell from 2.0-2.2k to 0.6-1.0k
- * sales/s in most runs, with waiters asleep for a whole lease (p99.9 3 s). Watchdog: the lease is --lease-ms (Redisson:
- * 30 s) renewed every lease/3 (10 s) by redis_watchdog.c while held.
+ * the seeds' run lost most of its rate, waiters asleep for a whole lease.
+ * Watchdog: the lease is --lease-ms (Redisson: 30 s) renewed every lease/3
+ * (10 s) by redis_watchdog.c while held.
  * Unlocking a lock we do not hold is an error, as Redisson's
  * IllegalMonitorStateException.
  * What it still gets wrong: one Redis server — a failover to a replica

@@ -13,7 +13,8 @@
  * ephemeralOwner is our live session. A release retried over a connection
  * loss checks the same before it deletes, since the name is everybody's.
  *
- * What it gets wrong, as the seeds measured (25.7/s): every waiter spins,
+ * What it gets wrong, as the seeds' own figure shows (seed 000 §4.3):
+ * every waiter spins,
  * so a sale costs as many creates as there are retries, and whoever
  * happens to retry first after a release wins — no order, no fairness.
  * Not reentrant: a request that asks twice (?reentry=2) is refused with

@@ -21,7 +21,7 @@
  * (one buyer at a time) it is slower than curator and far slower than
  * redisson; under contention the screening pays, since ZooKeeper then sees
  * one contender instead of a queue of them, and it keeps up with curator
- * or passes it, never with redisson (measured in docs/etcd.md). And it
+ * or passes it, never with redisson (measured in docs/journal.md). And it
  * needs both: either backend down, and no sale (unavailable), where each
  * lock alone would need one.
  */

@@ -28,7 +28,7 @@
  * nothing there; across a cluster's masters they spread the scripts, but
  * each bucket splits redis-decr's batches (K buckets, K lines) and adds a
  * stream for the consumers: more CPU a sale, which on a machine whose CPU
- * is the bound is fewer sales (docs/scale.md measured it). One unit a
+ * is the bound is fewer sales (docs/journal.md measured it). One unit a
  * purchase (an order of several could find every bucket short while the
  * product has enough: refused with 400).
  */

@@ -22,7 +22,7 @@
 # client sees 1213); wsrep_sync_wait=1 (every read waits until its node
 # has applied what the cluster committed before it: without it, a sale
 # that reads on node 2 right after a sale committed on node 1 reads the
-# count before it, a lost update under any lock; docs/scale.md measures
+# count before it, a lost update under any lock; docs/journal.md measures
 # both); innodb_flush_log_at_trx_commit=2 as the single server.
 #
 # Bringing it up: when no node runs, node 1 bootstraps the cluster

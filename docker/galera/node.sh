@@ -31,7 +31,7 @@
 # wsrep_retry_autocommit=4, wsrep_sync_wait=1, flush at commit = 2.
 #
 # Every address, port and folder comes from the environment, defaulting to
-# the container's, so that the same script runs natively (docs/scale.md
+# the container's, so that the same script runs natively (docs/journal.md
 # shows three copies on loopback):
 #
 #   GALERA_NODE          this node's number, 1 for the one that bootstraps

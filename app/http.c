@@ -590,6 +590,8 @@ static enum MHD_Result route_locks(struct exchange *x, struct request *r)
             json_object_set_new(one, "compare_skip", json_string(o->compare_skip));
         if (o->release_pause)
             json_object_set_new(one, "release_pause", json_string(o->release_pause));
+        /* Its sale: the guarded one of app/sale.c, or its own (sell). */
+        json_object_set_new(one, "guarded", json_boolean(!lock_sells(o)));
         /* Its claims under the faults (locks/faults.h): what it does not survive. */
         json_object_set_new(one, "fails", fault_names(o->fails));
         if (o->fence)

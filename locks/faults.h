@@ -93,10 +93,11 @@ static inline const char *lock_fault_name(int i) { return lock_fault_field(i, 0)
 static inline const char *lock_fault_families(int i) { return lock_fault_field(i, 1); }
 static inline const char *lock_fault_what(int i) { return lock_fault_field(i, 2); }
 
-/* Can fault i touch a strategy of family? */
-static inline int lock_fault_touches(int i, const char *family)
+/* Does a fault's families list ("*" or space-separated names) hold
+ * family? */
+static inline int lock_fault_list_has(const char *list, const char *family)
 {
-    const char *list = lock_fault_families(i), *at;
+    const char *at;
     size_t n = strlen(family);
 
     if (list == NULL)
@@ -107,6 +108,12 @@ static inline int lock_fault_touches(int i, const char *family)
         if ((at == list || at[-1] == ' ') && (at[n] == ' ' || at[n] == '\0'))
             return 1;
     return 0;
+}
+
+/* Can fault i touch a strategy of family? */
+static inline int lock_fault_touches(int i, const char *family)
+{
+    return lock_fault_list_has(lock_fault_families(i), family);
 }
 
 #endif /* LOCKLAB_FAULTS_H */

@@ -40,6 +40,11 @@
 #                               --redis-faketime`), so every expiry comes S
 #                               seconds early; back after MS or at `clock
 #                               redis --jump 0`
+#   migrate PRODUCT [--for MS]  on the Redis Cluster (up --redis-cluster N),
+#                               the slots of the product's keys (lock:P's,
+#                               {stock:P}'s) moved to another master: its
+#                               keys at once, the slot migrating (ASK) for
+#                               MS (1000), then owned there (MOVED)
 #   partition app:PORT BACKEND [--for MS]
 #                               cut the instance off from BACKEND (mysql,
 #                               redis, redis:K, zk, zk:K, etcd, etcd:K; redis,
@@ -322,10 +327,17 @@ fault_reset() {
         mysql | mariadb)
             topology_load
             ((TOPO_NETNS)) || die "reset $app mysql: the instances reach MariaDB through its socket, where nothing tells one from another: bench/stack up --netns"
-            while read -r here peer; do
-                id=$(mysql_root -N -e "SELECT ID FROM information_schema.PROCESSLIST WHERE HOST = '$here'") || continue
-                [[ -n $id ]] && mysql_root -e "KILL CONNECTION $id" 2>/dev/null && n=$((n + 1))
-            done < <(fault_app_conns "$app" "$MYSQL_PORT")
+            # One query for every session, one client for every KILL: an
+            # instance has a connection per worker slot.
+            local -A mine=()
+            local sql=""
+            while read -r here peer; do mine[$here]=1; done < <(fault_app_conns "$app" "$MYSQL_PORT")
+            while read -r id here; do
+                [[ -n ${mine[$here]:-} ]] || continue
+                sql+="KILL CONNECTION $id; "
+                n=$((n + 1))
+            done < <(mysql_root -N -e "SELECT ID, HOST FROM information_schema.PROCESSLIST")
+            [[ -z $sql ]] || mysql_root -f -e "$sql" 2>/dev/null || true
             ;;
         *) die "usage: bench/fault reset app:PORT redis|mysql" ;;
     esac
@@ -362,17 +374,90 @@ fault_expire() {
 # fault_revoke etcd PRODUCT: the holder's key is the first created under
 # the product's prefix (locks/etcd.c), named after its lease.
 fault_revoke() {
-    local key lease ep
+    local key lease ep out
     [[ ${1:-} == etcd && ${2:-} =~ ^[A-Za-z0-9_-]+$ ]] || die "usage: bench/fault revoke etcd PRODUCT"
     topology_load
     ep=$(etcd_list "$TOPO_ETCD")
     key=$(ETCDCTL_API=3 etcdctl --endpoints "$ep" get --prefix "/locklab/etcd/$2/" --keys-only \
-        --sort-by=CREATE --order=ASCEND --limit 1 2>/dev/null | head -1)
-    [[ -n $key ]] || die "revoke: nobody holds the etcd lock of product $2"
+        --sort-by=CREATE --order=ASCEND --limit 1 2>&1 | head -1) || true
+    [[ $key == /locklab/etcd/* ]] || die "revoke: nobody holds the etcd lock of product $2 (${key:-no key})"
     lease=${key##*/}
-    ETCDCTL_API=3 etcdctl --endpoints "$ep" lease revoke "$lease" >/dev/null ||
-        die "revoke: etcd did not revoke lease $lease"
+    out=$(ETCDCTL_API=3 etcdctl --endpoints "$ep" lease revoke "$lease" 2>&1) ||
+        die "revoke: etcd did not revoke lease $lease: $out"
     fault_log "revoked etcd lease $lease, under which $key held product $2's lock"
+}
+
+# ------------------------------------------------------------ a slot's migration
+
+# fault_rc PORT ARGS...: one command to the cluster node on PORT.
+fault_rc() { local port=$1; shift; redis-cli -h 127.0.0.1 -p "$port" "$@"; }
+
+# fault_slot_owner SLOT: "PORT ID" of the master that serves SLOT now.
+fault_slot_owner() {
+    fault_rc "$(rcluster_port 1)" CLUSTER NODES | awk -v s="$1" '
+        $3 ~ /master/ && $8 == "connected" {
+            for (i = 9; i <= NF; i++) {
+                n = split($i, r, "-")
+                if ((n == 1 && r[1] == s) || (n == 2 && r[1] <= s && s <= r[2])) {
+                    split($2, a, "[:@]"); print a[2], $1; exit
+                }
+            }
+        }'
+}
+
+# fault_migrate_slot SLOT MS: SLOT from its master to the next one, its
+# keys moved at once and the slot left migrating (ASK) for MS, then its
+# owner set everywhere (MOVED), as redis-cli --cluster reshard does.
+fault_migrate_slot() {
+    local slot=$1 ms=$2 from from_id to to_id port keys k id
+    read -r from from_id <<<"$(fault_slot_owner "$slot")"
+    [[ -n $from ]] || die "migrate: no master serves slot $slot"
+    for ((k = 1; k <= 2 * TOPO_REDIS_CLUSTER; k++)); do     # the next master after it
+        port=$(rcluster_port "$k")
+        [[ $(rcluster_role "$k") == master && $port != "$from" ]] || continue
+        [[ -z ${to:-} || ($port -gt $from && ($to -lt $from || $port -lt $to)) ]] && to=$port
+    done
+    [[ -n ${to:-} ]] || die "migrate: no other master to move slot $slot to"
+    to_id=$(fault_rc "$to" CLUSTER MYID)
+    fault_rc "$to" CLUSTER SETSLOT "$slot" IMPORTING "$from_id" >/dev/null
+    fault_rc "$from" CLUSTER SETSLOT "$slot" MIGRATING "$to_id" >/dev/null
+    fault_migrate_keys "$slot" "$from" "$to"
+    fault_log "slot $slot migrating from 127.0.0.1:$from to 127.0.0.1:$to (ASK) for $ms ms"
+    fault_sleep_ms "$ms"
+    fault_migrate_keys "$slot" "$from" "$to"        # what was made meanwhile
+    for ((k = 1; k <= 2 * TOPO_REDIS_CLUSTER; k++)); do
+        port=$(rcluster_port "$k")
+        [[ $(rcluster_role "$k") == master ]] || continue
+        fault_rc "$port" CLUSTER SETSLOT "$slot" NODE "$to_id" >/dev/null
+    done
+    fault_log "slot $slot now served by 127.0.0.1:$to (MOVED)"
+}
+
+# fault_migrate_keys SLOT FROM TO: every key of SLOT on FROM moved to TO.
+fault_migrate_keys() {
+    local keys
+    while :; do
+        mapfile -t keys < <(fault_rc "$2" CLUSTER GETKEYSINSLOT "$1" 100)
+        ((${#keys[@]})) && [[ -n ${keys[0]} ]] || return 0
+        fault_rc "$2" MIGRATE 127.0.0.1 "$3" "" 0 5000 REPLACE KEYS "${keys[@]}" >/dev/null ||
+            die "migrate: MIGRATE of slot $1's keys to 127.0.0.1:$3 failed"
+    done
+}
+
+# fault_migrate PRODUCT [--for MS]: the slots of the product's keys (its
+# locks', lock:P and {lock:P}…, and its Redis stock's, {stock:P}…).
+fault_migrate() {
+    local product=$1 ms=1000 slot
+    local -a slots
+    shift
+    [[ $product =~ ^[A-Za-z0-9_-]+$ ]] || die "usage: bench/fault migrate PRODUCT [--for MS]"
+    [[ -z ${1:-} ]] || ms=$(fault_for_ms "$@")
+    topology_load
+    ((TOPO_REDIS_CLUSTER)) || die "migrate needs the Redis Cluster: bench/stack up --redis-cluster 3"
+    mapfile -t slots < <(for k in "lock:$product" "stock:$product"; do
+        fault_rc "$(rcluster_port 1)" CLUSTER KEYSLOT "$k"; done | sort -u)
+    for slot in "${slots[@]}"; do fault_migrate_slot "$slot" "$ms" & done
+    wait
 }
 
 # ------------------------------------------------------------ clocks
@@ -521,7 +606,7 @@ cmd_fault() {
     # the pid, which the next `up` sees itself; the others change nothing
     # `up` checks (a quota, a connection, a session, a clock).
     case $what in
-        status | kill | restart | starve | feed | reset | expire | revoke | clock) ;;
+        status | kill | restart | starve | feed | reset | expire | revoke | clock | migrate) ;;
         *) rm -f "$RUN/up.stamp" ;;
     esac
     case $what in
@@ -541,6 +626,8 @@ cmd_fault() {
         expire) (($# == 2)) || die "usage: bench/fault expire app:PORT zk"; fault_expire "$@" ;;
         revoke) (($# == 2)) || die "usage: bench/fault revoke etcd PRODUCT"; fault_revoke "$@" ;;
         clock) fault_clock "$@" ;;
+        migrate) (($# == 1 || $# == 3)) || die "usage: bench/fault migrate PRODUCT [--for MS]"
+            fault_migrate "$@" ;;
         partition) (($# >= 2)) || die "usage: bench/fault partition app:PORT BACKEND [--for MS]"
             fault_partition "$@" ;;
         heal) fault_heal "${1:-}" ;;

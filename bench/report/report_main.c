@@ -55,6 +55,13 @@
  *                                       open-loop step's rate of run IDX, or
  *                                       nothing (report_capacity.c)
  *   ll-report capacity-step RAW IDX K   step K's verdict; K = 0: the capacity
+ *   ll-report matrix-plan LOCKS.json STRATEGIES FAULTS PARALLEL
+ *                                       compare --scenario matrix's cells
+ *                                       and rounds (report_matrix.c)
+ *   ll-report matrix RUN [--drop-claim S:F]...
+ *                                       their verdicts against the claims
+ *                                       → report.json, .md, .html; exit 1
+ *                                       when a claim or a round broke
  *
  * RUN/raw/ holds settings.env and machine.env (key=value lines written by
  * bench/compare), limits.json (ll-limits), locks.json (GET /locks: each
@@ -411,7 +418,9 @@ static const char usage[] =
 "       ll-report sweep RUNDIR            (compare --sweep's points: sweep.json, .md, .html)\n"
 "       ll-report rtt RUNDIR              (compare --rtt's points: rtt.json, .md, .html)\n"
 "       ll-report capacity-next RAW IDX   (compare --scenario capacity: the next step's rate)\n"
-"       ll-report capacity-step RAW IDX K (its step K's verdict; 0: the capacity)\n";
+"       ll-report capacity-step RAW IDX K (its step K's verdict; 0: the capacity)\n"
+"       ll-report matrix-plan LOCKS.json STRATEGIES FAULTS PARALLEL (the matrix's cells)\n"
+"       ll-report matrix RUNDIR [--drop-claim S:F]... (their verdicts: report.json, .md, .html)\n";
 
 int main(int argc, char **argv)
 {
@@ -459,6 +468,10 @@ int main(int argc, char **argv)
             goto bad;
         return cmd_capacity_step(argv[2], argv[3], (int)k);
     }
+    if (!strcmp(cmd, "matrix-plan") && argc == 6)
+        return cmd_matrix_plan(argv[2], argv[3], argv[4], argv[5]);
+    if (!strcmp(cmd, "matrix") && argc >= 3)
+        return cmd_matrix(argc - 2, argv + 2);
     if (!strcmp(cmd, "jtl") && (argc == 3 || argc == 7)) {
         long long stock = -1, fin = 0;
         if (argc == 7) {

@@ -34,6 +34,9 @@
  *   report_capacity.c compare --scenario capacity: its plan of open-loop
  *                    steps, their verdicts, the capacity, its table and
  *                    charts
+ *   report_matrix.c  compare --scenario matrix: its cells and rounds, each
+ *                    cell's verdict against its strategy's claims, the
+ *                    picture of strategies by faults
  *   report_main.c    the commands and main
  */
 #ifndef LOCKLAB_REPORT_PRIVATE_H
@@ -248,5 +251,14 @@ int cmd_jtl(const char *path, long long stock, long long fin);
 /* ll-report sync-plan SYNC.json and ll-report sync RUN (report_sync.c). */
 int cmd_sync_plan(const char *path);
 int cmd_sync(const char *run);
+
+/* ---------------------------------------------------------------- the fault matrix */
+
+/* ll-report matrix-plan LOCKS.json STRATEGIES FAULTS PARALLEL and
+ * ll-report matrix RUN [--drop-claim S:F]... (report_matrix.c): argc and
+ * argv from RUN on. */
+int cmd_matrix_plan(const char *path, const char *strategies, const char *faults,
+                    const char *parallel);
+int cmd_matrix(int argc, char **argv);
 
 #endif /* LOCKLAB_REPORT_PRIVATE_H */

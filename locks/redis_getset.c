@@ -95,7 +95,8 @@ const struct lock_ops lock_redis_getset = {
     .summary  = "value = expiry timestamp; SETNX, or GETSET over an expired one (seeds 003, 004 scheme 2)",
     .flaw     = "trusts every client's clock; losing GETSETs overwrite the holder's stamp; no owner: DEL can free another's lock",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
-    .fails    = FAULT_PAUSE_LATE | FAULT_CLOCK_REDIS | FAULT_CLOCK_APP | FAULT_REDIS_RESTART | FAULT_FAILOVER,
+    .fails    = FAULT_PAUSE | FAULT_PAUSE_LATE | FAULT_CPU | FAULT_CLOCK_APP |
+                FAULT_REDIS_RESTART | FAULT_FAILOVER,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = getset_acquire,
     .release  = getset_release,

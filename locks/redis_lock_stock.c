@@ -63,7 +63,8 @@ const struct lock_ops lock_redis_lock_stock = {
     .summary  = "redis-lua's lock:P around GET and SET of {stock:P} (seeds 001, 004)",
     .flaw     = "two more round trips a sale; a holder slower than the lease is overtaken (lost updates in Redis)",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
-    .fails    = FAULT_PAUSE | FAULT_PAUSE_LATE | FAULT_CPU | FAULT_PARTITION | FAULT_CLOCK_REDIS | FAULT_REDIS_RESTART | FAULT_FAILOVER,
+    .fails    = FAULT_PAUSE | FAULT_PAUSE_LATE | FAULT_CPU | FAULT_PARTITION |
+                FAULT_CLOCK_REDIS | FAULT_REDIS_RESTART | FAULT_FAILOVER,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS_STOCK,
     .protocol = (const char *const[]){ redis_compare_and_delete_lua, NULL },
     .stock    = "redis",

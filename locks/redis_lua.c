@@ -52,7 +52,8 @@ const struct lock_ops lock_redis_lua = {
     .summary  = "SET lock:P <token> PX <lease> NX; release by an atomic compare-and-delete Lua script (seed 000 §3.5)",
     .flaw     = "no renewal: a holder slower than the lease is overtaken and two sales overlap; not reentrant",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
-    .fails    = FAULT_PAUSE_LATE | FAULT_CLOCK_REDIS | FAULT_REDIS_RESTART | FAULT_FAILOVER,
+    .fails    = FAULT_PAUSE | FAULT_PAUSE_LATE | FAULT_CPU | FAULT_CLOCK_REDIS |
+                FAULT_REDIS_RESTART | FAULT_FAILOVER,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .protocol = (const char *const[]){ redis_compare_and_delete_lua, NULL },
     .hold_rtts = 4, /* grant out, SELECT, UPDATE, release in, next SET */

@@ -44,7 +44,8 @@ const struct lock_ops lock_redis_renew = {
     .summary  = "SET lock:P <token> PX <lease> NX, renewed at lease/3 by a token-checked PEXPIRE (seed 004 scheme 5)",
     .flaw     = "not reentrant; waiters poll; one Redis: a failover that missed the lock admits a second holder",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
-    .fails    = FAULT_PAUSE_LATE | FAULT_CLOCK_REDIS | FAULT_REDIS_RESTART | FAULT_FAILOVER,
+    .fails    = FAULT_PAUSE | FAULT_PAUSE_LATE | FAULT_CPU | FAULT_CLOCK_REDIS |
+                FAULT_REDIS_RESTART | FAULT_FAILOVER,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = renew_acquire,
     .release  = renew_release,

@@ -30,7 +30,8 @@ const struct lock_ops lock_redis_set_nx_ex = {
     .summary  = "SET lock:P locked NX EX 3 in one command, DEL to unlock (seed 000 §3.2)",
     .flaw     = "no owner: a holder slower than the 3 s expiry is overtaken, and its DEL frees the next holder's lock",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
-    .fails    = FAULT_PAUSE_LATE | FAULT_CLOCK_REDIS | FAULT_REDIS_RESTART | FAULT_FAILOVER,
+    .fails    = FAULT_PAUSE | FAULT_PAUSE_LATE | FAULT_CPU | FAULT_CLOCK_REDIS |
+                FAULT_REDIS_RESTART | FAULT_FAILOVER,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = set_nx_ex_acquire,
     .release  = redis_del_key,

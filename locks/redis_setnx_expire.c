@@ -48,7 +48,8 @@ const struct lock_ops lock_redis_setnx_expire = {
     .summary  = "SETNX lock:P then EXPIRE lock:P 3 as two commands, DEL to unlock (seed 004 scheme 1)",
     .flaw     = "not atomic: a death between SETNX and EXPIRE leaves the lock for ever; a holder slower than 3 s is overtaken",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
-    .fails    = FAULT_PAUSE_LATE | FAULT_CLOCK_REDIS | FAULT_REDIS_RESTART | FAULT_FAILOVER,
+    .fails    = FAULT_PAUSE | FAULT_PAUSE_LATE | FAULT_CPU | FAULT_CLOCK_REDIS |
+                FAULT_REDIS_RESTART | FAULT_FAILOVER,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = setnx_expire_acquire,
     .release  = redis_del_key,

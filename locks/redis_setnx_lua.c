@@ -80,7 +80,8 @@ const struct lock_ops lock_redis_setnx_lua = {
     .summary  = "SETNX and EXPIRE in one Lua script; compare-and-delete release (seed 004 scheme 3)",
     .flaw     = "no renewal: a holder slower than the expiry (whole seconds) is overtaken; not reentrant",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
-    .fails    = FAULT_PAUSE_LATE | FAULT_CLOCK_REDIS | FAULT_REDIS_RESTART | FAULT_FAILOVER,
+    .fails    = FAULT_PAUSE | FAULT_PAUSE_LATE | FAULT_CPU | FAULT_CLOCK_REDIS |
+                FAULT_REDIS_RESTART | FAULT_FAILOVER,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = setnx_lua_acquire,
     .release  = redis_token_release,

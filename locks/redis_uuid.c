@@ -51,7 +51,8 @@ const struct lock_ops lock_redis_uuid = {
     .summary  = "SET lock:P <token> NX EX 3; release = GET, compare, DEL (seed 000 §3.3)",
     .flaw     = "GET-compare-DEL is two commands: an expiry in between deletes the next holder's lock",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
-    .fails    = FAULT_PAUSE_LATE | FAULT_CLOCK_REDIS | FAULT_REDIS_RESTART | FAULT_FAILOVER,
+    .fails    = FAULT_PAUSE | FAULT_PAUSE_LATE | FAULT_CPU | FAULT_CLOCK_REDIS |
+                FAULT_REDIS_RESTART | FAULT_FAILOVER,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = uuid_acquire,
     .release  = uuid_release,

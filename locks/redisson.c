@@ -205,7 +205,8 @@ const struct lock_ops lock_redisson = {
     .summary  = "Redisson RLock: hash lock:P {uuid:thread: count}, PTTL to waiters, pub/sub wake-up on unlock, watchdog at lease/3",
     .flaw     = "one Redis server: a failover to a replica that missed the lock admits a second holder; not fair",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
-    .fails    = FAULT_PAUSE_LATE | FAULT_CLOCK_REDIS | FAULT_REDIS_RESTART | FAULT_FAILOVER,
+    .fails    = FAULT_PAUSE | FAULT_PAUSE_LATE | FAULT_CPU | FAULT_CLOCK_REDIS |
+                FAULT_REDIS_RESTART | FAULT_FAILOVER,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .hold_rtts = 4, /* grant out, SELECT, UPDATE, unlock in, message, try */
     .acquire  = redisson_acquire,

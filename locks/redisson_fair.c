@@ -333,7 +333,8 @@ const struct lock_ops lock_redisson_fair = {
     .summary  = "Redisson RFairLock: FIFO queue list + timeout zset, hand-off published to the next waiter only, watchdog",
     .flaw     = "stale-waiter timeouts trust client clocks; a dead waiter stalls the queue until its timeout; one Redis",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_FAIR | LOCK_EXACT | LOCK_FENCED,
-    .fails    = FAULT_PAUSE_LATE | FAULT_CLOCK_REDIS | FAULT_REDIS_RESTART | FAULT_FAILOVER,
+    .fails    = FAULT_PAUSE | FAULT_PAUSE_LATE | FAULT_CPU | FAULT_CLOCK_REDIS |
+                FAULT_REDIS_RESTART | FAULT_FAILOVER,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = fair_acquire,
     .release  = fair_release,

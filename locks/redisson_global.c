@@ -20,7 +20,8 @@ const struct lock_ops lock_redisson_global = {
     .summary  = "redisson on one lock for every product, lock:all (seed 004 §2.5)",
     .flaw     = "sales of different products wait for each other: the shop sells at one critical section's speed",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
-    .fails    = FAULT_PAUSE_LATE | FAULT_CLOCK_REDIS | FAULT_REDIS_RESTART | FAULT_FAILOVER,
+    .fails    = FAULT_PAUSE | FAULT_PAUSE_LATE | FAULT_CPU | FAULT_CLOCK_REDIS |
+                FAULT_REDIS_RESTART | FAULT_FAILOVER,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .lock_key = LOCK_KEY_ALL,
     .acquire  = redisson_acquire,

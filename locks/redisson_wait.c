@@ -155,7 +155,8 @@ const struct lock_ops lock_redisson_wait = {
     .summary  = "redisson, then WAIT for the master's replicas: the lock is held only once a replica has it",
     .flaw     = "WAIT is not consensus (a replica restarted empty, another promoted); no lock while the replica lags",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
-    .fails    = FAULT_PAUSE_LATE | FAULT_CLOCK_REDIS | FAULT_REDIS_RESTART,
+    .fails    = FAULT_PAUSE | FAULT_PAUSE_LATE | FAULT_CPU | FAULT_CLOCK_REDIS |
+                FAULT_REDIS_RESTART,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = redisson_wait_acquire,
     .release  = redisson_release,

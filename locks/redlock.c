@@ -243,7 +243,7 @@ const struct lock_ops lock_redlock = {
     .summary  = "Redlock: SET NX PX on all N independent servers, quorum N/2+1, validity = ttl - elapsed - drift",
     .flaw     = "safety rests on timing (pauses, clock jumps, restarts without fsync); no fencing token; no renewal",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT,
-    .fails    = FAULT_PAUSE_LATE | FAULT_CLOCK_REDIS,
+    .fails    = FAULT_PAUSE | FAULT_PAUSE_LATE | FAULT_CPU | FAULT_CLOCK_REDIS,
     .ceiling  = LOCK_CEIL_SERIAL_REDIS,
     .acquire  = redlock_acquire,
     .release  = redlock_release,

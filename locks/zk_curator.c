@@ -50,7 +50,7 @@ const struct lock_ops lock_curator = {
     .summary  = "Curator InterProcessMutex's protocol on /locklab/locks/<product>: protected _c_<uuid>-lock- nodes, getData watch on the predecessor, reentrant",
     .flaw     = "held only as long as the session: a holder paused past the session timeout loses it unknowingly",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_FAIR | LOCK_EXACT | LOCK_FENCED,
-    .fails    = FAULT_PAUSE_LATE,
+    .fails    = FAULT_PAUSE | FAULT_PAUSE_LATE | FAULT_CPU | FAULT_ZK_EXPIRE,
     .ceiling  = LOCK_CEIL_SERIAL_ZK,
     .hold_rtts = 5, /* event out, list, exists, SELECT, UPDATE, delete in */
     ZK_QUEUE_METHODS(&curator_queue),

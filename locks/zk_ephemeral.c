@@ -129,7 +129,7 @@ const struct lock_ops lock_zk_ephemeral = {
     .summary  = "one EPHEMERAL znode per product: create to lock, NODEEXISTS → sleep and retry, delete to unlock (seed 000 §4.3)",
     .flaw     = "every waiter spins on create (a ZooKeeper write per retry); no order, not reentrant",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_EXACT | LOCK_FENCED,
-    .fails    = FAULT_PAUSE_LATE,
+    .fails    = FAULT_PAUSE | FAULT_PAUSE_LATE | FAULT_CPU | FAULT_ZK_EXPIRE,
     .ceiling  = LOCK_CEIL_SERIAL_ZK,
     ZK_EPHEMERAL_METHODS(&spin),
 };

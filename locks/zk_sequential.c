@@ -37,7 +37,7 @@ const struct lock_ops lock_zk_sequential = {
     .summary  = "EPHEMERAL_SEQUENTIAL queue, each waiter watches only its predecessor, reentrant per slot (seed 000 §4.4.2, §4.5, seed 003)",
     .flaw     = "not Curator-compatible; exists() on a vanished predecessor leaks a watch until the session ends",
     .props    = LOCK_DISTRIBUTED | LOCK_REENTRANT | LOCK_AUTO_RELEASE | LOCK_FAIR | LOCK_EXACT | LOCK_FENCED,
-    .fails    = FAULT_PAUSE_LATE,
+    .fails    = FAULT_PAUSE | FAULT_PAUSE_LATE | FAULT_CPU | FAULT_ZK_EXPIRE,
     .ceiling  = LOCK_CEIL_SERIAL_ZK,
     .hold_rtts = 5, /* event out, list, exists, SELECT, UPDATE, delete in */
     ZK_QUEUE_METHODS(&seq_queue),

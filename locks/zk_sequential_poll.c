@@ -27,7 +27,7 @@ const struct lock_ops lock_zk_sequential_poll = {
     .summary  = "EPHEMERAL_SEQUENTIAL node per request; poll the children until ours is the smallest (seed 000 §4.4.1)",
     .flaw     = "every waiter re-lists the whole queue every --retry-ms: reads per sale grow with the queue; not reentrant",
     .props    = LOCK_DISTRIBUTED | LOCK_AUTO_RELEASE | LOCK_FAIR | LOCK_EXACT | LOCK_FENCED,
-    .fails    = FAULT_PAUSE_LATE,
+    .fails    = FAULT_PAUSE | FAULT_PAUSE_LATE | FAULT_CPU | FAULT_ZK_EXPIRE,
     .ceiling  = LOCK_CEIL_SERIAL_ZK,
     ZK_QUEUE_METHODS(&poll_queue),
 };

@@ -60,12 +60,15 @@ MX_FAULTS=${MX_FAULTS:-} MX_PARALLEL=${MX_PARALLEL:-28}
 set +e
 MX_STOCK=1000000
 MX_RATE=10              # purchases a second, each cell's load
-MX_CONNS=4
+MX_CONNS=8              # its connections at most: an open loop sends each
+                        # purchase due, however late, so a stuck cell's
+                        # backlog drains MX_CONNS at a time
+MX_LOAD_WAIT_MS=4000    # a load purchase's lock wait: past a 3 s lease
 MX_THREADS=64           # worker slots an instance: a round's holders and loads
-MX_LEASE_MS=3000
-MX_POLL_S=4
+MX_LEASE_MS=10000       # the lease: long enough for a fault to take a lock
+                        # from under a live holder well within it
 MX_ZK_GRANT_MS=4000 MX_ZK_ASK_MS=12000
-MX_WAIT_MS=12000
+MX_WAIT_MS=20000        # B's wait: past a lease and the fault's seconds
 [ "$(id -u)" = 0 ] || die "--scenario matrix needs root: network namespaces (partition, mysql-reset), a cgroup (cpu)"
 
 # ------------------------------------------------------------------ the faults
@@ -73,28 +76,38 @@ MX_WAIT_MS=12000
 # mx_fault_plan FAULT: how a round of FAULT goes.
 #   MX_WIN     the holder's window: hold (?hold_ms), late (?late_ms) or
 #              none (no holder)
-#   MX_A_MS    its length
-#   MX_FAULT_MS how long the fault lasts (what mx_fault_apply waits)
-#   MX_B       1: a contender B goes to instance 1 (after: once the
-#              fault is in place, not 0.3 s into it)
+#   MX_A_MS    its length: past the fault's end by 2 s or more for the
+#              faults that outlast the lease (A checks once it is over);
+#              for those that take the lock from under a live holder,
+#              within every lease (the lease alone must never let B in
+#              before A writes): 2 s for the faults done at once, within
+#              the 3 s that redis-setnx-expire, redis-set-nx-ex and
+#              redis-uuid set whatever --lease-ms says (the seeds' EX 3),
+#              8 s for those that take seconds (a JVM's start, an election,
+#              a failover), which only strategies with a renewed lease or
+#              session meet
+#   MX_FAULT_MS how long the fault lasts (for those that take --for)
+#   MX_B       1: a contender B goes to instance 1 0.3 s into the fault
 #   MX_BEFORE  1: the fault begins before the holders are sent (a
 #              failover's lag: the holders' locks must miss the replica)
+#   MX_SKEW    B's clock ahead by so much (?clock_skew_ms), or 0
+#   MX_POLL_S  seconds of load and polls after the fault's end
 mx_fault_plan() {
-    MX_WIN=hold MX_A_MS=0 MX_FAULT_MS=0 MX_B=1 MX_BEFORE=0 MX_SKEW=0
+    local past=$((MX_LEASE_MS + 1000))
+    MX_WIN=hold MX_A_MS=0 MX_FAULT_MS=0 MX_B=1 MX_BEFORE=0 MX_SKEW=0 MX_POLL_S=5
     case $1 in
         none) MX_WIN=none MX_B=0 ;;
-        pause | cpu | partition) MX_FAULT_MS=5500 MX_A_MS=7500 ;;
-        pause-late) MX_WIN=late MX_FAULT_MS=5500 MX_A_MS=8500 ;;
-        kill) MX_FAULT_MS=2000 MX_A_MS=10000 ;;
-        redis-reset | mysql-reset | etcd-revoke | redis-restart | clock-redis)
-            MX_WIN=late MX_A_MS=2200 MX_B=after
-            [ "$1" = clock-redis ] && MX_FAULT_MS=2500 ;;
-        zk-expire | zk-leader) MX_WIN=late MX_A_MS=5000 MX_B=after
-            [ "$1" = zk-leader ] && MX_FAULT_MS=3000 ;;
-        failover) MX_WIN=late MX_A_MS=4500 MX_BEFORE=1 MX_B=after MX_FAULT_MS=1500 ;;
-        clock-app) MX_A_MS=2500 MX_SKEW=10000 ;;
-        slot-migrate) MX_WIN=none MX_B=0 MX_FAULT_MS=3000 ;;
-        zk-short) MX_FAULT_MS=7000 MX_A_MS=9000 ;;
+        pause | cpu | partition) MX_FAULT_MS=$past MX_A_MS=$((past + 2000)) ;;
+        pause-late) MX_WIN=late MX_FAULT_MS=$past MX_A_MS=$((past + 3000)) ;;
+        kill) MX_FAULT_MS=2000 MX_A_MS=$((past + 4000)) MX_POLL_S=$((past / 1000 + 3)) ;;
+        redis-reset | mysql-reset | redis-restart) MX_WIN=late MX_A_MS=2000 ;;
+        clock-redis) MX_WIN=late MX_A_MS=2000 MX_FAULT_MS=1000 ;;
+        etcd-revoke | zk-expire) MX_WIN=late MX_A_MS=$((MX_LEASE_MS - 2000)) ;;
+        zk-leader) MX_WIN=late MX_A_MS=$((MX_LEASE_MS - 2000)) MX_FAULT_MS=3000 ;;
+        failover) MX_WIN=late MX_A_MS=$((MX_LEASE_MS - 2000)) MX_BEFORE=1 MX_FAULT_MS=4000 ;;
+        clock-app) MX_A_MS=1500 MX_SKEW=$((MX_LEASE_MS + 5000)) ;;
+        slot-migrate) MX_WIN=none MX_B=0 MX_FAULT_MS=2000 ;;
+        zk-short) MX_FAULT_MS=$((MX_ZK_GRANT_MS + 3000)) MX_A_MS=$((MX_ZK_GRANT_MS + 5000)) ;;
         *) die "matrix: no plan for the fault '$1'" ;;
     esac
 }
@@ -182,6 +195,8 @@ mx_restore_flags() {
     v=$(topology_value INSTANCES); RESTORE+=(--instances "${v:-3}")
 }
 
+# mx_stack PHASE: the stack as PHASE's faults need it; 1 when it could not
+# be made so (twice tried: a port a client happened to hold, …).
 MX_PHASE=""
 mx_stack() {
     local -a flags
@@ -189,8 +204,8 @@ mx_stack() {
     mapfile -t flags < <(mx_topology "$1")
     echo "compare: the stack for the $1 faults (bench/stack up ${flags[*]})"
     "$ROOT/bench/stack" up "${flags[@]}" >> "$RAW/stack.out" 2>&1 ||
-        die "bench/stack up ${flags[*]} failed (raw/stack.out)"
-    stack_answers || die "the stack does not answer after bench/stack up"
+        "$ROOT/bench/stack" up "${flags[@]}" >> "$RAW/stack.out" 2>&1 || return 1
+    stack_answers || return 1
     # The tools (ll-check, the mariadb client) find MariaDB in the environment.
     export LOCKLAB_MYSQL_HOST LOCKLAB_MYSQL_PORT LOCKLAB_MYSQL_USER LOCKLAB_MYSQL_PASSWORD \
            LOCKLAB_MYSQL_DB LOCKLAB_MYSQL_SOCKET
@@ -325,9 +340,12 @@ mx_answer() {
 # mx_mark ROUND WHAT: when the round got to WHAT (raw/round-N.times).
 mx_mark() { printf '%s %s\n' "$(date +%s%3N)" "$2" >> "$RAW/round-$1.times"; }
 
-# mx_query STRATEGY VARIANT PRODUCT: a purchase's query.
+# mx_query VAR STRATEGY VARIANT PRODUCT [WAIT_MS]: a purchase's query, in
+# VAR (no subshell: a round makes a hundred of them).
 mx_query() {
-    printf 'lock=%s&product=%s&wait_ms=%s%s' "$1" "$3" "$MX_WAIT_MS" "$([ "$2" = fence ] && echo '&fence=1')"
+    printf -v "$1" 'lock=%s&product=%s&wait_ms=%s' "$2" "$4" "${5:-$MX_WAIT_MS}"
+    [ "$3" = fence ] && printf -v "$1" '%s&fence=1' "${!1}"
+    return 0
 }
 
 # mx_holders CELLS: each cell's holder A to instance 0, in its window, in
@@ -337,7 +355,7 @@ mx_holders() {
     local cells=$1 idx strategy variant guarded product q n=0 ok=1
     MX_PIDS_A=()
     while IFS=$'\t' read -r _ idx _ strategy variant _ _ guarded _ product; do
-        q=$(mx_query "$strategy" "$variant" "$product")
+        mx_query q "$strategy" "$variant" "$product"
         if [ "$MX_WIN" = late ] && [ "$guarded" = 1 ]; then q+="&late_ms=$MX_A_MS"
         else q+="&hold_ms=$MX_A_MS"; fi
         [ "$guarded" = 1 ] && n=$((n + 1))
@@ -355,15 +373,14 @@ mx_holders() {
     done < "$cells"
 }
 
-# mx_loads CELLS SECONDS: each cell's load through nginx, in the background
-# (MX_PIDS_LOAD).
+# mx_loads CELLS SECONDS PART: each cell's load through nginx for SECONDS
+# (IDX.PART.json), in the background (their pids added to MX_PIDS_LOAD).
 mx_loads() {
-    local idx strategy variant product
-    MX_PIDS_LOAD=()
+    local idx strategy variant product q
     while IFS=$'\t' read -r _ idx _ strategy variant _ _ _ _ product; do
-        "$BUILD/ll-load" --rate "$MX_RATE" -c "$MX_CONNS" -d "$2" -t 60 --json \
-            "$LOCKLAB_URL/check/lock?$(mx_query "$strategy" "$variant" "$product")" \
-            > "$RAW/$idx.load.json" 2>/dev/null &
+        mx_query q "$strategy" "$variant" "$product" "$MX_LOAD_WAIT_MS"
+        "$BUILD/ll-load" --rate "$MX_RATE" -c "$MX_CONNS" -d "$2" -n $((MX_RATE * $2)) -t 60 \
+            --json "$LOCKLAB_URL/check/lock?$q" > "$RAW/$idx.$3.json" 2>/dev/null &
         MX_PIDS_LOAD+=($!)
     done < "$1"
 }
@@ -374,7 +391,7 @@ mx_contenders() {
     local idx strategy variant product q
     MX_PIDS_B=()
     while IFS=$'\t' read -r _ idx _ strategy variant _ _ _ _ product; do
-        q=$(mx_query "$strategy" "$variant" "$product")
+        mx_query q "$strategy" "$variant" "$product"
         ((MX_SKEW)) && q+="&clock_skew_ms=$MX_SKEW"
         mx_answer "$RAW/$idx.b" "$MX_APP1/check/lock?$q" &
         MX_PIDS_B+=($!)
@@ -382,14 +399,14 @@ mx_contenders() {
 }
 
 # mx_collect CELLS FAULT T_END POLL: each cell's stock (once the Redis
-# stock's streams are drained, 30 s at most), its ledger's check and its
-# next sale after T_END.
+# stock's streams are drained, 30 s at most for all of them), its
+# ledger's check and its next sale after T_END.
 mx_collect() {
-    local idx stock product i answer
+    local idx stock product answer deadline=$((SECONDS + 30))
     while IFS=$'\t' read -r _ idx _ _ _ _ stock _ _ product; do
-        for ((i = 0; i < 150; i++)); do
+        while :; do
             answer=$(curl -sf -m 10 "$LOCKLAB_URL/stock?product=$product") || break
-            [ "$stock" = redis ] || break
+            { [ "$stock" = redis ] && [ $SECONDS -lt $deadline ]; } || break
             [[ $answer == *'"drained":true'* || $answer == *'"loaded":false'* ]] && break
             sleep 0.2
         done
@@ -406,7 +423,13 @@ mx_round() {
     local round=$1 cells=$2 fault products="" redis="" broke="" stock product p fault_pid="" t_end
     fault=$(cut -f3 "$cells" | head -1)
     mx_fault_plan "$fault"
-    mx_stack "$(mx_phase "$fault")"
+    if ! mx_stack "$(mx_phase "$fault")"; then
+        printf '%s\t%s\tbroken\t%s\n' "$round" "$fault" \
+            "bench/stack up could not make the stack its faults need (raw/stack.out)" >> "$RAW/rounds.tsv"
+        cat "$cells" >> "$RAW/cells.tsv"
+        printf '[round %d/%d] %-14s: the stack could not be made (raw/stack.out)\n' "$round" "$MX_ROUNDS" "$fault"
+        return 0
+    fi
     rm -f "$RAW/round-$round.broke" "$RAW/round-$round.times"
     while IFS=$'\t' read -r _ _ _ _ _ _ stock _ _ product; do
         mx_admin "$LOCKLAB_URL/stock/reset?count=$MX_STOCK&product=$product" >/dev/null ||
@@ -425,20 +448,19 @@ mx_round() {
         sleep 0.3
     fi
     # The holders first, with nothing to wait for, so that each is in its
-    # window at once; then the loads, queued behind them; then the fault.
-    MX_PIDS_A=()
+    # window at once; then the fault at once, and behind it the loads,
+    # queued behind the holders, and the contenders.
+    MX_PIDS_A=() MX_PIDS_B=() MX_PIDS_LOAD=()
     if [ "$MX_WIN" != none ]; then mx_holders "$cells"; mx_mark "$round" holders; fi
-    mx_loads "$cells" $(( (MX_A_MS > MX_FAULT_MS ? MX_A_MS : MX_FAULT_MS) / 1000 + MX_POLL_S + 2 ))
     if ((MX_BEFORE == 0)); then
-        sleep 0.2
         mx_mark "$round" fault
         { mx_fault_apply "$fault" "$cells" || echo "the fault could not be applied ($fault: raw/faults.out); " \
             > "$RAW/round-$round.broke"; } &
         fault_pid=$!
     fi
-    MX_PIDS_B=()
-    if [ "$MX_B" != 0 ]; then
-        if [ "$MX_B" = after ]; then [ -z "$fault_pid" ] || wait "$fault_pid"; else sleep 0.3; fi
+    mx_loads "$cells" $(( (MX_A_MS > MX_FAULT_MS ? MX_A_MS : MX_FAULT_MS) / 1000 + 1 )) load
+    if [ "$MX_B" = 1 ]; then
+        sleep 0.3
         mx_contenders "$cells"
         mx_mark "$round" contenders
     fi
@@ -446,6 +468,8 @@ mx_round() {
     [ -e "$RAW/round-$round.broke" ] && broke+=$(cat "$RAW/round-$round.broke")
     t_end=$(date +%s%3N)
     mx_mark "$round" "fault over"
+    # After the fault: a load again, and the polls that see its first sale.
+    mx_loads "$cells" "$MX_POLL_S" after
     [ "$fault" = none ] || mx_poll "$RAW/round-$round.poll" "$products" "$redis"
     for p in "${MX_PIDS_LOAD[@]}" "${MX_PIDS_A[@]}" "${MX_PIDS_B[@]}"; do wait "$p" 2>/dev/null; done
     mx_mark "$round" answered
@@ -466,7 +490,7 @@ RUN=$OUT/$(date -u +%Y%m%d-%H%M%S)-matrix
 RAW=$RUN/raw
 mkdir -p "$RAW"
 mx_restore_flags
-mx_stack base
+mx_stack base || die "bench/stack up could not make the matrix's stack (raw/stack.out)"
 curl -sf -m 10 "$LOCKLAB_URL/locks" > "$RAW/locks.json" || die "GET /locks failed"
 "$REPORT" matrix-plan "$RAW/locks.json" "$STRATEGIES" "$MX_FAULTS" "$MX_PARALLEL" > "$RAW/plan.tsv" ||
     die "ll-report matrix-plan failed"

@@ -31,7 +31,8 @@
  * RUN/raw/ holds locks.json, settings.env (stock, and the drop-claim list
  * of a test), cells.tsv (the plan's lines as they ran), rounds.tsv
  * ("ROUND<TAB>FAULT<TAB>ok|broken<TAB>what broke it"), and for cell IDX:
- * IDX.load.json (ll-load --json), IDX.a and IDX.b (the holder's and the
+ * IDX.load.json and IDX.after.json (ll-load --json: its load until the
+ * fault's end and after it), IDX.a and IDX.b (the holder's and the
  * contender's answers, "CODE BODY" on one line; none for a fault without
  * them), IDX.stock.json (GET /stock after the round settled), IDX.check.
  * json (ll-check --json, for the stock in MariaDB), IDX.next (ms from the
@@ -39,7 +40,7 @@
  * and IDX.held (1: the holder was in its window when the fault came).
  *
  * The verdict of a cell, from nothing but those counts:
- *   sold      the 200s of the load, the holder and the contender
+ *   sold      the 200s of the loads, the holder and the contender
  *   unknown   answers that may have sold: 500 unknown, a transport error,
  *             a 502 or 504 from nginx (an instance killed mid-answer)
  *   lost      sold − (S − final) by the counts (final: Redis's count for
@@ -168,13 +169,66 @@ static int guarded(const json_t *s)
 
 /* ---------------------------------------------------------------- plan */
 
+/* The rounds of one fault as they fill: each with its cut (a partition's
+ * backend), its cells, whether one runs alone in it, and the locks not a
+ * product's own that its cells take. */
+struct round {
+    const char *cut, *locks[8];
+    int         number, n, alone, nlocks;
+};
+
+struct rounds {
+    struct round r[MX_MAX_CELLS / 8];
+    int          n, next, parallel;     /* next: the next round's number */
+};
+
+/* The round a cell of strategy s (with cut) joins: the first with room
+ * that it may share, or a new one. */
+static struct round *place(struct rounds *rs, const json_t *s, const char *cut)
+{
+    const char *lock = shared_lock(s);
+    int alone = locks_table(s), k, m, taken;
+    struct round *r;
+
+    for (k = 0; k < rs->n; k++) {
+        r = &rs->r[k];
+        for (taken = 0, m = 0; lock && m < r->nlocks; m++)
+            taken |= !strcmp(r->locks[m], lock);
+        if (!strcmp(r->cut, cut) && r->n < rs->parallel && !r->alone && !alone && !taken &&
+            (!lock || r->nlocks < 8))
+            goto found;
+    }
+    if (rs->n == (int)(sizeof rs->r / sizeof rs->r[0]))
+        die("matrix-plan: more than %d rounds of one fault", rs->n);
+    r = &rs->r[rs->n++];
+    *r = (struct round){ .cut = cut, .number = ++rs->next, .alone = alone };
+found:
+    if (lock)
+        r->locks[r->nlocks++] = lock;
+    return r;
+}
+
+/* Does a cell of strategy s run in column c (its fault, none for c 0), in
+ * variant v (1: ?fence=1)? */
+static int runs(const json_t *col, int none, const json_t *s, const char *strategies, int v)
+{
+    int exact = json_is_true(json_object_get(s, "exact"));
+
+    if (!listed(strategies, jstr(s, "name", "?")) || !touches(col, jstr(s, "family", "?")))
+        return 0;
+    if (!exact && !none)
+        return 0;
+    return v == 0 || (exact && json_is_string(json_object_get(s, "fence")));
+}
+
 int cmd_matrix_plan(const char *path, const char *strategies, const char *faults,
                     const char *parallel_s)
 {
     json_t *locks = load_json(path);
     const json_t *col[MX_MAX_COLS], *s;
+    static struct rounds rs;
     long long parallel;
-    int ncol, c, round = 0, idx = 0;
+    int ncol, c, v, idx = 0, next = 0;
     size_t i;
 
     if (cli_number(parallel_s, 1, 200, &parallel) != 0)
@@ -190,52 +244,28 @@ int cmd_matrix_plan(const char *path, const char *strategies, const char *faults
     for (c = 0; c < ncol; c++) {
         const char *fault = jstr(col[c], "name", "?");
         int none = c == 0 && strcmp(fault, "none") == 0;
-        /* The fault's rounds, each with its cut (a partition's backend)
-         * and how many cells it holds; a cell that runs alone takes a
-         * round of its own. */
-        struct { const char *cut, *locks[8]; int round, n, alone, nlocks; } open[MX_MAX_CELLS / 8];
-        int nopen = 0, k, m;
 
-        json_array_foreach(json_object_get(locks, "strategies"), i, s) {
-            const char *name = jstr(s, "name", "?"), *family = jstr(s, "family", "?");
-            int exact = json_is_true(json_object_get(s, "exact")), v;
-
-            if (!listed(strategies, name) || !touches(col[c], family) || (!exact && !none))
-                continue;
-            for (v = 0; v < 2; v++) {
+        memset(&rs, 0, sizeof rs);
+        rs.parallel = (int)parallel;
+        rs.next = next;
+        /* The plain runs first, then the fenced: a lock shared between
+         * products (redisson-global's) then falls in two rounds that are
+         * full anyway. */
+        for (v = 0; v < 2; v++)
+            json_array_foreach(json_object_get(locks, "strategies"), i, s) {
+                const char *family = jstr(s, "family", "?");
                 const char *cut = strcmp(fault, "partition") ? "-" : cut_of(family);
-                const char *lock = shared_lock(s);
-                int alone = locks_table(s), slot = -1, taken;
+                struct round *r;
 
-                if (v == 1 && (!json_is_string(json_object_get(s, "fence")) || !exact))
-                    break;
-                for (k = 0; k < nopen && slot < 0; k++) {
-                    taken = 0;
-                    for (m = 0; lock && m < open[k].nlocks; m++)
-                        taken |= !strcmp(open[k].locks[m], lock);
-                    if (!strcmp(open[k].cut, cut) && open[k].n < parallel && !open[k].alone &&
-                        !alone && !taken && (!lock || open[k].nlocks < 8))
-                        slot = k;
-                }
-                if (slot < 0) {
-                    if (nopen == (int)(sizeof open / sizeof open[0]))
-                        die("matrix-plan: more than %d rounds of %s", nopen, fault);
-                    slot = nopen++;
-                    open[slot].cut = cut;
-                    open[slot].round = ++round;
-                    open[slot].n = open[slot].nlocks = 0;
-                    open[slot].alone = alone;
-                }
-                if (lock)
-                    open[slot].locks[open[slot].nlocks++] = lock;
-                printf("%d\t%03d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\n", open[slot].round, ++idx,
-                       fault, name, v ? "fence" : "-", family, jstr(s, "stock", "mysql"),
-                       guarded(s), cut, 5001 + open[slot].n);
-                open[slot].n++;
-                if (open[slot].alone)       /* nothing else joins its round */
-                    open[slot].n = (int)parallel;
+                if (!runs(col[c], none, s, strategies, v))
+                    continue;
+                r = place(&rs, s, cut);
+                printf("%d\t%03d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\n", r->number, ++idx, fault,
+                       jstr(s, "name", "?"), v ? "fence" : "-", family,
+                       jstr(s, "stock", "mysql"), guarded(s), cut, 5001 + r->n);
+                r->n++;
             }
-        }
+        next = rs.next;
     }
     json_decref(locks);
     return 0;
@@ -294,23 +324,36 @@ static long long status_count(const json_t *load, const char *code)
     return jint(json_object_get(load, "status"), code);
 }
 
+/* Adds a load's answers (ll-load --json) to the cell's counts; 0 when
+ * there is none. */
+static int add_load(const char *raw, const char *fmt, struct cell *c)
+{
+    json_t *load = load_part(raw, fmt, c->idx, 1);
+    const json_t *result = json_object_get(load, "result");
+
+    if (load == NULL)
+        return 0;
+    c->sold += status_count(load, "200");
+    c->refused += status_count(load, "503");
+    c->fenced += jint(result, "fenced");
+    c->unknown += jint(result, "unknown") + jint(load, "transport_errors") +
+                  status_count(load, "502") + status_count(load, "504");
+    c->errors += status_count(load, "500") - jint(result, "unknown");
+    json_decref(load);
+    return 1;
+}
+
 /* The counts of a cell that ran, and its state. */
 static void judge_counts(const char *raw, struct cell *c, long long stock)
 {
-    json_t *load = load_part(raw, "%s.load.json", c->idx, 1);
+    int loaded = add_load(raw, "%s.load.json", c) & add_load(raw, "%s.after.json", c);
     json_t *after = load_part(raw, "%s.stock.json", c->idx, 1);
     json_t *check = load_part(raw, "%s.check.json", c->idx, 1);
-    const json_t *result = json_object_get(load, "result"), *redis;
+    const json_t *redis;
     long long final, by_counts, mariadb;
     char name[32], *path, text[64] = "";
     FILE *f;
 
-    c->sold = status_count(load, "200");
-    c->refused = status_count(load, "503");
-    c->fenced = jint(result, "fenced");
-    c->unknown = jint(result, "unknown") + jint(load, "transport_errors") +
-                 status_count(load, "502") + status_count(load, "504");
-    c->errors = status_count(load, "500") - jint(result, "unknown");
     add_answer(raw, c->idx, "a", c);
     add_answer(raw, c->idx, "b", c);
 
@@ -355,7 +398,7 @@ static void judge_counts(const char *raw, struct cell *c, long long stock)
     }
     free(path);
 
-    if (load == NULL || after == NULL)
+    if (!loaded || after == NULL)
         c->state = "broken";
     else if (c->lost > 0 || c->oversold > 0 || c->phantom > 0)
         c->state = "lost";
@@ -367,7 +410,6 @@ static void judge_counts(const char *raw, struct cell *c, long long stock)
         c->state = "refused";
     else
         c->state = "held";
-    json_decref(load);
     json_decref(after);
     json_decref(check);
 }
@@ -376,7 +418,8 @@ static void judge_counts(const char *raw, struct cell *c, long long stock)
 
 struct judge {
     json_t *broken;                     /* sentences: the claims broken   */
-    json_t *notes;                      /* listed faults that held        */
+    json_t *notes;                      /* listed faults that held: by fault,
+                                         * the cells                        */
     json_t *rounds;                     /* rounds that broke              */
     const char *const *drops;           /* --drop-claim S:F               */
     int ndrops;
@@ -422,11 +465,13 @@ static void judge_cell(const json_t *s, struct cell *c, struct judge *jd, json_t
             die("out of memory");
         json_array_append_new(jd->broken, json_string(line));
     } else if (listed_here && !bad) {
+        json_t *list = json_object_get(jd->notes, c->fault);
         verdict = "listed, held";
-        if (asprintf(&line, "%s lists %s but held in cell %s (%s): the list may be wrong",
-                     who, c->fault, c->idx, c->state) < 0)
+        if (asprintf(&line, "%s (cell %s, %s)", who, c->idx, c->state) < 0)
             die("out of memory");
-        json_array_append_new(jd->notes, json_string(line));
+        if (list == NULL)
+            json_object_set_new(jd->notes, c->fault, list = json_array());
+        json_array_append_new(list, json_string(line));
     } else if (listed_here) {
         verdict = "listed";
     } else {
@@ -504,7 +549,7 @@ static json_t *build(const char *run, const struct judge *jdc)
     }
     fclose(f);
     jd.broken = json_array();
-    jd.notes = json_array();
+    jd.notes = json_object();
     ncol = columns(locks, faults, col, MX_MAX_COLS);
     for (c = 0; c < ncol; c++)
         json_array_append_new(cols, json_pack("{s:s,s:s}", "name", jstr(col[c], "name", "?"),
@@ -737,8 +782,25 @@ static void write_matrix(FILE *f, enum fmt fmt, const json_t *doc)
     write_list(f, fmt, "rounds that broke", "a crash, a sanitizer's report, an instance that "
                "stopped answering or a fault that could not be applied: the matrix fails",
                rounds);
-    write_list(f, fmt, "listed faults that held", "the strategy lists the fault but this run "
-               "showed no loss: the list may be wrong", json_object_get(v, "listed_held"));
+    {
+        json_t *held = json_array(), *cells;
+        json_object_foreach((json_t *)json_object_get(v, "listed_held"), k, cells) {
+            char *line = NULL;
+            size_t len = 0, i;
+            FILE *m = open_memstream(&line, &len);
+            json_t *one;
+            fprintf(m, "%s: ", k);
+            json_array_foreach(cells, i, one)
+                fprintf(m, "%s%s", i ? ", " : "", json_string_value(one));
+            fclose(m);
+            json_array_append_new(held, json_string(line));
+            free(line);
+        }
+        write_list(f, fmt, "listed faults that held", "by fault, the strategies that list it "
+                   "whose cell showed no loss in this run: the list may be wrong, or the fault "
+                   "did not land where it hurts (a pause before the checks, which refuse)", held);
+        json_decref(held);
+    }
     write_note(f, fmt, "verdict: %s", json_is_true(json_object_get(v, "ok"))
                ? "every claim held" : "the claims did not hold (above)");
     json_decref(rounds);

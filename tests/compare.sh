@@ -210,9 +210,10 @@ t_ok "$(grep -cF "$line" "$run/report.md") -eq 1" "report.md shows the ceiling's
 # strategy's own protocol with nothing else on its path, while the run adds
 # nginx, an instance and HTTP to every sale (about 450 us of CPU a sale on
 # the same two cores), so its steady rate stays far below the ceiling's best
-# trial: at most 53 % of it over the 39 exact runs of docs/comparison.md's
-# figures, at load averages of 10 to 16. Only trials all slowed about twice
-# as much as the runs after them would fail it, and their spread is added.
+# trial: at most 53 % of it over the 39 exact runs of docs/journal.md's
+# figures of 2026-11-26, at load averages of 10 to 16. Only trials all
+# slowed about twice as much as the runs after them would fail it, and
+# their spread is added.
 n=$(jq '[.runs[] | select(.steady_source == "warm-up" and .steady_sold_per_s > 0 and
         (.efficiency - .steady_sold_per_s / .ceiling_rate | fabs) < 1e-9)] | length' "$run/results.json")
 t_ok "$n -eq 4" "every run's steady rate from its warm-up, its efficiency from that ($n of 4)"

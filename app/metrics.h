@@ -14,7 +14,8 @@
  * atomics (one more for its latency's bucket, one for its hold's, one for
  * its units); a scrape reads them and writes the text.
  *
- * The stock is read by a thread of its own over a MariaDB connection of its
+ * The stock is read by a background task of the instance's loop (a
+ * coroutine, core/wait.h task_background) over a MariaDB connection of its
  * own, not a worker slot's: a scrape asks it for a fresh read and waits at
  * most METRICS_STOCK_WAIT_MS for it. A MariaDB that is paused or down (a
  * statement may wait 30 s for its answer) costs the scrape its stock gauges,

@@ -53,7 +53,9 @@
  *             a sale answered as failed
  *   errors    500s other than unknown, which no fault may cause
  * and the cell is lost N (a loss or an oversell), overlapped, stalled (no
- * sale in the poll after the fault), refused (503 or fenced), or held.
+ * sale in the poll after the fault), refused (503 or fenced), or held;
+ * n/a when every answer was 400, a strategy that refuses the topology
+ * (redlock on a Redis Cluster, where its servers are not independent).
  *
  * The claims: a cell of an exact strategy that lost, oversold, sold a
  * phantom or answered an error under a fault its strategy does not list
@@ -278,6 +280,7 @@ struct cell {
     char   idx[8];
     int    round, ran;
     long long sold, unknown, lost, oversold, overlap, stale, refused, fenced, phantom, errors;
+    long long answers, bad_requests;    /* every answer, and the 400s among them */
     long long next_ms;                  /* -1: no sale in the poll after the fault */
     int    held;                        /* the holder was in its window          */
     const char *state;                  /* held, refused, stalled, overlapped, lost,
@@ -335,6 +338,8 @@ static int add_load(const char *raw, const char *fmt, struct cell *c)
         return 0;
     c->sold += status_count(load, "200");
     c->refused += status_count(load, "503");
+    c->answers += jint(load, "responses");
+    c->bad_requests += status_count(load, "400");
     c->fenced += jint(result, "fenced");
     c->unknown += jint(result, "unknown") + jint(load, "transport_errors") +
                   status_count(load, "502") + status_count(load, "504");
@@ -400,6 +405,8 @@ static void judge_counts(const char *raw, struct cell *c, long long stock)
 
     if (!loaded || after == NULL)
         c->state = "broken";
+    else if (c->answers > 0 && c->bad_requests == c->answers)
+        c->state = "n/a";           /* it refuses this topology (redlock on a cluster) */
     else if (c->lost > 0 || c->oversold > 0 || c->phantom > 0)
         c->state = "lost";
     else if (c->overlap > 0 || c->stale > 0)
@@ -454,7 +461,7 @@ static void judge_cell(const json_t *s, struct cell *c, struct judge *jd, json_t
     char who[2 * MX_NAME], *line = NULL;
 
     snprintf(who, sizeof who, "%s%s", c->strategy, strcmp(c->variant, "fence") ? "" : " +fence");
-    if (!exact || !strcmp(c->state, "broken")) {
+    if (!exact || !strcmp(c->state, "broken") || !strcmp(c->state, "n/a")) {
         verdict = "not judged";
     } else if (bad && !listed_here) {
         verdict = "claim broken";

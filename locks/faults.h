@@ -36,8 +36,7 @@
       "critical section before its checks") \
     X(PAUSE_LATE, "pause-late", "*", "the holder's instance paused past its lease after its " \
       "checks, just before its write: the window no check can close") \
-    X(KILL, "kill", "*", "the holder's instance killed (SIGKILL) mid-hold, started again 2 s " \
-      "later") \
+    X(KILL, "kill", "*", "the holder's instance killed (SIGKILL) mid-hold, started again") \
     X(CPU, "cpu", "*", "the holder's instance starved of CPU (a 2 % cgroup quota) past its " \
       "lease: its timers and renewals late, not stopped") \
     X(REDIS_RESET, "redis-reset", "redis redis-stock hybrid", "the holder's instance's Redis " \
@@ -50,13 +49,13 @@
     X(PARTITION, "partition", "*", "the holder's instance cut off from its lock service " \
       "(MariaDB for the MySQL locks) past its lease, still reaching the others") \
     X(CLOCK_REDIS, "clock-redis", "redis redis-stock hybrid", "Redis's wall clock jumped " \
-      "10 s forward mid-hold (libfaketime): every expiry comes early") \
-    X(CLOCK_APP, "clock-app", "redis", "one instance's clock 10 s ahead of the others' while " \
-      "it takes the lock (?clock_skew_ms)") \
+      "forward past the lease mid-hold (libfaketime): every expiry comes early") \
+    X(CLOCK_APP, "clock-app", "redis", "one instance's clock ahead of the others' by more " \
+      "than the lease while it takes the lock (?clock_skew_ms)") \
     X(REDIS_RESTART, "redis-restart", "redis redis-stock hybrid", "Redis server 1 restarted " \
       "without its data mid-hold") \
     X(FAILOVER, "failover", "redis redis-stock hybrid", "Redis server 1 failed over mid-hold " \
-      "to a replica that missed the last 2 s of writes") \
+      "to a replica that missed the holder's lock (its link cut before)") \
     X(ZK_LEADER, "zk-leader", "zookeeper hybrid", "the ZooKeeper ensemble's leader killed " \
       "mid-hold, started again") \
     X(SLOT_MIGRATE, "slot-migrate", "redis redis-stock", "on a Redis Cluster, the product's " \

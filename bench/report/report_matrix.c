@@ -457,18 +457,22 @@ static void judge_cell(const json_t *s, struct cell *c, struct judge *jd, json_t
     int exact = json_is_true(json_object_get(s, "exact"));
     int listed_here = strcmp(c->fault, "none") && lists(s, c->variant, c->fault, jd);
     int bad = !strcmp(c->state, "lost") || c->errors > 0;
+    /* A 500 other than unknown is never a fault's to cause: listed or not. */
+    int broken = bad && (!listed_here || c->errors > 0);
     const char *verdict = "shown";
     char who[2 * MX_NAME], *line = NULL;
 
     snprintf(who, sizeof who, "%s%s", c->strategy, strcmp(c->variant, "fence") ? "" : " +fence");
     if (!exact || !strcmp(c->state, "broken") || !strcmp(c->state, "n/a")) {
         verdict = "not judged";
-    } else if (bad && !listed_here) {
+    } else if (broken) {
         verdict = "claim broken";
         if (asprintf(&line, "%s under %s: %lld lost, %lld oversold, %lld sold answered as "
-                     "failed, %lld 500s other than unknown (cell %s), and %s does not list %s",
-                     who, c->fault, c->lost, c->oversold, c->phantom, c->errors, c->idx,
-                     c->strategy, c->fault) < 0)
+                     "failed, %lld 500s other than unknown (cell %s)%s%s%s", who, c->fault,
+                     c->lost, c->oversold, c->phantom, c->errors, c->idx,
+                     listed_here ? "" : ", and ", listed_here ? "" : c->strategy,
+                     listed_here ? ": no fault may answer 500 for a sale" : " does not list it")
+            < 0)
             die("out of memory");
         json_array_append_new(jd->broken, json_string(line));
     } else if (listed_here && !bad) {
@@ -695,7 +699,9 @@ static void write_table(FILE *f, enum fmt fmt, const json_t *doc)
     }
     t = (struct table){ f, fmt, (int)ncol + 1, names, widths };
     if (fmt == FMT_HTML) {
-        fputs("<table class=matrix><tr><th>strategy</th>", f);
+        /* One line a row, however many columns: the cells are short. */
+        fputs("<style>table.matrix td, table.matrix th { white-space: nowrap; font-size: 13px; "
+              "padding: 2px 5px }</style>\n<table class=matrix><tr><th>strategy</th>", f);
         for (k = 0; k < ncol; k++) {
             fputs("<th title=\"", f);
             html_text(f, jstr(json_array_get(cols, k), "what", ""));

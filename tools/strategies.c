@@ -5,7 +5,8 @@
  *     ll-strategies --check FILE     exit 1, with a diff, when FILE's copy differs
  *     ll-strategies --write FILE     replace FILE's copy with the registry's
  *     ll-strategies --brief [--check FILE | --write FILE]
- *                                    the README's shorter table: no summary
+ *                                    the README's shorter table: the flaw,
+ *                                    exact and fenced
  *     ll-strategies --sync [--check FILE | --write FILE]
  *                                    the same for the synchronizers' table
  *                                    (sync/, struct sync_ops), between the
@@ -26,12 +27,12 @@
  * runs --write on both.
  *
  * One row per strategy in lock_all() order: the name, the family, what it
- * fixes (.summary; not in --brief, which keeps the README short as the
- * registry grows), what it still gets wrong (.flaw, a dash when the
+ * fixes (.summary), what it still gets wrong (.flaw, a dash when the
  * registry names none), the faults it is known not to survive (.fails,
- * and after "fence=1:" .fence_fails for a strategy with a fencing service,
- * in --brief only when it lists some: its claims, which the fault matrix
- * holds it to, locks/faults.h) and one mark per property. Cells are escaped for
+ * and after "fence=1:" .fence_fails for a strategy with a fencing service:
+ * its claims, which the fault matrix holds it to, locks/faults.h) and one
+ * mark per property. --brief, which keeps the README short as the registry
+ * grows, has the name, the family, the flaw and the marks exact and fenced. Cells are escaped for
  * Markdown: a `|` would end the cell, and `<token>` would be read as an
  * HTML tag and vanish from the rendered page.
  *
@@ -96,18 +97,24 @@ static const struct {
 };
 #define NPROPS (sizeof props / sizeof props[0])
 
-/* The header row (`first`, then one column per property) and its rule
- * (`rule`, then one centred column per property). */
-static void put_header(FILE *f, const char *first, const char *rule)
+/* The properties the README's brief table shows: the two a user choosing a
+ * lock asks first; docs/strategies.md's table shows them all. */
+#define BRIEF_PROPS (LOCK_EXACT | LOCK_FENCED)
+
+/* The header row (`first`, then one column per property of shown) and its
+ * rule (`rule`, then one centred column per such property). */
+static void put_header(FILE *f, const char *first, const char *rule, unsigned shown)
 {
     size_t p;
 
     fputs(first, f);
     for (p = 0; p < NPROPS; p++)
-        fprintf(f, " %s |", props[p].title);
+        if (shown & props[p].bit)
+            fprintf(f, " %s |", props[p].title);
     fputs(rule, f);
     for (p = 0; p < NPROPS; p++)
-        fputs(":-:|", f);
+        if (shown & props[p].bit)
+            fputs(":-:|", f);
     fputc('\n', f);
 }
 
@@ -132,44 +139,46 @@ static void put_faults(FILE *f, unsigned mask)
 
 /* The claims' cell: the faults it fails without the fence and, for a
  * strategy with a fencing service, those it fails with ?fence=1 ("–" for
- * none; brief: said only when there are some). */
-static void put_claims(FILE *f, const struct lock_ops *o, int brief)
+ * none). */
+static void put_claims(FILE *f, const struct lock_ops *o)
 {
     put_faults(f, o->fails);
-    if (o->fence && (o->fence_fails || !brief)) {
+    if (o->fence) {
         fputs(" · fence=1: ", f);
         put_faults(f, o->fence_fails);
     }
 }
 
-/* One mark per property, and the end of the row. */
-static void put_marks(FILE *f, unsigned bits)
+/* One mark per property of shown, and the end of the row. */
+static void put_marks(FILE *f, unsigned bits, unsigned shown)
 {
     size_t p;
 
     for (p = 0; p < NPROPS; p++)
-        fputs(bits & props[p].bit ? " ✓ |" : " – |", f);
+        if (shown & props[p].bit)
+            fputs(bits & props[p].bit ? " ✓ |" : " – |", f);
     fputc('\n', f);
 }
 
 /* The whole table, one line per row, as a malloc'ed string; brief: without
- * the summaries. */
+ * the summaries and the claims, and only the BRIEF_PROPS marks. */
 static char *table(int brief)
 {
     const struct lock_ops *const *all;
     char *buf = NULL;
     size_t len = 0;
     int i, n;
+    unsigned shown = brief ? BRIEF_PROPS : ~0u;
     FILE *f = open_memstream(&buf, &len);
 
     if (f == NULL)
         die("open_memstream: %s", strerror(errno));
     if (brief)
-        put_header(f, "| strategy | family | what it still gets wrong | faults it fails |",
-                   "\n|---|---|---|---|");
+        put_header(f, "| strategy | family | what it still gets wrong |", "\n|---|---|---|",
+                   shown);
     else
         put_header(f, "| strategy | family | what it fixes | what it still gets wrong | "
-                   "faults it fails |", "\n|---|---|---|---|---|");
+                   "faults it fails |", "\n|---|---|---|---|---|", shown);
 
     all = lock_all(&n);
     for (i = 0; i < n; i++) {
@@ -183,10 +192,13 @@ static char *table(int brief)
             fputs(" | ", f);
         }
         put_cell(f, o->flaw ? o->flaw : "–");
-        fputs(" | ", f);
-        put_claims(f, o, brief);
         fputs(" |", f);
-        put_marks(f, o->props);
+        if (!brief) {
+            fputc(' ', f);
+            put_claims(f, o);
+            fputs(" |", f);
+        }
+        put_marks(f, o->props, shown);
     }
     if (fclose(f) != 0)
         die("writing the table: %s", strerror(errno));
@@ -208,7 +220,7 @@ static char *sync_table(void)
     if (f == NULL)
         die("open_memstream: %s", strerror(errno));
     put_header(f, "| primitive | library | what it does | what it still gets wrong | names "
-               "other clients join | operations |", "\n|---|---|---|---|---|---|");
+               "other clients join | operations |", "\n|---|---|---|---|---|---|", ~0u);
     all = sync_all(&n);
     for (i = 0; i < n; i++) {
         const struct sync_ops *o = all[i];
@@ -225,7 +237,7 @@ static char *sync_table(void)
         for (op = o->ops; op->name; op++)
             fprintf(f, "%s`%s`", op == o->ops ? " " : ", ", op->name);
         fputs(" |", f);
-        put_marks(f, o->props);
+        put_marks(f, o->props, ~0u);
     }
     if (fclose(f) != 0)
         die("writing the table: %s", strerror(errno));

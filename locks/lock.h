@@ -104,17 +104,18 @@
       "section inside any lock") \
     X(LOCK_CEIL_SERIAL_REDIS, "hold", "1 ÷ the median hold from SET NX PX's answer to the Lua " \
       "compare-and-delete's (SELECT + UPDATE + release), one client") \
-    X(LOCK_CEIL_SERIAL_ZK, "hold", "1 ÷ the median hold from create(EPHEMERAL)'s answer to " \
-      "delete's (SELECT + UPDATE + delete), one session") \
+    X(LOCK_CEIL_SERIAL_ZK, "hold", "1 ÷ the median hold from zk-sequential's acquire's answer " \
+      "to its release's (SELECT + UPDATE + delete), one session") \
     X(LOCK_CEIL_SERIAL_ETCD, "hold", "1 ÷ the median hold from the Mutex transaction's answer " \
       "to delete's (SELECT + UPDATE + delete), one session over etcd's JSON gateway") \
     X(LOCK_CEIL_REDIS_DECR, "concurrent", "Redis stock: the check-and-decrement script " \
       "(DECRBY, INCRBY, XADD), one call a sale, from 32 clients") \
-    X(LOCK_CEIL_REDIS_WATCH, "plateau", "Redis stock: WATCH + MGET, MULTI DECRBY INCRBY XADD " \
-      "EXEC, from the best of 1, 2, 3, 4, 6, 8 clients; sales = EXECs that committed") \
-    X(LOCK_CEIL_SERIAL_REDIS_STOCK, "hold", "Redis stock: 1 ÷ the median hold from SET NX PX's " \
-      "answer to the release's (MGET, MULTI SET INCRBY XADD EXEC, Lua compare-and-delete), " \
-      "one client") \
+    X(LOCK_CEIL_REDIS_WATCH, "plateau", "Redis stock: redis-watch's steps, WATCH + MGET …, MULTI " \
+      "DECRBY INCRBY XADD EXEC, from the best of 1, 2, 3, 4, 6, 8 clients; sales = EXECs that " \
+      "committed") \
+    X(LOCK_CEIL_SERIAL_REDIS_STOCK, "hold", "Redis stock: 1 ÷ the median hold of redis-lock-stock's " \
+      "sale, from SET NX PX's answer to the release's (MGET …, MULTI SET INCRBY XADD EXEC, Lua " \
+      "compare-and-delete), one client") \
     X(LOCK_CEIL_MYSQL_UPDATE, "concurrent", "the hot row's conditional UPDATE from 32 clients " \
       "(a reference: InnoDB's waits at a crowd)") \
     X(LOCK_CEIL_HTTP, "front", "the HTTP tier: GET /health (no backend) through the same " \

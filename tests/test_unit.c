@@ -734,6 +734,43 @@ static void test_limits_protocol(void)
     }
 }
 
+/* The ceilings whose commands are the product's own calls: every run of
+ * limits_protocol.c names a registered strategy that has what the run
+ * calls (acquire and release; a sell hook; the Redis stock's steps, which
+ * a strategy of the Redis stock sells with) and is measured against the
+ * run's ceiling: ll-limits then sends what that strategy sends. */
+static int run_calls(const struct limits_run_def *run, const struct lock_ops *ops)
+{
+    switch (run->call) {
+    case LIMITS_CALL_LOCK:
+        return ops->acquire && ops->release && !ops->sell;
+    case LIMITS_CALL_SELL:
+        return ops->sell != NULL;
+    case LIMITS_CALL_STEPS:
+        return ops->sell && ops->stock && strcmp(ops->stock, "redis") == 0;
+    }
+    return 0;
+}
+
+static void test_limits_runs(void)
+{
+    int i, ok;
+
+    for (i = 0; i < LIMITS_NRUNS; i++) {
+        const struct limits_run_def *run = &limits_runs[i];
+        const struct lock_ops *ops = run->strategy ? lock_find(run->strategy) : NULL;
+
+        ok = ops && run_calls(run, ops) && run->ceiling && ops->ceiling &&
+             strcmp(run->ceiling, ops->ceiling) == 0;
+        if (!ok)
+            fprintf(stderr, "limits_runs[%d] (%s) runs %s, which %s\n", i,
+                    run->ceiling ? run->ceiling : "?", run->strategy ? run->strategy : "?",
+                    !ops ? "is not registered" : !run_calls(run, ops) ?
+                    "has not what the run calls" : "is measured against another ceiling");
+        CHECK(ok);
+    }
+}
+
 /* ---------------------------------------------------------------- keeper.c
  *
  * The lease keeper on a thread of its own (no loop here), renewing through
@@ -961,6 +998,7 @@ int main(void)
     test_lock_calls();
     test_lease_keeper();
     test_limits_protocol();
+    test_limits_runs();
     test_sync_registry();
     printf("unit: %d passed, %d failed\n", passed, failed);
     return failed != 0;

@@ -14,10 +14,40 @@
  * LOCKLAB_MYSQL_SOCKET when that is set, else host:port.
  *
  * What it measures, S seconds (default 3) each, under the keys of
- * bench/common/harness.h, each the way locks/lock.h's table says (its method),
- * with the strategies' own statements and scripts, taken from their one
- * definition (limits_protocol.h; the unit tests hold each against its
- * strategy's table):
+ * bench/common/harness.h, is the protocol the strategies speak, from its
+ * one definition (limits_protocol.h; the unit tests hold each entry
+ * against its strategy's table), sent one of two ways:
+ *   its texts  MariaDB's statements and redis-decr's script, sent on
+ *              ll-limits' own connections (libmariadb, hiredis): the texts
+ *              are the strategies' own; the binding, pipelining and retry
+ *              around them are ll-limits', written beside each sale below
+ *              as the strategy does them.
+ *   its code   the Redis and ZooKeeper commands of serial_redis,
+ *              serial_zk, redis_watch and serial_redis_stock: the
+ *              product's own calls on its own clients, in this process on
+ *              plain threads (core/wait.h), as limits_sync.c runs
+ *              sync_run(). A command built from its arguments (SET NX
+ *              PX, WATCH … EXEC, a create and a delete) would need its
+ *              skeleton shared and each caller's arguments and pipelines
+ *              kept in step by hand; the product's call shares all of it:
+ *              the call is the definition, and no command of ll-limits'
+ *              own is left to drift. What it costs the bound: the product's
+ *              client waits for an answer in poll() where hiredis blocks in
+ *              read(), one system call more a round trip, small beside the
+ *              round trip itself; the servers see the same commands. The
+ *              hold is timed where it was: from the lock's answer to the
+ *              release's.
+ *              serial_redis runs redis-lua's acquire and release; serial_zk
+ *              zk-sequential's, whose release (one delete) is the family's
+ *              shortest (zk-ephemeral's reads its node back first), so the
+ *              hold still bounds every ZooKeeper strategy; redis_watch the
+ *              Redis stock's read and write steps (store/redis_stock.h:
+ *              rs_read with its WATCH, rs_write with DECRBY), as redis-
+ *              watch's sell hook makes an attempt, without its gate and
+ *              back-off (the strategy's tuning, not its protocol);
+ *              serial_redis_stock redis-lock-stock's sell hook whole, its
+ *              hold the one it times itself.
+ * Each is measured the way locks/lock.h's table says (its method):
  *   plateau   the strategy's own statements, looped by N clients on the
  *             hot row, N = 1, 2, 3, 4, 6, 8 for S/12 seconds each (the
  *             sweep), then the best N --trials times (default 3) for S/2
@@ -60,30 +90,36 @@
  *                     row it scans stays locked) and COMMIT.
  *   serial_mysql      hold: SELECT count, UPDATE count = read − 1
  *                     (autocommit) — the section inside every lock.
- *   serial_redis      hold: SET key token NX PX 30000, then the SELECT +
- *                     UPDATE and EVALSHA of the compare-and-delete script.
- *   serial_zk         hold: create(EPHEMERAL), then the SELECT + UPDATE and
- *                     delete, one session.
+ *   serial_redis      hold: redis-lua's acquire (SET lock:ll-limits token
+ *                     NX PX lease), then the SELECT + UPDATE and its release
+ *                     (EVALSHA of the compare-and-delete script).
+ *   serial_zk         hold: zk-sequential's acquire (create(EPHEMERAL_
+ *                     SEQUENTIAL), getChildren), then the SELECT + UPDATE
+ *                     and its release (delete), one session.
  *   serial_etcd       hold: concurrency.Mutex's transaction (put our key
  *                     under a lease, range the owner), then the SELECT +
  *                     UPDATE and delete — over etcd's JSON gateway, as the
  *                     etcd strategy speaks it (clients/etcd.c).
  *   redis_decr        concurrent: EVALSHA of redis-decr's own script for one
- *                     purchase (DECRBY, INCRBY, XADD) on scratch keys
- *                     locklab:limits:stock…: what Redis takes of the seckill
- *                     sale, one call a sale, no MariaDB.
- *   redis_watch       plateau of redis-watch's attempt (WATCH + MGET, then
- *                     MULTI DECRBY INCRBY XADD EXEC); only the EXECs that
- *                     committed count.
- *   serial_redis_stock hold: redis-lock-stock's sale, SET NX PX, then MGET,
- *                     MULTI SET INCRBY XADD EXEC and the compare-and-delete.
+ *                     purchase (DECRBY, INCRBY, XADD) on the scratch
+ *                     product's keys {stock:ll-limits}…: what Redis takes of
+ *                     the seckill sale, one call a sale, no MariaDB.
+ *   redis_watch       plateau of redis-watch's attempt (its read step: WATCH,
+ *                     MGET …; its write step: MULTI DECRBY INCRBY XADD
+ *                     EXEC); only the EXECs that committed count.
+ *   serial_redis_stock hold: redis-lock-stock's sale (redis-lua's lock, the
+ *                     read step, MULTI SET INCRBY XADD EXEC, the release).
  *   sync_*            the synchronizers' (limits_sync.c): each primitive's
  *                     bench operation from one client, in this process —
  *                     only when --only names them, or says "sync".
  *
  * The row. It works on product --product (default 1002, not the 1001 the
  * comparison sells) in warehouse 001: it sets its count to 10^9 first so
- * that nothing runs out, and puts the old count back at the end.
+ * that nothing runs out, and puts the old count back at the end. The
+ * Redis and ZooKeeper sides work on a scratch product, "ll-limits", that
+ * no sale touches: its lock lock:ll-limits (/locklab/seq/ll-limits), and
+ * its Redis stock {stock:ll-limits}… of 10^9 units, loaded for the run and
+ * deleted after it, which no consumer reads (it is not in locklab:stocks).
  *
  * Output: one JSON object on stdout,
  *     {"seconds":3,"connections":32,"product":"1002",
@@ -114,11 +150,15 @@
 #include "limits_protocol.h"
 #include "limits_sync.h"
 #include "../../clients/db_pipe.h"
-#include "../../core/util.h"
 #include "../../clients/etcd.h"
+#include "../../clients/redis.h"
+#include "../../core/config.h"
+#include "../../core/util.h"
+#include "../../locks/lock.h"
 #include "../../store/redis_stock.h"
 #include "../../store/stock.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <hiredis/hiredis.h>
 #include <jansson.h>
@@ -133,14 +173,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <zookeeper/zookeeper.h>
 
 #define MAX_CONNS   256
 #define ERR_LEN     200
 #define ROW_FILL    1000000000LL
-#define REDIS_KEY   "locklab:limits:lock"
-#define ZK_PARENT   "/locklab-limits"
-#define ZK_NODE     ZK_PARENT "/lock"
 #define ETCD_PREFIX "/locklab-limits/etcd/"
 #define RECOVER_S   90      /* an outage's reruns wait this long: bench/stack's bound for a server to answer */
 
@@ -680,7 +716,8 @@ struct race {
     int              (*sale)(struct db *d, char *err);
     int                sales;       /* a sale() call sells this many */
     int              (*step)(struct rconn *rc, char *err);
-    const char        *script;
+    const char        *script;      /* hiredis with this script, or the product's client */
+    enum limits_run    run;         /* ... running this strategy's steps */
     pthread_barrier_t  start;
     atomic_int         stop;
 };
@@ -688,6 +725,7 @@ struct race {
 struct worker {
     pthread_t    tid;
     struct race *race;
+    int          slot;          /* its number: the product's worker slot */
     long long    ops;
     char         err[ERR_LEN];
 };
@@ -726,6 +764,7 @@ static void race_run(const struct opts *o, struct race *r, void *(*main)(void *)
     pthread_barrier_init(&r->start, NULL, (unsigned)o->connections + 1);
     for (i = 0; i < o->connections; i++) {
         w[i].race = r;
+        w[i].slot = i;
         if (pthread_create(&w[i].tid, NULL, main, &w[i]) != 0) {
             fprintf(stderr, "ll-limits: cannot start thread %d\n", i);
             abort();                          /* the barrier would wait forever */
@@ -837,91 +876,127 @@ static int step_mysql(void *arg, struct db *d, char *err)
     return sale_plain(d, err);
 }
 
-/* Redis: SET NX PX around the sale, released by compare-and-delete. */
-struct redis_lock {
-    redisContext *rc;
-    char          sha[64];
-    long long     n;
-};
+/* ---------------------------------------------------------------- the product's code */
 
-static int step_redis(void *arg, struct db *d, char *err)
+/* The ceilings of limits_protocol.h's runs call the product's own code on
+ * its own clients, on plain threads (core/wait.h: every wait blocks the
+ * thread, as hiredis and ZooKeeper's synchronous calls did): the product's
+ * configuration names the stack's servers (main() fills it), and each
+ * client is a worker slot of its own, a struct lock_ctx. */
+static struct config product_cfg;
+
+/* The scratch product of those ceilings, and the key of their locks:
+ * no sale of the comparison touches it, and no consumer reads its stream
+ * (it is not in locklab:stocks). Its Redis stock's keys are the
+ * product's own names (rs_keys()). */
+static const struct product scratch = { 0, "ll-limits", "lock:ll-limits" };
+static struct rs_keys scratch_keys;
+
+static void product_config(const struct opts *o)
 {
-    struct redis_lock *r = arg;
-    char token[64];
-    redisReply *rep;
-    int ok;
-
-    snprintf(token, sizeof token, "limits-%ld-%lld", (long)getpid(), r->n++);
-    rep = redisCommand(r->rc, "SET %s %s NX PX 30000", REDIS_KEY, token);
-    if (rep == NULL || rep->type != REDIS_REPLY_STATUS) {
-        set_err(err, "redis: SET NX PX: %s", rep ? (rep->type == REDIS_REPLY_ERROR ? rep->str :
-                "lock held by someone else") : r->rc->errstr);
-        freeReplyObject(rep);
-        return -1;
-    }
-    freeReplyObject(rep);
-    hold_from(d);
-    if (sale_plain(d, err) != 0)
-        return -1;
-    rep = redisCommand(r->rc, "EVALSHA %s 1 %s %s", r->sha, REDIS_KEY, token);
-    ok = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
-    if (!ok)
-        set_err(err, "redis: release: %s", rep ? (rep->type == REDIS_REPLY_ERROR ? rep->str :
-                "lock was no longer ours") : r->rc->errstr);
-    freeReplyObject(rep);
-    return ok ? 0 : -1;
+    snprintf(product_cfg.redis[0].host, sizeof product_cfg.redis[0].host, "%.*s",
+             (int)sizeof product_cfg.redis[0].host - 1, o->redis_host);
+    product_cfg.redis[0].port = o->redis_port;
+    product_cfg.nredis = 1;
+    product_cfg.zk = o->zk;
+    product_cfg.threads = MAX_CONNS;
+    product_cfg.lock_wait_ms = 10000;
+    product_cfg.max_wait_ms = 30000;
+    product_cfg.lease_ms = 30000;
+    product_cfg.retry_ms = 5;
+    product_cfg.name = "ll-limits";
+    product_cfg.lock = "none";
+    uuid4(product_cfg.instance_id);
+    rs_keys(&scratch_keys, scratch.code, NULL);
 }
 
-static void measure_redis(const struct opts *o, struct db *d, struct ceiling *c, char *version)
+/* The strategy a run of limits_protocol.h calls: found by its name. */
+static const struct lock_ops *run_ops(enum limits_run run)
 {
-    struct timeval tv = { 5, 0 };
-    struct redis_lock r;
-    redisReply *rep;
-    char *v;
+    const struct lock_ops *ops = lock_find(limits_runs[run].strategy);
 
-    memset(&r, 0, sizeof r);
+    assert(ops != NULL);                /* tests/test_unit.c holds the table */
+    return ops;
+}
+
+/* Slot `slot` running the strategy of `run`, for one purchase of a unit. */
+static void product_ctx(struct lock_ctx *ctx, int slot, enum limits_run run)
+{
+    memset(ctx, 0, sizeof *ctx);
+    ctx->slot = slot;
+    ctx->cfg = &product_cfg;
+    ctx->ops = run_ops(run);
+    ctx->strategy = ctx->ops->name;
+    ctx->qty = 1;
+}
+
+/* Before a call: its deadline, no error left over. */
+static void product_begin(struct lock_ctx *ctx)
+{
+    ctx->wait_ms = product_cfg.lock_wait_ms;
+    ctx->deadline_ms = now_ms() + ctx->wait_ms;
+    ctx->err = 0;
+    ctx->errstr[0] = '\0';
+}
+
+/* The product's failure on ctx into err; -1. */
+static int product_failed(const struct lock_ctx *ctx, const char *what, char *err)
+{
+    set_err(err, "%s: %s: %s (%s)", ctx->strategy, what,
+            ctx->errstr[0] ? ctx->errstr : "failed", ll_status_name(ctx->err));
+    return -1;
+}
+
+/* A lock ceiling: the strategy's acquire, the sale, its release. */
+static int step_lock(void *arg, struct db *d, char *err)
+{
+    struct lock_ctx *ctx = arg;
+    const char *key = scratch.key;
+
+    product_begin(ctx);
+    if (lock_acquire_by(ctx, ctx->ops, key) != LL_OK)
+        return product_failed(ctx, "acquire", err);
+    hold_from(d);
+    if (sale_plain(d, err) != 0) {
+        lock_release_by(ctx, ctx->ops, key);
+        return -1;
+    }
+    if (lock_release_by(ctx, ctx->ops, key) != LL_OK)
+        return product_failed(ctx, "release", err);
+    return 0;
+}
+
+/* One client holding the lock of `run` around the sale, back to back. The
+ * strategy's reset hook clears what a killed run left, and answering it is
+ * the backend reached (a ZooKeeper session up): --progress says so. */
+static void measure_lock(const struct opts *o, struct db *d, enum limits_run run,
+                         struct ceiling *c)
+{
+    struct lock_ctx ctx;
+
     memset(c, 0, sizeof *c);
-    r.rc = redisConnectWithTimeout(o->redis_host, o->redis_port, tv);
-    if (r.rc == NULL || r.rc->err) {
-        set_err(c->err, "redis %s:%d: %s", o->redis_host, o->redis_port,
-                r.rc ? r.rc->errstr : "out of memory");
-        goto out;
+    product_ctx(&ctx, 0, run);
+    product_begin(&ctx);
+    if (lock_reset(&ctx, scratch.key) != LL_OK) {
+        product_failed(&ctx, "reset", c->err);
+    } else {
+        c->reached = 1;
+        measure_serial(o, d, step_lock, &ctx, c);
+        product_begin(&ctx);
+        lock_reset(&ctx, scratch.key);
     }
-    redisSetTimeout(r.rc, tv);
-    rep = redisCommand(r.rc, "INFO server");
-    if (rep && rep->type == REDIS_REPLY_STRING && (v = strstr(rep->str, "redis_version:"))) {
-        sscanf(v + 14, "%31[^\r\n]", version);
-    }
-    freeReplyObject(rep);
-    rep = redisCommand(r.rc, "SCRIPT LOAD %s", SENT(RELEASE));
-    if (rep == NULL || rep->type != REDIS_REPLY_STRING) {
-        set_err(c->err, "redis: SCRIPT LOAD: %s", rep && rep->str ? rep->str : r.rc->errstr);
-        freeReplyObject(rep);
-        goto out;
-    }
-    snprintf(r.sha, sizeof r.sha, "%s", rep->str);
-    freeReplyObject(rep);
-    measure_serial(o, d, step_redis, &r, c);
-out:
-    if (r.rc)
-        redisFree(r.rc);
+    lock_ctx_free(&ctx);
 }
 
 /* ---------------------------------------------------------------- the Redis stock */
 
 /* What Redis alone takes of the Redis stock's sales (store/redis_stock.h),
- * with the strategies' own commands on scratch keys: no MariaDB on the path,
- * as none is on theirs (the consumer applies the stream afterwards). */
-#define RS_STOCK  "locklab:limits:stock"
-#define RS_SOLD   RS_STOCK ":sold"
-#define RS_SALES  RS_STOCK ":sales"
-#define RS_EPOCH  RS_STOCK ":epoch"
-#define RS_BUYERS RS_STOCK ":buyers"
-
+ * on the scratch product: no MariaDB on the path, as none is on theirs
+ * (the consumer applies the stream afterwards). */
 struct rconn {
-    redisContext *c;
-    char          sha[48];          /* the decrement script, or the release's */
-    long long     n;
+    redisContext   *c;              /* redis-decr's script: hiredis */
+    char            sha[48];
+    struct lock_ctx ctx;            /* redis-watch's steps: the product's client */
 };
 
 static redisContext *redis_open(const struct opts *o, char *err)
@@ -952,22 +1027,44 @@ static int redis_ok(redisContext *c, redisReply *r, int type, const char *what, 
     return ok ? 0 : -1;
 }
 
-/* The scratch stock: 10^9 units, nothing sold, an empty stream. */
-static int redis_stock_fill(redisContext *c, char *err)
+/* The scratch stock loaded (`load`: 10^9 units, nothing sold, an empty
+ * stream) or gone. */
+static int redis_stock_fill(redisContext *c, int load, char *err)
 {
-    redisReply *r = redisCommand(c, "DEL %s %s %s %s %s", RS_STOCK, RS_SOLD, RS_SALES,
-                                 RS_EPOCH, RS_BUYERS);
+    const struct rs_keys *k = &scratch_keys;
+    redisReply *r = redisCommand(c, "DEL %s %s %s %s %s", k->stock, k->sold, k->sales,
+                                 k->epoch, k->buyers);
     if (redis_ok(c, r, REDIS_REPLY_INTEGER, "DEL", err) != 0)
         return -1;
-    r = redisCommand(c, "SET %s %lld", RS_STOCK, ROW_FILL);
+    if (!load)
+        return 0;
+    r = redisCommand(c, "SET %s %lld", k->stock, ROW_FILL);
     return redis_ok(c, r, REDIS_REPLY_STATUS, "SET", err);
+}
+
+/* The server's version, for the output. */
+static void redis_version_of(const struct opts *o, char *version, size_t size)
+{
+    char err[ERR_LEN] = "";
+    redisContext *c = redis_open(o, err);
+    redisReply *r;
+    char *v;
+
+    if (c == NULL)
+        return;
+    r = redisCommand(c, "INFO server");
+    if (r && r->type == REDIS_REPLY_STRING && (v = strstr(r->str, "redis_version:")))
+        snprintf(version, size, "%.*s", (int)strcspn(v + 14, "\r\n"), v + 14);
+    freeReplyObject(r);
+    redisFree(c);
 }
 
 static int step_decr(struct rconn *rc, char *err)
 {
-    redisReply *r = redisCommand(rc->c, "EVALSHA %s 6 %s %s %s %s %s %s ll-limits limits "
-                                 "1 %s %s 0", rc->sha, RS_STOCK, RS_SOLD, RS_SALES, RS_EPOCH,
-                                 RS_BUYERS, RS_STOCK, "", "");
+    const struct rs_keys *k = &scratch_keys;
+    redisReply *r = redisCommand(rc->c, "EVALSHA %s 6 %s %s %s %s %s %s ll-limits %s "
+                                 "1 %s %s 0", rc->sha, k->stock, k->sold, k->sales, k->epoch,
+                                 k->buyers, k->stock, scratch.code, "", "");
     int ok = r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
              r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements == 2 &&
              !strcmp(r->element[0]->element[0]->str, "sold");
@@ -978,69 +1075,24 @@ static int step_decr(struct rconn *rc, char *err)
     return 0;
 }
 
-/* The replies of n pipelined commands; the last one is returned, unfreed. */
-static redisReply *pipe_replies(redisContext *c, int n, const char *what, char *err)
-{
-    redisReply *r = NULL;
-    int i;
-
-    for (i = 0; i < n; i++) {
-        if (r)
-            freeReplyObject(r);
-        if (redisGetReply(c, (void **)&r) != REDIS_OK || r == NULL ||
-            r->type == REDIS_REPLY_ERROR) {
-            redis_ok(c, r, -1, what, err);
-            return NULL;
-        }
-    }
-    return r;
-}
-
-/* The write of a sale of one unit from a count read, as redis-watch
- * (DECRBY) and redis-lock-stock (SET to the count read less one) send it:
- * MULTI, the unit, INCRBY sold, XADD, EXEC; EXEC's reply, or NULL. */
-static redisReply *sale_write(struct rconn *rc, int absolute, long long count, char *err)
-{
-    redisAppendCommand(rc->c, "MULTI");
-    if (absolute)
-        redisAppendCommand(rc->c, "SET %s %lld", RS_STOCK, count - 1);
-    else
-        redisAppendCommand(rc->c, "DECRBY %s 1", RS_STOCK);
-    redisAppendCommand(rc->c, "INCRBY %s 1", RS_SOLD);
-    redisAppendCommand(rc->c, "XADD %s * epoch 0 qty 1 order %s user %s lock ll-limits "
-                       "remaining %lld", RS_SALES, "", "", count - 1);
-    redisAppendCommand(rc->c, "EXEC");
-    return pipe_replies(rc->c, 5, "MULTI … EXEC", err);
-}
-
-/* One WATCH attempt, as redis-watch makes it: 1 when EXEC committed. */
-static int watch_attempt(struct rconn *rc, char *err)
-{
-    redisReply *r, *exec;
-    long long count;
-    int won;
-
-    redisAppendCommand(rc->c, "WATCH %s", RS_STOCK);
-    redisAppendCommand(rc->c, "MGET %s %s", RS_STOCK, RS_EPOCH);
-    if ((r = pipe_replies(rc->c, 2, "WATCH, MGET", err)) == NULL)
-        return -1;
-    count = r->element[0]->type == REDIS_REPLY_STRING ? atoll(r->element[0]->str) : 0;
-    freeReplyObject(r);
-    if ((exec = sale_write(rc, 0, count, err)) == NULL)
-        return -1;
-    won = exec->type == REDIS_REPLY_ARRAY;
-    freeReplyObject(exec);
-    return won;
-}
-
-/* Concurrent WATCH attempts: only those that committed count as sales. */
+/* One sale as redis-watch makes it, with its steps (redis_watch.c): the
+ * read with its WATCH, then the write, DECRBY; a lost race (EXEC nil) is
+ * read and tried again at once. Only the EXECs that committed count. */
 static int step_watch(struct rconn *rc, char *err)
 {
-    int won;
+    struct lock_ctx *ctx = &rc->ctx;
+    struct rs_sale s;
+    long long left;
+    int committed = 0, done;
 
-    while ((won = watch_attempt(rc, err)) == 0)
-        ;
-    return won < 0 ? -1 : 0;
+    product_begin(ctx);
+    rs_sale_init(&s, ctx, &scratch, ctx->ops->name);
+    while (!committed) {
+        if (rs_read(ctx, &s, 1) != LL_OK || rs_precheck(ctx, &s, &done) != LL_OK || done ||
+            rs_write(ctx, &s, 0, &committed, &left) != LL_OK)
+            return product_failed(ctx, "WATCH, MULTI … EXEC", err);
+    }
+    return 0;
 }
 
 static int script_load(redisContext *c, const char *text, char *sha, char *err)
@@ -1054,20 +1106,35 @@ static int script_load(redisContext *c, const char *text, char *sha, char *err)
     return 0;
 }
 
+/* A worker's connection, made before the race starts: hiredis with the
+ * script loaded, or the product's client, connected. */
+static int rconn_open(struct rconn *rc, const struct race *r, int slot, char *err)
+{
+    if (r->script != NULL)
+        return (rc->c = redis_open(r->o, err)) != NULL &&
+               script_load(rc->c, r->script, rc->sha, err) == 0 ? 0 : -1;
+    product_ctx(&rc->ctx, slot, r->run);
+    if (redis_connect(&rc->ctx, 0, 5000) != LL_OK)
+        return product_failed(&rc->ctx, "connect", err);
+    return 0;
+}
+
 static void *rworker_main(void *arg)
 {
     struct worker *w = arg;
     struct race *r = w->race;
-    struct rconn rc = { NULL, "", 0 };
-    int ok = (rc.c = redis_open(r->o, w->err)) != NULL &&
-             (r->script == NULL || script_load(rc.c, r->script, rc.sha, w->err) == 0);
+    struct rconn rc;
+    int ok;
 
+    memset(&rc, 0, sizeof rc);
+    ok = rconn_open(&rc, r, w->slot, w->err) == 0;
     pthread_barrier_wait(&r->start);
     while (ok && !atomic_load_explicit(&r->stop, memory_order_relaxed) &&
            r->step(&rc, w->err) == 0)
         w->ops++;
     if (rc.c)
         redisFree(rc.c);
+    lock_ctx_free(&rc.ctx);
     return NULL;
 }
 
@@ -1075,120 +1142,50 @@ static void *rworker_main(void *arg)
 static void measure_redis_concurrent(const struct opts *o, int (*step)(struct rconn *, char *),
                                      const char *script, struct ceiling *c)
 {
-    struct race r = { .step = step, .script = script };
+    struct race r = { .step = step, .script = script, .run = LIMITS_RUN_WATCH };
     redisContext *setup;
 
     memset(c, 0, sizeof *c);
-    if ((setup = redis_open(o, c->err)) != NULL && redis_stock_fill(setup, c->err) == 0) {
+    if ((setup = redis_open(o, c->err)) != NULL && redis_stock_fill(setup, 1, c->err) == 0) {
         race_run(o, &r, rworker_main, c);
-        redis_stock_fill(setup, c->err);      /* the stream's entries go */
+        redis_stock_fill(setup, 0, c->err);   /* the stream's entries go */
     }
     if (setup)
         redisFree(setup);
 }
 
-/* One client: redis-lock-stock's sale, back to back. */
+/* One client: redis-lock-stock's sale, its sell hook whole, back to back;
+ * the hold is the one it times itself (ctx->held_us: from its lock's
+ * answer to its release's). */
 static int step_redis_stock(void *arg, struct db *d, char *err)
 {
-    struct rconn *rc = arg;
-    redisReply *r, *exec;
-    char token[64];
-    long long count;
+    struct lock_ctx *ctx = arg;
+    long long left;
 
-    snprintf(token, sizeof token, "limits-%ld-%lld", (long)getpid(), rc->n++);
-    r = redisCommand(rc->c, "SET %s %s NX PX 30000", REDIS_KEY, token);
-    if (redis_ok(rc->c, r, REDIS_REPLY_STATUS, "SET NX PX", err) != 0)
-        return -1;
-    hold_from(d);
-    r = redisCommand(rc->c, "MGET %s %s", RS_STOCK, RS_EPOCH);
-    if (r == NULL || r->type != REDIS_REPLY_ARRAY)
-        return redis_ok(rc->c, r, REDIS_REPLY_ARRAY, "MGET", err);
-    count = r->element[0]->type == REDIS_REPLY_STRING ? atoll(r->element[0]->str) : 0;
-    freeReplyObject(r);
-    if ((exec = sale_write(rc, 1, count, err)) == NULL)
-        return -1;
-    freeReplyObject(exec);
-    r = redisCommand(rc->c, "EVALSHA %s 1 %s %s", rc->sha, REDIS_KEY, token);
-    if (r == NULL || r->type != REDIS_REPLY_INTEGER || r->integer != 1)
-        return redis_ok(rc->c, r, -1, "release", err);
-    freeReplyObject(r);
+    product_begin(ctx);
+    if (lock_sell(ctx, &scratch, &left) != LL_OK)
+        return product_failed(ctx, "sale", err);
+    d->got = now_s() - (double)ctx->held_us / 1e6;
     return 0;
 }
 
 static void measure_redis_stock_serial(const struct opts *o, struct db *d, struct ceiling *c)
 {
-    struct rconn rc = { NULL, "", 0 };
+    struct lock_ctx ctx;
+    redisContext *setup;
 
     memset(c, 0, sizeof *c);
-    if ((rc.c = redis_open(o, c->err)) == NULL)
+    if ((setup = redis_open(o, c->err)) == NULL)
         return;
-    if (redis_stock_fill(rc.c, c->err) == 0 &&
-        script_load(rc.c, SENT(RELEASE), rc.sha, c->err) == 0)
-        measure_serial(o, d, step_redis_stock, &rc, c);
-    redis_stock_fill(rc.c, c->err);
-    redisFree(rc.c);
-}
-
-/* ZooKeeper: create an ephemeral node around the sale, delete it after. */
-static void zk_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-    (void)zh, (void)type, (void)state, (void)path, (void)ctx;
-}
-
-static int step_zk(void *arg, struct db *d, char *err)
-{
-    zhandle_t *zh = arg;
-    int rc = zoo_create(zh, ZK_NODE, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0);
-
-    if (rc != ZOK) {
-        set_err(err, "zookeeper: create %s: %s", ZK_NODE, zerror(rc));
-        return -1;
-    }
-    hold_from(d);
-    if (sale_plain(d, err) != 0)
-        return -1;
-    rc = zoo_delete(zh, ZK_NODE, -1);
-    if (rc != ZOK) {
-        set_err(err, "zookeeper: delete %s: %s", ZK_NODE, zerror(rc));
-        return -1;
-    }
-    return 0;
-}
-
-static void measure_zk(const struct opts *o, struct db *d, struct ceiling *c)
-{
-    zhandle_t *zh;
-    double until;
-    int rc;
-
-    memset(c, 0, sizeof *c);
-    zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-    zh = zookeeper_init(o->zk, zk_watcher, 10000, NULL, NULL, 0);
-    if (zh == NULL) {
-        set_err(c->err, "zookeeper %s: %s", o->zk, strerror(errno));
-        return;
-    }
-    zoo_set_servers_resolution_delay(zh, -1);   /* as the server does: zk_client.c */
-    until = now_s() + 10.0;
-    while (zoo_state(zh) != ZOO_CONNECTED_STATE && now_s() < until)
-        nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
-    if (zoo_state(zh) != ZOO_CONNECTED_STATE) {
-        set_err(c->err, "zookeeper %s: no session within 10 s", o->zk);
-        zookeeper_close(zh);
-        return;
-    }
-    c->reached = 1;
-    rc = zoo_create(zh, ZK_PARENT, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-    if (rc != ZOK && rc != ZNODEEXISTS) {
-        set_err(c->err, "zookeeper: create %s: %s", ZK_PARENT, zerror(rc));
-        zookeeper_close(zh);
-        return;
-    }
-    zoo_delete(zh, ZK_NODE, -1);              /* a leftover of a killed run */
-    measure_serial(o, d, step_zk, zh, c);
-    zoo_delete(zh, ZK_NODE, -1);
-    zoo_delete(zh, ZK_PARENT, -1);
-    zookeeper_close(zh);
+    product_ctx(&ctx, 0, LIMITS_RUN_LOCK_STOCK);
+    product_begin(&ctx);
+    if (redis_stock_fill(setup, 1, c->err) == 0 && lock_reset(&ctx, scratch.key) == LL_OK)
+        measure_serial(o, d, step_redis_stock, &ctx, c);
+    else
+        product_failed(&ctx, "reset", c->err);
+    redis_stock_fill(setup, 0, c->err);
+    lock_ctx_free(&ctx);
+    redisFree(setup);
 }
 
 /* etcd: the Mutex's transaction around the sale, delete after. */
@@ -1248,7 +1245,7 @@ static void measure_etcd(const struct opts *o, struct db *d, struct ceiling *c)
 
 /* One run of the measurement `key`, o->seconds long. */
 static void measure_once(const struct opts *o, const char *key, struct db *d, long long id,
-                         struct ceiling *c, char *redis_version)
+                         struct ceiling *c)
 {
     if (!strcmp(key, CEIL_MYSQL_UPDATE))
         measure_concurrent(o, id, sale_decrement, c);
@@ -1267,7 +1264,7 @@ static void measure_once(const struct opts *o, const char *key, struct db *d, lo
     else if (!strcmp(key, CEIL_SERIAL_MYSQL))
         measure_serial(o, d, step_mysql, NULL, c);
     else if (!strcmp(key, CEIL_SERIAL_REDIS))
-        measure_redis(o, d, c, redis_version);
+        measure_lock(o, d, LIMITS_RUN_LOCK_REDIS, c);
     else if (!strcmp(key, CEIL_REDIS_DECR))
         measure_redis_concurrent(o, step_decr, SENT(DECR), c);
     else if (!strcmp(key, CEIL_REDIS_WATCH))
@@ -1277,7 +1274,7 @@ static void measure_once(const struct opts *o, const char *key, struct db *d, lo
     else if (!strcmp(key, CEIL_SERIAL_ETCD))
         measure_etcd(o, d, c);
     else
-        measure_zk(o, d, c);
+        measure_lock(o, d, LIMITS_RUN_LOCK_ZK, c);
 }
 
 /* Keep the faster of best and c. A trial that fails (a stall past a client
@@ -1305,7 +1302,7 @@ static const int plateau_counts[] = { 1, 2, 3, 4, 6, 8 };
 /* The plateau's first half: each client count for seconds/2/NPLATEAU; its
  * rate at each into best->sweep. Returns the best count. */
 static int plateau_sweep(const struct opts *o, const char *key, struct db *d, long long id,
-                         json_t *sweep, json_t *failed, char *redis_version)
+                         json_t *sweep, json_t *failed)
 {
     struct opts one = *o;
     struct ceiling c;
@@ -1315,7 +1312,7 @@ static int plateau_sweep(const struct opts *o, const char *key, struct db *d, lo
     one.seconds = o->seconds / 2 / NPLATEAU;
     for (k = 0; k < NPLATEAU; k++) {
         one.connections = plateau_counts[k];
-        measure_once(&one, key, d, id, &c, redis_version);
+        measure_once(&one, key, d, id, &c);
         if (c.err[0]) {
             json_array_append_new(failed, json_string(c.err));
             continue;
@@ -1338,7 +1335,7 @@ static int plateau_sweep(const struct opts *o, const char *key, struct db *d, lo
  * not kept (a server just started, ZooKeeper's JVMs above all, is slower
  * than it will be). The trials' spread goes into the JSON beside them. */
 static void measure_best(const struct opts *o, const char *key, struct db *d, long long id,
-                         struct ceiling *best, char *redis_version)
+                         struct ceiling *best)
 {
     json_t *trials = json_array(), *failed = json_array(), *sweep = NULL;
     int plateau = !strcmp(harness_ceiling_method(key), "plateau");
@@ -1351,7 +1348,7 @@ static void measure_best(const struct opts *o, const char *key, struct db *d, lo
     one.seconds = o->seconds / n;
     if (plateau) {
         sweep = json_array();
-        one.connections = plateau_sweep(o, key, d, id, sweep, failed, redis_version);
+        one.connections = plateau_sweep(o, key, d, id, sweep, failed);
         one.seconds = o->seconds / 2 / n;
     }
     /* A failed trial, the warm-up too, runs again, at most n times in all:
@@ -1371,7 +1368,7 @@ static void measure_best(const struct opts *o, const char *key, struct db *d, lo
                 progress_say();         /* nothing to connect first */
         }
         memset(&c, 0, sizeof c);
-        measure_once(&one, key, d, id, &c, redis_version);
+        measure_once(&one, key, d, id, &c);
         if (c.err[0] && now_s() < recover_until) {
             json_array_append_new(failed, json_string(c.err));
             nanosleep(&(struct timespec){ 1, 0 }, NULL);
@@ -1446,6 +1443,7 @@ int main(int argc, char **argv)
         fputs(usage, stderr);
         return 2;
     }
+    product_config(&o);
     mysql_library_init(0, NULL, NULL);
     ceilings = json_object();
     versions = json_object();
@@ -1473,7 +1471,7 @@ int main(int argc, char **argv)
         for (k = 0; k < sizeof keys / sizeof keys[0]; k++) {
             if (!wanted(&o, keys[k]))
                 continue;
-            measure_best(&o, keys[k], &d, id, &c, redis_version);
+            measure_best(&o, keys[k], &d, id, &c);
             json_object_set_new(ceilings, keys[k], ceiling_json(keys[k], &c));
             set_count(&d, ROW_FILL, err);
         }
@@ -1481,7 +1479,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "ll-limits: could not restore product %s to %lld: %s\n",
                     o.product, saved, err);
     }
-    limits_sync(ceilings, o.only, o.seconds, o.trials, o.redis_host, o.redis_port, o.zk);
+    limits_sync(ceilings, o.only, o.seconds, o.trials, &product_cfg);
+    if (wanted(&o, CEIL_SERIAL_REDIS))
+        redis_version_of(&o, redis_version, sizeof redis_version);
     if (redis_version[0])
         json_object_set_new(versions, "redis", json_string(redis_version));
     db_close(&d);

@@ -155,9 +155,8 @@ static json_t *measure(struct lock_ctx *ctx, const struct sync_ops *ops,
 }
 
 void limits_sync(json_t *ceilings, const char *only, double seconds, int trials,
-                 const char *redis_host, int redis_port, const char *zk)
+                 const struct config *cfg)
 {
-    static struct config cfg;
     const struct sync_ops *const *all;
     struct lock_ctx ctx;
     struct sync_args a;
@@ -165,26 +164,13 @@ void limits_sync(json_t *ceilings, const char *only, double seconds, int trials,
     char path[128], query[512], err[400];
     int i, n;
 
-    memset(&cfg, 0, sizeof cfg);
-    snprintf(cfg.redis[0].host, sizeof cfg.redis[0].host, "%s", redis_host);
-    cfg.redis[0].port = redis_port;
-    cfg.nredis = 1;
-    cfg.zk = zk;
-    cfg.threads = 1;
-    cfg.lock_wait_ms = 10000;
-    cfg.max_wait_ms = 30000;
-    cfg.lease_ms = 30000;
-    cfg.retry_ms = 5;
-    cfg.name = "ll-limits";
-    cfg.lock = "none";
-    uuid4(cfg.instance_id);
     memset(&ctx, 0, sizeof ctx);
-    ctx.cfg = &cfg;
+    ctx.cfg = cfg;
     all = sync_all(&n);
     for (i = 0; i < n; i++) {
         if (all[i]->bench == NULL || !sync_wanted(only, all[i]->ceiling))
             continue;
-        if (bench_args(&cfg, all[i], &a, &r, path, query, err, sizeof err) != 0) {
+        if (bench_args(cfg, all[i], &a, &r, path, query, err, sizeof err) != 0) {
             json_object_set_new(ceilings, all[i]->ceiling, json_pack("{s:s}", "error", err));
             continue;
         }

@@ -4,10 +4,13 @@
 
 #include <jansson.h>
 
+struct config;
+
 /* Measure, into ceilings, every synchronizer ceiling that `only` asks for
  * (a --only list; "sync" is all of them; NULL none), each the best of
- * `trials` runs of seconds/trials after a warm-up run. */
+ * `trials` runs of seconds/trials after a warm-up run, on the servers cfg
+ * names (limits.c's configuration of the product, slot 0 its own). */
 void limits_sync(json_t *ceilings, const char *only, double seconds, int trials,
-                 const char *redis_host, int redis_port, const char *zk);
+                 const struct config *cfg);
 
 #endif /* LOCKLAB_LIMITS_SYNC_H */

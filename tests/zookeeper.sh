@@ -189,12 +189,15 @@ echo "== ll-limits: a quorum lost in the middle of a trial costs a rerun, not th
 # says its first kept trial measures (--progress), its session up: that
 # trial fails with whichever server it talks to, the third one stopping to
 # serve without a quorum (its links to the two close with their processes;
-# within syncLimit, 2.5 s, at the latest: inside the 5 s).
-# `bench/stack up` brings the two back; until they serve, ll-limits's
+# within syncLimit, 2.5 s, at the latest: inside the 5 s). ll-limits runs
+# the product's ZooKeeper client, which rides out a loss shorter than its
+# own waits, so the two stay down until ll-limits says a trial failed
+# (--progress; within a session timeout or the call's deadline).
+# `bench/stack up` then brings the two back; until they serve, ll-limits's
 # reruns cannot reach ZooKeeper and wait for it uncounted, for up to 90 s
 # (bench/limits/limits.c, RECOVER_S: as long as bench/stack waits for a server),
 # however long two JVMs take to start on this machine. Nothing here
-# depends on the machine's speed but that bound.
+# depends on the machine's speed but those bounds.
 lim=$(mktemp) limerr=$(mktemp)
 limits() {
     "$T_BUILD/ll-limits" --only serial_zk --zk "$LOCKLAB_ZK" \
@@ -210,6 +213,12 @@ done
 t_log "$(grep -m1 'trial 1 of 3' "$limerr" || echo "ll-limits never started its first kept trial")"
 kill -KILL "$(cat "$PID_DIR/zk-1.pid")" "$(cat "$PID_DIR/zk-2.pid")"
 t_log "killed zk:1 and zk:2"
+for ((i = 0; i < 1200; i++)); do
+    grep -q 'serial_zk: .*: failed: ' "$limerr" && break
+    kill -0 "$lim_pid" 2>/dev/null || break
+    sleep 0.1
+done
+t_log "$(grep -m1 ': failed: ' "$limerr" || echo "ll-limits saw no trial fail")"
 "$STACK" up >/dev/null 2>&1
 wait "$lim_pid"
 kept=$(jq -r '.ceilings.serial_zk.trials | length' "$lim")

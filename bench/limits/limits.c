@@ -138,9 +138,15 @@
  * (a ZooKeeper quorum lost, a server restarted) begins an outage, which
  * costs one rerun, not T: for RECOVER_S seconds after it, a rerun that
  * fails, reaching the backend or not, is tried again without counting.
+ * The product's clients (the runs above) ride out a loss shorter than
+ * their own waits, as the server does (ZooKeeper's: a session timeout, or
+ * the call's deadline): the trial goes on, one hold of it long, its median
+ * unmoved; a longer one fails the trial.
  * --progress says on stderr when each trial starts measuring
  * ("ll-limits: KEY: trial N of T: measuring", "warm-up" for the first),
- * which a test waits for to break a trial in its middle.
+ * which a test waits for to break a trial in its middle, and when one
+ * failed ("… trial N of T: failed: why"), which it waits for to end the
+ * outage.
  * Exit status 0 when it ran (even with errors in it), 2 on bad usage.
  */
 #ifndef _GNU_SOURCE            /* clock_gettime, nanosleep, pthread barriers */
@@ -831,16 +837,32 @@ static void hold_from(struct db *d)
  * starts (in measure_serial once the session is up, else in measure_best). */
 static struct { const char *key; int trial, trials, said; } progress;
 
+static void progress_print(const char *what)
+{
+    if (progress.trial < 0)
+        fprintf(stderr, "ll-limits: %s: warm-up: %s\n", progress.key, what);
+    else
+        fprintf(stderr, "ll-limits: %s: trial %d of %d: %s\n", progress.key,
+                progress.trial + 1, progress.trials, what);
+}
+
 static void progress_say(void)
 {
     if (progress.key == NULL || progress.said)
         return;
     progress.said = 1;
-    if (progress.trial < 0)
-        fprintf(stderr, "ll-limits: %s: warm-up: measuring\n", progress.key);
-    else
-        fprintf(stderr, "ll-limits: %s: trial %d of %d: measuring\n", progress.key,
-                progress.trial + 1, progress.trials);
+    progress_print("measuring");
+}
+
+/* ... and when a trial failed (not the uncounted reruns of an outage). */
+static void progress_failed(const char *err)
+{
+    char what[ERR_LEN + 16];
+
+    if (progress.key == NULL)
+        return;
+    snprintf(what, sizeof what, "failed: %s", err);
+    progress_print(what);
 }
 
 /* c->reached is set by the caller (the session it opened) and survives. */
@@ -1377,6 +1399,8 @@ static void measure_best(const struct opts *o, const char *key, struct db *d, lo
         }
         if (c.err[0] && c.reached)
             recover_until = now_s() + RECOVER_S;
+        if (c.err[0] && o->progress)
+            progress_failed(c.err);
         if (t >= 0)
             keep_best(best, &c, trials, failed);
         else if (c.err[0])

@@ -6,7 +6,9 @@
 #   1. exact counts through nginx for redisson and redisson-wait, whose
 #      every lock the replica acknowledged (WAIT, counted by Redis);
 #   2. a failover with nothing lagging: every slot of every instance
-#      follows it, no 503 after it.
+#      follows it, no 503 after it;
+#   3. left in place, then an up on new addresses (--netns): redis:1 the
+#      master again, the Sentinel following.
 #
 # The seeds' failure itself, a master that fails over before its replica
 # got the lock (two holders, a lost update; redisson-wait refused instead),
@@ -51,5 +53,18 @@ for lock in redisson redisson-wait redis-renew; do
     t_ok "$L_sold = 40 -a $L_unavailable = 0 -a $L_final = 0" \
          "$lock sells all 40 on the new master (redis on $(master)), no 503"
 done
+
+# The failover stays in place: the replica is the master the Sentinel
+# names. An up on new addresses (--netns, as the fault matrix's after this
+# suite) restarts both servers, redis:1 a master and the replica its
+# replica, so the Sentinel's picture is stale; following it made each
+# server the other's replica and the up waited for ever (CI, 2026-12-02).
+echo "== new addresses after the failover: redis:1 the master again"
+LOCKLAB_STACK_TIMEOUT=30 t_setup --redis-replica --netns
+r1=${LOCKLAB_REDIS%%,*} r1=${r1##*:}
+t_ok "$(master) = $r1" "after up --netns the Sentinel names redis:1 (on $r1), not the replica"
+t_reset 40
+t_load "lock=redisson" 40 16
+t_ok "$L_sold = 40 -a $L_final = 0" "redisson sells all 40 on redis:1"
 
 t_done

@@ -160,6 +160,16 @@ replica_up() {
         rcli "$r1" REPLICAOF NO ONE >/dev/null
     fi
     replica_start
+    # A Sentinel that names a server which is a replica in fact saw a
+    # failover that a restart has since undone (new addresses restart both
+    # servers, redis:1 a master, the replica its replica): its picture is
+    # stale, and following it would make each server the other's replica.
+    master=$(sentinel_master) || master=
+    if [[ -n $master && $(redis_role "$master") == slave ]]; then
+        say "the Sentinel names the server on $master, a replica since a restart: a new Sentinel"
+        svc_stop sentinel 15
+        [[ $(redis_role "$r1") == slave ]] && rcli "$r1" REPLICAOF NO ONE >/dev/null
+    fi
     if ! svc_running sentinel; then
         replica_of "$REDIS_REPLICA_PORT" "$r1"
         sentinel_start

@@ -62,12 +62,16 @@ struct redis_hold *redis_hold_of(struct lock_ctx *ctx)
 /* ---------------------------------------------------------------- a lock's command */
 
 /* The fault ?lose_lock=1, once a request: argv goes out to server 0 on the
- * slot's own connection, which is dropped before the answer is read, as
- * if it had broken on the way back. Redis runs the command; the caller
- * gets NULL with LL_UNAVAILABLE on ctx, as for any lost answer. */
+ * slot's own connection, its answer is read and thrown away, and the
+ * connection dropped, as if the answer had broken on the way back: Redis
+ * has run the command, and the caller gets NULL with LL_UNAVAILABLE on
+ * ctx, as for any lost answer. (Dropped before the read, the command could
+ * still wait in Redis's buffer while the give-back on a new connection
+ * overtook it, and the lock taken after its give-back stayed.) */
 static redisReply *lose_answer_of(struct lock_ctx *ctx, int argc, const char **argv)
 {
     struct redis_pipe p;
+    redisReply *r = NULL;
 
     ctx->lose_lock = 0;
     redis_pipe_init(&p, ctx, 0, REDIS_CMD_TIMEOUT_MS, REDIS_OWN, argv[0]);
@@ -76,6 +80,8 @@ static redisReply *lose_answer_of(struct lock_ctx *ctx, int argc, const char **a
         redis_pipe_free(&p);
         return NULL;                        /* nothing was sent */
     }
+    if (redis_pipe_recv(&p, &r) == LL_OK && r != NULL)
+        freeReplyObject(r);
     redis_pipe_drop(&p);
     lock_error(ctx, LL_UNAVAILABLE, ctx->backend, "%s: sent, its answer lost (?lose_lock=1)",
                argv[0]);

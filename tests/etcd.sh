@@ -216,8 +216,12 @@ t_ok "$L_final -ge 0 -a $L_oversold -le $L_lost" \
      "fallback: the stock never went below 0; a unit sold past it is an update lost in the switch ($L_oversold)"
 t_ok "$(( L_sold + L_sold_out + L_unavailable )) -eq $L_requests" \
      "fallback: every purchase sold, sold out or (mid-switch) found no layer"
-# Each unit lost is a sale that overlapped another: the ledger says so too.
-t_ok "$(jq --argjson lost "$L_lost" '($lost == 0) or (.lost >= 1 and .overlap >= 1)' <<< "$check") = true" \
+# Each unit lost is a sale that overlapped another: the ledger finds the
+# loss from the recorded reads and writes alone. Its holders' overlap it
+# finds only when both holds were recorded whole: a redisson hold cut by
+# Redis's death may not be (CI's sanitized pass, 2026-12-02: lost 1,
+# overlap 0), so the overlap is logged above, not asserted.
+t_ok "$(jq --argjson lost "$L_lost" '.lost >= $lost' <<< "$check") = true" \
      "ll-check accounts for every lost update the counts show ($L_lost)"
 t_ok "$(stack_whole) = yes" "bench/stack up restores redis:1"
 

@@ -198,6 +198,18 @@ static void coro_free(struct coro *co)
     free(co);
 }
 
+void coro_pool_free(void)
+{
+    while (pool != NULL) {
+        struct coro *co = pool;
+
+        pool = co->next_free;
+        munmap(co->map, co->map_len);
+        free(co);
+    }
+    pooled = 0;
+}
+
 struct coro *coro_new(coro_fn fn, void *arg)
 {
     struct coro *co = coro_alloc();

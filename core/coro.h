@@ -49,6 +49,10 @@ struct coro *coro_self(void);
 void  coro_set_data(struct coro *co, void *data);
 void *coro_data(const struct coro *co);
 
+/* Unmap the stacks this thread keeps for its next coroutines: a thread
+ * whose coroutines have all ended calls it before it exits. */
+void coro_pool_free(void);
+
 /* Coroutines alive on this thread, and the stack size each gets. */
 int    coro_count(void);
 size_t coro_stack_size(void);

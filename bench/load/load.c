@@ -5,7 +5,7 @@
  * by the JSON "result" field of each answer. ll-load does only that:
  *
  *     ll-load [-c CONNECTIONS] [-n REQUESTS] [-d SECONDS] [-m GET|POST]
- *             [-t TIMEOUT_S] [--copies K] [--json] [--progress]
+ *             [-t TIMEOUT_S] [--copies K] [--json] [--progress] [--think-ms MS]
  *             [--rate R [--arrivals uniform|poisson] [--seed N]
  *              [--rate-step S --steps K] [--late-ms MS]] URL [URL…]
  *
@@ -19,9 +19,9 @@
  * free, so a stall is charged to every request that should have left
  * during it, as real users would have sent them.
  *
- * How it works. One thread per connection, each keeping one keep-alive TCP
- * connection (TCP_NODELAY, non-blocking, waited on with poll so that every
- * request has a deadline). Before each request a thread takes a ticket from
+ * How it works. A closed loop runs one thread per connection, each keeping
+ * one keep-alive TCP connection (TCP_NODELAY, non-blocking, waited on with
+ * poll so that every request has a deadline). Before each request a thread takes a ticket from
  * one shared atomic counter, so with -n exactly N requests leave in total;
  * with -d the main thread raises a stop flag when the time is up and
  * requests already in flight finish; with both, N requests at most and
@@ -49,11 +49,12 @@
  * "result" : "..." to count answers by result. That reading and counting
  * is load_http.c, apart from the sockets (tests/test_load.c feeds it).
  *
- * Every thread counts into its own struct tally (statuses, results, errors,
- * a latency histogram from load_stats.c) and its own struct timeline (the
- * answers, the 200s among them and the transport errors of each second,
- * by the second each request ended in): the hot path takes no lock, and
- * the main thread merges them after joining the threads. Latency runs
+ * Every connection (a thread, or a coroutine of the open loop) counts into
+ * its own struct tally (statuses, results, errors, a latency histogram
+ * from load_stats.c) and its own struct timeline (the answers, the 200s
+ * among them and the transport errors of each second, by the second each
+ * request ended in): the hot path takes no lock, and the main thread
+ * merges them after joining the threads. Latency runs
  * from the ticket to the last byte of the answer, connect included when one
  * was needed. --json adds the seconds ("per_second": three arrays, one
  * element a second, the last second cut short by the end of the run) and
@@ -71,23 +72,37 @@
  * sync reads the synchronizers' answers so); a body's own newlines become
  * spaces. Only then do the threads share a lock on the hot path.
  *
- * The open loop. One more thread, the dispatcher, walks the schedule: it
- * sleeps until the next request is due (CLOCK_MONOTONIC, 1 ns timer
- * slack), takes the most recently freed connection thread (a stack of
- * idle ones, so the run uses as few connections as the rate and the
- * latency need, up to -c, and the others never connect), and hands it the
- * ticket and its due time; the thread sends at once and goes back on the
- * stack with the answer. When every thread is busy the dispatcher waits
- * for one, and the request leaves late: its latency still runs from its
- * due time, and it counts in late_sends when it left more than --late-ms
- * (1 ms) after it. -d is the schedule's length (the requests due within
- * it are all sent, however late) and -n caps its requests. With
- * --rate-step S --steps K the run is K steps of -d seconds each, at R,
- * R + S, … requests a second, each step reported on its own (step_<k>_*:
- * its rate asked and achieved, percentiles and late sends): where the
- * latency turns up is the knee. In either loop the output has the
- * process's own CPU time (getrusage): a generator short of CPU sends late,
- * and that is how to tell.
+ * --think-ms MS makes each connection of a closed loop wait MS between an
+ * answer and its next request (JMeter's constant timer): one connection
+ * with the open loop's spacing pays the same idle wake-ups that an open
+ * loop at a low rate does, and is the closed loop to compare it with.
+ *
+ * The open loop runs on one thread: its event loop (core/loop.h), a
+ * coroutine per connection (core/coro.h) running the same request code as
+ * a closed loop's thread, whose waits park on the loop instead of polling
+ * (core/wait.h), and a coroutine that walks the schedule, the dispatcher.
+ * The dispatcher waits until the next request is due (a timer, 1 ns of
+ * slack), takes the most recently freed connection (a stack of idle ones,
+ * so the run uses as few connections as the rate and the latency need, up
+ * to -c, and the others never connect), and hands it the ticket and its
+ * due time; the connection sends at once and goes back on the stack with
+ * the answer. No request crosses threads, so a request costs the generator
+ * a send, a receive and its share of one epoll_wait, as in a closed loop.
+ * Under a light load (requests 1 ms apart or more) the dispatcher wakes a
+ * little early and, if nothing is in flight, spins to the due time: a
+ * timer's wake-up is tens of microseconds late on a virtual machine, and
+ * a latency counted from the due time would charge that to the server.
+ * When every connection is busy the dispatcher waits for one, and the
+ * request leaves late: its latency still runs from its due time, and it
+ * counts in late_sends when it left more than --late-ms (1 ms) after it
+ * (send_lag_p50_ms, _p99_ms and _max_ms say how late the sends were). -d
+ * is the schedule's length (the requests due within it are all sent,
+ * however late) and -n caps its requests. With --rate-step S --steps K
+ * the run is K steps of -d seconds each, at R, R + S, … requests a second,
+ * each step reported on its own (step_<k>_*: its rate asked and achieved,
+ * percentiles and late sends): where the latency turns up is the knee. In
+ * either loop the output has the process's own CPU time (getrusage): a
+ * generator short of CPU sends late, and that is how to tell.
  *
  * Output is key=value lines with names [a-z0-9_] and values free of spaces
  * and quotes, so that a shell can `eval` it, or one JSON object (--json).
@@ -101,6 +116,10 @@
 #include "load_http.h"
 #include "load_sched.h"
 #include "../common/cli.h"
+#include "../../core/coro.h"
+#include "../../core/loop.h"
+#include "../../core/util.h"
+#include "../../core/wait.h"
 
 #include <arpa/inet.h>
 #include <assert.h>
@@ -109,9 +128,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -132,6 +149,8 @@
 #define MAX_URLS     16
 #define MAX_STEPS    20                 /* --steps upper bound               */
 #define STACK_SIZE   (256 * 1024)
+#define SPIN_MAX_NS  INT64_C(200000)    /* the open loop's spin to a due time */
+#define SPIN_GAP_NS  INT64_C(1000000)   /* ... when the requests are this far apart */
 #define NS_PER_S     INT64_C(1000000000)
 
 enum exit_code { EXIT_RAN = 0, EXIT_NOCONNECT = 1, EXIT_USAGE = 2 };
@@ -163,6 +182,7 @@ struct load_opts {
     enum sched_arrivals arrivals;       /* --arrivals                        */
     uint64_t    seed;                   /* --seed: the Poisson arrivals'     */
     int64_t     late_ns;                /* --late-ms                         */
+    int64_t     think_ns;               /* --think-ms: a closed loop's pause  */
     struct target target[MAX_URLS];
     int         ntargets;
 };
@@ -186,14 +206,15 @@ struct load {
     pthread_cond_t       done_cond;     /* workers → main: one finished      */
     bool                 go;
     int                  finished;
-    /* the open loop */
+    /* the open loop, all of it on one thread's event loop */
     struct sched         sched;
     struct worker       *workers;
-    pthread_t            dispatcher;
-    pthread_mutex_t      idle_mu;
-    pthread_cond_t       idle_cond;     /* a worker came back: dispatcher    */
+    pthread_t            loop_thread;
+    struct task         *dispatcher;
+    bool                 dispatcher_parked;  /* it waits for an idle worker */
     int                 *idle;          /* idle workers' indexes, a stack    */
     int                  nidle;
+    int                  alive;         /* worker coroutines not yet ended   */
 };
 
 /* One step of an open loop, as one worker saw it. */
@@ -218,7 +239,8 @@ struct worker {
     struct timeline timeline;           /* what each second of the run saw   */
     /* the open loop: the job the dispatcher hands over */
     int            index;
-    sem_t          job;                 /* posted with a ticket, or to end   */
+    struct task   *task;                /* its coroutine's                   */
+    bool           job_ready;           /* a ticket is waiting for it        */
     uint64_t       job_ticket;
     int64_t        job_due_ns;
     int            job_step;
@@ -228,19 +250,6 @@ struct worker {
 };
 
 /* ---------------------------------------------------------------- utilities */
-
-/* Out of memory is fatal: a load generator that cannot allocate its
- * workers has nothing useful left to do, and checking at every call site
- * would only hide the real work. */
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n, size);
-    if (p == NULL) {
-        fputs("ll-load: out of memory\n", stderr);
-        abort();
-    }
-    return p;
-}
 
 static int64_t now_ns(void)
 {
@@ -255,22 +264,16 @@ static struct timespec ns_to_timespec(int64_t ns)
     return ts;
 }
 
-static void sleep_ns(int64_t ns)
-{
-    struct timespec ts = ns_to_timespec(ns);
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
 /* ---------------------------------------------------------------- usage */
 
 static const char usage_text[] =
     "usage: ll-load [-c CONNECTIONS] [-n REQUESTS] [-d SECONDS] [-m GET|POST]\n"
-    "               [-t TIMEOUT_S] [--copies K] [--json] [--progress]\n"
+    "               [-t TIMEOUT_S] [--copies K] [--json] [--progress] [--think-ms MS]\n"
     "               [--rate R [--arrivals uniform|poisson] [--seed N]\n"
     "                [--rate-step S --steps K] [--late-ms MS]] URL [URL...]\n"
     "\n"
-    "  -c, --connections N  keep-alive connections, one thread each (default 64)\n"
+    "  -c, --connections N  keep-alive connections (default 64); an open loop\n"
+    "                       opens only as many of them as it needs\n"
     "  -n, --requests N     send exactly N requests in total (default 1000)\n"
     "  -d, --duration S     send requests for S seconds instead of -n; with -n,\n"
     "                       stop after S seconds if the N are not all sent\n"
@@ -283,6 +286,8 @@ static const char usage_text[] =
     "      --progress       print progress to stderr every second (default:\n"
     "                       only when stderr is a terminal)\n"
     "      --bodies FILE    write every answer's body to FILE, one a line\n"
+    "      --think-ms MS    a closed loop: each connection waits MS between an\n"
+    "                       answer and its next request (JMeter's constant timer)\n"
     "      --rate R         an open loop: R requests a second on a fixed schedule\n"
     "                       over as many of the -c connections as it takes, each\n"
     "                       request's latency from when it was due; -d is the\n"
@@ -468,7 +473,7 @@ static const char *request_for(const struct target *t, uint64_t j, char **buf, s
 /* ---------------------------------------------------------------- options */
 
 enum { OPT_JSON = 256, OPT_PROGRESS, OPT_COPIES, OPT_BODIES, OPT_RATE, OPT_ARRIVALS, OPT_SEED,
-       OPT_RATE_STEP, OPT_STEPS, OPT_LATE };
+       OPT_RATE_STEP, OPT_STEPS, OPT_LATE, OPT_THINK };
 
 static const struct option long_options[] = {
     { "connections", required_argument, NULL, 'c' },
@@ -486,6 +491,7 @@ static const struct option long_options[] = {
     { "rate-step",   required_argument, NULL, OPT_RATE_STEP },
     { "steps",       required_argument, NULL, OPT_STEPS },
     { "late-ms",     required_argument, NULL, OPT_LATE },
+    { "think-ms",    required_argument, NULL, OPT_THINK },
     { "help",        no_argument,       NULL, 'h' },
     { NULL, 0, NULL, 0 }
 };
@@ -534,6 +540,9 @@ static void opts_parse(int argc, char **argv, struct load_opts *o)
             o->late_ns = (int64_t)(opt_real(optarg, "--late-ms", false, 60000, "milliseconds") * 1e6);
             open_only = true;
             break;
+        case OPT_THINK:
+            o->think_ns = (int64_t)(opt_real(optarg, "--think-ms", false, 60000, "milliseconds") * 1e6);
+            break;
         case 'h': fputs(usage_text, stdout); exit(EXIT_RAN);
         case ':': usage_error("option '%s' needs a value", argv[optind - 1]);
         default:
@@ -546,6 +555,8 @@ static void opts_parse(int argc, char **argv, struct load_opts *o)
         o->requests = 0;
     if ((open_only || have_step || have_steps) && o->rate == 0)
         usage_error("--arrivals, --seed, --rate-step, --steps and --late-ms go with --rate");
+    if (o->think_ns && o->rate > 0)
+        usage_error("--think-ms is a closed loop's pause: an open loop's schedule has its own");
     if (have_step != have_steps)
         usage_error("--rate-step and --steps go together");
     if (have_step && o->duration_ns == 0)
@@ -564,21 +575,13 @@ static void opts_parse(int argc, char **argv, struct load_opts *o)
 
 /* ---------------------------------------------------------------- connection */
 
-/* Wait until fd is ready for `events` or the deadline passes. Readiness
- * includes errors and hang-ups: the following recv/send reports them. */
-static int conn_wait(int fd, short events, int64_t deadline)
+/* Wait until fd is ready for `events` (WAIT_READ, WAIT_WRITE) or the
+ * deadline passes: a thread polls, a coroutine of the open loop parks on
+ * its loop (wait.h). Readiness includes errors and hang-ups: the following
+ * recv/send reports them. */
+static int conn_wait(int fd, int events, int64_t deadline)
 {
-    for (;;) {
-        int64_t left = deadline - now_ns();
-        if (left <= 0)
-            return IO_TIMEOUT;
-        struct pollfd p = { .fd = fd, .events = events };
-        int n = poll(&p, 1, (int)((left + 999999) / 1000000));
-        if (n > 0)
-            return IO_OK;
-        if (n < 0 && errno != EINTR)
-            return IO_ERR;
-    }
+    return wait_fd(fd, events, deadline / 1000) ? IO_OK : IO_TIMEOUT;
 }
 
 /* Open a non-blocking TCP_NODELAY connection; 0 or an errno value. */
@@ -594,7 +597,7 @@ static int conn_open(struct conn *c, const struct sockaddr_in *addr, int64_t dea
     if (connect(fd, (const struct sockaddr *)addr, sizeof *addr) != 0) {
         if (errno != EINPROGRESS)
             err = errno;
-        else if (conn_wait(fd, POLLOUT, deadline) != IO_OK)
+        else if (conn_wait(fd, WAIT_WRITE, deadline) != IO_OK)
             err = ETIMEDOUT;
         else {
             socklen_t len = sizeof err;
@@ -638,7 +641,7 @@ static int conn_send_all(struct conn *c, const char *p, size_t n, int64_t deadli
             p += k;
             n -= (size_t)k;
         } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            int rc = conn_wait(c->fd, POLLOUT, deadline);
+            int rc = conn_wait(c->fd, WAIT_WRITE, deadline);
             if (rc != IO_OK)
                 return rc;
         } else if (!(k < 0 && errno == EINTR)) {
@@ -653,7 +656,7 @@ static int conn_recv(void *src, char *buf, size_t cap, size_t *got, int64_t dead
 {
     const struct conn *c = src;
     for (;;) {
-        int rc = conn_wait(c->fd, POLLIN, deadline);
+        int rc = conn_wait(c->fd, WAIT_READ, deadline);
         if (rc != IO_OK)
             return rc;
         ssize_t n = recv(c->fd, buf, cap, 0);
@@ -715,7 +718,7 @@ static void worker_failed(struct worker *w, int k, int rc)
     conn_close(&w->conn[k]);
     /* In duration mode, do not spin on a refused port. */
     if (rc == IO_CONNECT && w->load->opts->duration_ns)
-        sleep_ns(10 * 1000 * 1000);
+        sleep_us(10 * 1000);
 }
 
 /* --bodies: the answer's body as one line (under the load's lock). */
@@ -793,104 +796,158 @@ static void load_wait_go(struct load *l)
     pthread_mutex_unlock(&l->mu);
 }
 
-/* An open loop's worker: the dispatcher's tickets, until it says the end;
- * after each, back on the idle stack. */
-static void worker_open(struct worker *w)
+/* A worker is done: its connections closed, its buffer freed. */
+static void worker_end(struct worker *w)
 {
-    struct load *l = w->load;
-    uint64_t done = 0;
-
-    for (;;) {
-        while (sem_wait(&w->job) != 0)
-            ;                           /* EINTR                             */
-        if (w->job_end)
-            break;
-        w->used = true;
-        worker_request(w, w->job_ticket, w->job_due_ns, w->job_step);
-        atomic_store_explicit(&w->done, ++done, memory_order_relaxed);
-        pthread_mutex_lock(&l->idle_mu);
-        l->idle[l->nidle++] = w->index;
-        pthread_cond_signal(&l->idle_cond);
-        pthread_mutex_unlock(&l->idle_mu);
-    }
+    for (int k = 0; k < w->load->opts->ntargets; k++)
+        conn_close(&w->conn[k]);
+    free(w->buf);
+    w->buf = NULL;
 }
 
+/* n more workers have finished: the main thread is told. */
+static void load_finished(struct load *l, int n)
+{
+    pthread_mutex_lock(&l->mu);
+    l->finished += n;
+    pthread_cond_signal(&l->done_cond);
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* A closed loop's thread: tickets until there are none left. */
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
     struct load *l = w->load;
+    uint64_t done = 0, ticket;
 
     load_wait_go(l);
-    uint64_t done = 0, ticket;
-    if (l->opts->rate > 0)
-        worker_open(w);
-    else
-        while (load_take_ticket(l, &ticket)) {
-            worker_request(w, ticket, 0, -1);
-            atomic_store_explicit(&w->done, ++done, memory_order_relaxed);
-        }
-    for (int k = 0; k < l->opts->ntargets; k++)
-        conn_close(&w->conn[k]);
-    free(w->buf);
-
-    pthread_mutex_lock(&l->mu);
-    l->finished++;
-    pthread_cond_signal(&l->done_cond);
-    pthread_mutex_unlock(&l->mu);
+    while (load_take_ticket(l, &ticket)) {
+        worker_request(w, ticket, 0, -1);
+        atomic_store_explicit(&w->done, ++done, memory_order_relaxed);
+        if (l->opts->think_ns)
+            sleep_us(l->opts->think_ns / 1000);
+    }
+    worker_end(w);
+    load_finished(l, 1);
     return NULL;
 }
 
 /* ---------------------------------------------------------------- the open loop */
 
-static void sleep_until(int64_t t)
+/* An open loop's worker, a coroutine on the loop: the dispatcher's tickets
+ * until it says the end; after each, back on the idle stack, waking the
+ * dispatcher if it waits for one. The last worker to end stops the loop. */
+static void worker_open(void *arg)
 {
-    struct timespec ts = ns_to_timespec(t);
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-        ;
+    struct worker *w = arg;
+    struct load *l = w->load;
+    uint64_t done = 0;
+
+    for (;;) {
+        while (!w->job_ready && !w->job_end)
+            task_park(WAIT_FOREVER);
+        if (w->job_end)
+            break;
+        w->job_ready = false;
+        w->used = true;
+        worker_request(w, w->job_ticket, w->job_due_ns, w->job_step);
+        atomic_store_explicit(&w->done, ++done, memory_order_relaxed);
+        l->idle[l->nidle++] = w->index;
+        if (l->dispatcher_parked) {
+            l->dispatcher_parked = false;
+            task_wake(l->dispatcher);
+        }
+    }
+    worker_end(w);
+    if (--l->alive == 0)
+        loop_stop();
 }
 
-/* The most recently freed worker (the top of the stack: its connection is
- * the warmest), waiting for one when none is idle. */
-static struct worker *load_idle_worker(struct load *l)
+/* The dispatcher waits until a request `gap` after the last one is due.
+ * A timer's wake-up is late by tens of microseconds on a virtual machine,
+ * which a latency counted from the due time would charge to the server.
+ * So under a light load (a gap of SPIN_GAP_NS or more) it wakes a little
+ * early, and if no request is in flight then (nothing else for the loop to
+ * serve) it spins to the due time: a tenth of the gap, SPIN_MAX_NS at
+ * most, so the spinning costs at most a tenth of one CPU. */
+static void load_wait_due(struct load *l, int64_t due, int64_t gap)
 {
-    pthread_mutex_lock(&l->idle_mu);
-    while (l->nidle == 0)
-        pthread_cond_wait(&l->idle_cond, &l->idle_mu);
-    struct worker *w = &l->workers[l->idle[--l->nidle]];
-    pthread_mutex_unlock(&l->idle_mu);
-    return w;
+    int64_t spin = gap / 10 < SPIN_MAX_NS ? gap / 10 : SPIN_MAX_NS;
+
+    if (gap >= SPIN_GAP_NS) {
+        wait_until((due - spin) / 1000);
+        if (l->nidle == l->opts->conns) {
+            while (now_ns() < due)
+                ;
+            return;
+        }
+    }
+    wait_until((due + 999) / 1000);
 }
 
-/* The dispatcher: each request of the schedule, when it is due, to an idle
- * worker; then, once every worker is back, the end to all of them. */
-static void *dispatcher_main(void *arg)
+/* The dispatcher waits until `n` workers are idle. */
+static void load_wait_idle(struct load *l, int n)
+{
+    while (l->nidle < n) {
+        l->dispatcher_parked = true;
+        task_park(WAIT_FOREVER);
+    }
+}
+
+/* The dispatcher, a coroutine on the loop: each request of the schedule,
+ * when it is due, to the most recently freed worker (the top of the idle
+ * stack: its connection is the warmest), waiting for one when none is
+ * idle; then, once every worker is back, the end to all of them. */
+static void dispatcher_main(void *arg)
 {
     struct load *l = arg;
     int64_t at;
     int step;
     uint64_t ticket = 0;
 
-    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);     /* wake when asked      */
-    load_wait_go(l);
+    load_wait_go(l);            /* the workers have all parked by now */
+    int64_t last_due = l->start_ns;
+
     while (sched_next(&l->sched, &at, &step)) {
         int64_t due = l->start_ns + at;
-        if (due > now_ns())
-            sleep_until(due);
-        struct worker *w = load_idle_worker(l);
+        load_wait_due(l, due, due - last_due);
+        last_due = due;
+        load_wait_idle(l, 1);
+        struct worker *w = &l->workers[l->idle[--l->nidle]];
         w->job_ticket = ticket++;
         w->job_due_ns = due;
         w->job_step = step;
-        sem_post(&w->job);              /* orders the job's fields before it  */
+        w->job_ready = true;
+        task_wake(w->task);
     }
     atomic_store(&l->issued, ticket);
-    pthread_mutex_lock(&l->idle_mu);
-    while (l->nidle < l->opts->conns)
-        pthread_cond_wait(&l->idle_cond, &l->idle_mu);
-    pthread_mutex_unlock(&l->idle_mu);
+    load_wait_idle(l, l->opts->conns);
     for (int i = 0; i < l->opts->conns; i++) {
         l->workers[i].job_end = true;
-        sem_post(&l->workers[i].job);
+        task_wake(l->workers[i].task);
     }
+}
+
+/* The open loop's thread: its event loop, a coroutine per worker and the
+ * dispatcher's, until the last worker ends. They start before the run
+ * does: the dispatcher, the last of them, waits for the go (blocking the
+ * loop, which has nothing else to do yet). */
+static void *open_main(void *arg)
+{
+    struct load *l = arg;
+
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);     /* wake when asked      */
+    if (loop_init() != 0)
+        die("cannot start the open loop's event loop (libevent)");
+    l->alive = l->opts->conns;
+    for (int i = 0; i < l->opts->conns; i++)
+        l->workers[i].task = task_spawn(worker_open, &l->workers[i]);
+    l->dispatcher = task_spawn(dispatcher_main, l);
+    loop_run();
+    loop_free();
+    coro_pool_free();
+    load_finished(l, l->opts->conns);
     return NULL;
 }
 
@@ -911,8 +968,6 @@ static void load_init(struct load *l, const struct load_opts *o)
     pthread_cond_init(&l->done_cond, &attr);
     pthread_condattr_destroy(&attr);
 
-    pthread_mutex_init(&l->idle_mu, NULL);
-    pthread_cond_init(&l->idle_cond, NULL);
     sched_init(&l->sched, o->rate, o->rate_step, o->steps, o->duration_ns, o->requests,
                o->arrivals, o->seed);
 }
@@ -928,8 +983,9 @@ static void load_raise_nofile(int conns)
 }
 
 /* The workers (their tallies are calloc'ed zeros: empty, and their
- * histograms' pages untouched until used) and, in an open loop, the idle
- * stack, worker 0 on top, and the dispatcher. */
+ * histograms' pages untouched until used): a thread each in a closed loop;
+ * in an open loop the idle stack, worker 0 on top, and the one thread
+ * whose loop runs them all. */
 static struct worker *load_spawn(struct load *l)
 {
     int n = l->opts->conns;
@@ -948,10 +1004,8 @@ static struct worker *load_spawn(struct load *l)
     for (int i = 0; i < n; i++) {
         w[i].load = l;
         w[i].index = i;
-        if (open) {
-            sem_init(&w[i].job, 0, 0);
+        if (open)
             w[i].step = xcalloc((size_t)l->opts->steps, sizeof *w[i].step);
-        }
         for (int k = 0; k < MAX_URLS; k++) {
             w[i].conn[k].fd = -1;
             reader_init(&w[i].conn[k].in, conn_recv, &w[i].conn[k]);
@@ -959,14 +1013,14 @@ static struct worker *load_spawn(struct load *l)
         atomic_init(&w[i].done, 0);
         atomic_init(&w[i].sold, 0);
         timeline_init(&w[i].timeline);
-        int rc = pthread_create(&w[i].tid, &attr, worker_main, &w[i]);
+        int rc = open ? 0 : pthread_create(&w[i].tid, &attr, worker_main, &w[i]);
         if (rc != 0)
             die("cannot start thread %d of %d: %s (try a smaller -c)", i + 1, n, strerror(rc));
     }
     if (open) {
-        int rc = pthread_create(&l->dispatcher, &attr, dispatcher_main, l);
+        int rc = pthread_create(&l->loop_thread, &attr, open_main, l);
         if (rc != 0)
-            die("cannot start the dispatcher: %s", strerror(rc));
+            die("cannot start the open loop's thread: %s", strerror(rc));
     }
     pthread_attr_destroy(&attr);
     return w;
@@ -1187,7 +1241,9 @@ static void summary_open(struct summary *s, const struct load *l, const struct w
     summary_add(s, "rate_asked", "%.1f", o->rate);
     summary_add(s, "poisson", "%d", o->arrivals == SCHED_POISSON);
     summary_add(s, "late_sends", "%llu", (unsigned long long)s->total.late);
-    summary_add(s, "send_lag_max_ms", "%.3f", (double)s->total.lag_max_us / 1000.0);
+    summary_add(s, "send_lag_p50_ms", "%.3f", (double)hist_percentile(&s->total.lag, 0.5) / 1000.0);
+    summary_add(s, "send_lag_p99_ms", "%.3f", (double)hist_percentile(&s->total.lag, 0.99) / 1000.0);
+    summary_add(s, "send_lag_max_ms", "%.3f", (double)hist_max(&s->total.lag) / 1000.0);
     summary_add(s, "connections_used", "%d", used);
     if (o->stepped) {
         summary_add(s, "steps", "%d", o->steps);
@@ -1376,11 +1432,11 @@ int main(int argc, char **argv)
 
     struct worker *w = load_spawn(&load);
     int64_t elapsed = load_supervise(&load, w);
-    for (int i = 0; i < opts.conns; i++)
-        pthread_join(w[i].tid, NULL);
-
     if (opts.rate > 0)
-        pthread_join(load.dispatcher, NULL);
+        pthread_join(load.loop_thread, NULL);
+    else
+        for (int i = 0; i < opts.conns; i++)
+            pthread_join(w[i].tid, NULL);
     summary_build(&summary, &load, w, opts.conns, elapsed);
     if (opts.json)
         print_json(&summary);

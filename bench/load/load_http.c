@@ -363,8 +363,7 @@ void tally_sent(struct tally *t, int64_t lag_ns, int64_t late_ns)
     uint64_t us = lag_ns > 0 ? (uint64_t)(lag_ns / 1000) : 0;
     if (lag_ns > late_ns)
         t->late++;
-    if (us > t->lag_max_us)
-        t->lag_max_us = us;
+    hist_add(&t->lag, us);
 }
 
 void tally_merge(struct tally *dst, const struct tally *src)
@@ -376,8 +375,7 @@ void tally_merge(struct tally *dst, const struct tally *src)
     dst->missing += src->missing;
     dst->connects += src->connects;
     dst->late += src->late;
-    if (src->lag_max_us > dst->lag_max_us)
-        dst->lag_max_us = src->lag_max_us;
+    hist_merge(&dst->lag, &src->lag);
     for (unsigned i = 0; i < src->nresults; i++)
         tally_result(dst, src->result[i].name, src->result[i].n);
     hist_merge(&dst->latency, &src->latency);

@@ -97,7 +97,7 @@ struct tally {
     uint64_t missing;                   /* answers without a "result"        */
     uint64_t connects;                  /* TCP connections opened            */
     uint64_t late;                      /* open loop: requests sent late     */
-    uint64_t lag_max_us;                /* ... and the latest of them, in µs  */
+    struct hist lag;                    /* ... each request's send lag, in µs */
     unsigned nresults;
     struct result_count result[RESULT_MAX];
     struct hist latency;

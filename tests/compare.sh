@@ -294,4 +294,24 @@ t_ok "'$(jq -r '.runs[] | select(.fence) | "\(.oversold) \(.lost_updates) \(.che
 t_ok "$(jq '[.runs[] | .check.sales] | min' "$prun/results.json") -gt 0" "ll-check judged every run's ledger"
 t_ok "$(grep -c '^## Under faults' "$prun/report.md") -eq 1" "report.md has the faults table"
 t_ok "'$(cksum < "$T_RUN/topology")' = '$was'" "the stack is put back as it was"
+
+# The same on a stopped stack: compare starts it, changes it (the pause's
+# ledger and 3 s leases) and stops it, and must put its topology back
+# first, or the next `bench/stack up` would start the scenario's.
+# This chain's stack already has the scenario's leases: it is stopped
+# with others (20 s), which the pause changes.
+echo "== bench/compare --scenario pause on a stopped stack"
+lease=$(sed -n 's/^LEASE_MS=//p' "$T_RUN/topology" | tail -1)
+{ "$T_ROOT/bench/stack" up --lease-ms 20000 && "$T_ROOT/bench/stack" down; } > "$OUT/down.log" 2>&1 ||
+    sed 's/^/    /' "$OUT/down.log"
+was=$(cksum < "$T_RUN/topology")
+"$T_ROOT/bench/compare" --scenario pause --strategies redisson --duration 4 --fault-ms 1000 \
+    --connections 8 --limits-seconds 0 --out "$OUT/pause-cold" > "$OUT/pause-cold.log" 2>&1
+rc=$?
+sed 's/^/    /' "$OUT/pause-cold.log"
+t_ok "$rc -eq 0" "bench/compare --scenario pause on a stopped stack exits 0"
+t_ok "'$(cksum < "$T_RUN/topology")' = '$was'" "the stack it started is put back as it was before it stops"
+t_ok "'$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$LOCKLAB_URL/health")' = 000" "... and stopped"
+"$T_ROOT/bench/stack" up --lease-ms "${lease:-30000}" > "$OUT/up.log" 2>&1 ||
+    { sed 's/^/    /' "$OUT/up.log"; t_ok "1 -eq 0" "bench/stack up after it"; }
 t_done

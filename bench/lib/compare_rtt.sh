@@ -37,7 +37,7 @@
 # The round trip the stack had is put back at the end (or the namespaces
 # left, which takes it to 0). Uses ROOT BUILD REPORT OUT ARGS RTT_LIST
 # SCENARIO DURATION REQUESTS WARMUP LIMITS_SECONDS STRATEGIES TARGET
-# STACK_STARTED RESTORE and given, topology_value, stack_answers, die and
+# RESTORE and given, topology_value, stack_answers, die and
 # page_shot from bench/compare.
 
 RTT_RUN=$OUT/$(date -u +%Y%m%d-%H%M%S)-rtt
@@ -65,7 +65,7 @@ fi
 was_rtt=$(topology_value RTT) was_jitter=$(topology_value JITTER) was_loss=$(topology_value LOSS)
 if [ "$(topology_value NETNS)" != 1 ]; then
     echo "compare: moving the instances into network namespaces (bench/stack up --netns)" >&2
-    [ "$STACK_STARTED" = 1 ] || RESTORE+=(--no-netns)
+    RESTORE+=(--no-netns)
     "$ROOT/bench/stack" up --netns > /dev/null || die "bench/stack up --netns failed"
     stack_answers || die "the stack does not answer in network namespaces"
     was_rtt=""

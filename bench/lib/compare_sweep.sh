@@ -55,7 +55,7 @@
 # first point measures them (--limits-seconds), the others reuse its
 # limits.json (--limits-from), so every point's efficiency has the same
 # yardstick.
-# Uses ROOT BUILD REPORT OUT ARGS SWEEP DEADLOCK_DETECT STACK_STARTED RESTORE
+# Uses ROOT BUILD REPORT OUT ARGS SWEEP DEADLOCK_DETECT RESTORE
 # ALL_INSTANCES and topology_value, stack_answers, given and die from
 # bench/compare.
 
@@ -84,19 +84,17 @@ if [ "$SWEEP_PARAM" = threads ] && ! given --connections; then
     sweep_args+=(--connections $((${#ALL_INSTANCES[@]} * most)))
 fi
 
-if [ "$STACK_STARTED" = 0 ]; then
-    case $SWEEP_PARAM in
-        instances)
-            was=$(topology_value INSTANCES)
-            RESTORE+=(--instances "${was:-${#ALL_INSTANCES[@]}}") ;;
-        threads)
-            was=$(topology_value THREADS)
-            RESTORE+=(--threads "${was:-0}") ;;     # 0: the instances' own
-    esac
-    if [ -n "$DEADLOCK_DETECT" ]; then
-        was=$(topology_value MYSQL_DEADLOCK_DETECT)
-        RESTORE+=(--mysql-deadlock-detect "${was:-on}")
-    fi
+case $SWEEP_PARAM in
+    instances)
+        was=$(topology_value INSTANCES)
+        RESTORE+=(--instances "${was:-${#ALL_INSTANCES[@]}}") ;;
+    threads)
+        was=$(topology_value THREADS)
+        RESTORE+=(--threads "${was:-0}") ;;         # 0: the instances' own
+esac
+if [ -n "$DEADLOCK_DETECT" ]; then
+    was=$(topology_value MYSQL_DEADLOCK_DETECT)
+    RESTORE+=(--mysql-deadlock-detect "${was:-on}")
 fi
 {
     echo "param=$SWEEP_PARAM"

@@ -27,6 +27,8 @@
 # answers more than 100 requests for each of its 8 stalled ones, 80 a
 # second, which any machine that keeps up with the open loop's 1000 does.
 # Both figures are printed, with the open loop's late sends and its CPU.
+# Last, --think-ms: a closed loop's pause between an answer and the next
+# request.
 set -u
 T_NAME=openloop
 # shellcheck source=SCRIPTDIR/lib.sh
@@ -106,4 +108,15 @@ ms_ge "$(kv "$DIR/closed" lat_max_ms)" 800
 t_ok "$? -eq 0" "the closed loop met the stall too: its max $(kv "$DIR/closed" lat_max_ms) ms >= 800 ms"
 ms_ge "$(kv "$DIR/closed" lat_p99_ms)" 800
 t_ok "$? -ne 0" "... and its p99 hides it: $(kv "$DIR/closed" lat_p99_ms) ms < 800 ms"
+
+# --think-ms: one connection, 21 requests 10 ms apart, cannot end before
+# the 20 pauses between them (200 ms), however fast the upstream answers;
+# without the pause they take a few ms. An open loop has no such pause.
+echo "== a closed loop that pauses: --think-ms 10"
+"$T_BUILD/ll-load" -c 1 -n 21 --think-ms 10 "$URL" > "$DIR/think" 2>/dev/null
+t_ok "'$(kv "$DIR/think" responses)' = 21" "21 requests, all answered"
+ms_ge "$(awk -v s="$(kv "$DIR/think" elapsed_s)" 'BEGIN { print s * 1000 }')" 200
+t_ok "$? -eq 0" "they took the 20 pauses: $(kv "$DIR/think" elapsed_s) s >= 0.2 s"
+"$T_BUILD/ll-load" --rate 10 --think-ms 10 "$URL" > /dev/null 2>&1
+t_ok "$? -eq 2" "--think-ms with --rate is refused (exit 2)"
 t_done

@@ -21,13 +21,14 @@
  *
  * How it works. A closed loop runs one thread per connection, each keeping
  * one keep-alive TCP connection (TCP_NODELAY, non-blocking, waited on with
- * poll so that every request has a deadline). Before each request a thread takes a ticket from
- * one shared atomic counter, so with -n exactly N requests leave in total;
- * with -d the main thread raises a stop flag when the time is up and
- * requests already in flight finish; with both, N requests at most and
- * for S seconds at most (bench/compare's cap on a slow strategy's run). A thread (re)connects lazily, when it
- * has a ticket and no open connection, and closes after "Connection: close",
- * a close-delimited body, a timeout or any transport failure.
+ * poll so that every request has a deadline). Before each request a thread
+ * takes a ticket from one shared atomic counter, so with -n exactly N
+ * requests leave in total; with -d the main thread raises a stop flag when
+ * the time is up and requests already in flight finish; with both, N
+ * requests at most and for S seconds at most (bench/compare's cap on a
+ * slow strategy's run). A thread (re)connects lazily, when it has a ticket
+ * and no open connection, and closes after "Connection: close", a
+ * close-delimited body, a timeout or any transport failure.
  *
  * Several URLs, and copies. Request t (its ticket, from 0) is copy t mod K
  * of purchase j = t div K (K = --copies, default 1) and goes to URL number
@@ -54,9 +55,8 @@
  * from load_stats.c) and its own struct timeline (the answers, the 200s
  * among them and the transport errors of each second, by the second each
  * request ended in): the hot path takes no lock, and the main thread
- * merges them after joining the threads. Latency runs
- * from the ticket to the last byte of the answer, connect included when one
- * was needed. --json adds the seconds ("per_second": three arrays, one
+ * merges them after joining the threads. Latency runs from the ticket to
+ * the last byte of the answer, connect included when one was needed. --json adds the seconds ("per_second": three arrays, one
  * element a second, the last second cut short by the end of the run) and
  * the latency at a fixed list of quantiles ("lat_percentiles": [q, ms]
  * pairs, from 0 (the minimum) to 1 (the maximum)), for the report's charts.

@@ -483,9 +483,9 @@ static enum MHD_Result route_stock(struct exchange *x, struct request *r)
     const char *code;
     long long count = 0, epoch = 0, buckets = 1, own = 0;
     json_t *body, *split = NULL, *redis = NULL;
-    int rc;
+    int rc, pause_ms = 0;
 
-    if (request_product(r, &code) != 0)
+    if (request_product(r, &code) != 0 || (!reset && request_stock(r, cfg, &pause_ms) != 0))
         return reply_refused(x, r);
     if (reset && r->param[P_COUNT] == NULL) {
         request_fail(r, 400, "bad_request", P_COUNT, "count is required");
@@ -503,10 +503,9 @@ static enum MHD_Result route_stock(struct exchange *x, struct request *r)
         rc = buckets_reset_begin(ctx, &prod, (int)buckets, &br);
     if (rc == LL_OK && reset)   /* the Redis stock's new epoch first: redis_stock.h */
         rc = redis_stock_reset_begin(ctx, &prod, &epoch);
-    if (rc == LL_OK)
-        rc = reset ? stock_set(ctx, &prod, own) : stock_read(ctx, &prod, &count);
-    if (rc == LL_OK && !reset)  /* in K > 1 buckets: the total */
-        rc = buckets_stock(ctx, &prod, &count, &split, &redis);
+    if (rc == LL_OK)            /* the Redis stock first, then MariaDB's count */
+        rc = reset ? stock_set(ctx, &prod, own)
+                   : buckets_stock(ctx, &prod, pause_ms, &count, &split, &redis);
     if (rc == LL_OK && reset)   /* a new sale: one order per user again */
         rc = order_reset(ctx, &prod);
     if (rc != LL_OK)
@@ -521,7 +520,7 @@ static enum MHD_Result route_stock(struct exchange *x, struct request *r)
         json_object_set_new(body, "buckets", split);
     if (rc == LL_OK)            /* the stock in Redis: loaded, or read */
         json_object_set_new(body, "redis", reset ? redis_stock_load(ctx, &prod, own, epoch)
-                                         : redis ? redis : redis_stock_json(ctx, &prod));
+                                         : redis);
     if (rc == LL_OK && reset && (rc = buckets_reset_end(ctx, &br, count, body)) != LL_OK) {
         json_decref(body);
         body = failure_json(rc, ctx);

@@ -156,6 +156,7 @@ static const char *const param_names[P_MAX] = {
     [P_READ] = "read",
     [P_BUCKETS] = "buckets", [P_CHECK_PAUSE_MS] = "check_pause_ms",
     [P_LOSE_LOCK] = "lose_lock", [P_LOSE_CLAIM] = "lose_claim",
+    [P_READ_PAUSE_MS] = "read_pause_ms",
 };
 
 _Static_assert(P_MAX <= 64, "struct route's params is a 64-bit mask");
@@ -165,12 +166,13 @@ _Static_assert(P_MAX <= 64, "struct route's params is a 64-bit mask");
                  BIT(P_CONSUMER_CRASH) | BIT(P_RELEASE_PAUSE_MS) | BIT(P_ALLOW_DEADLOCK) | \
                  BIT(P_CLOCK_SKEW_MS) | BIT(P_CHECK_PAUSE_MS) | \
                  BIT(P_LOSE_LOCK))
+#define SWITCHES (FAULTS | BIT(P_LOSE_CLAIM) | BIT(P_READ_PAUSE_MS))    /* --allow-faults */
 
 static const struct route routes[] = {
     { ROUTE_SALE,        "GET",  "/check/lock",  0,
       BIT(P_LOCK) | BIT(P_PRODUCT) | BIT(P_REENTRY) | BIT(P_WAIT_MS) | BIT(P_FENCE) | FAULTS |
       BIT(P_READ) },
-    { ROUTE_STOCK,       "GET",  "/stock",       0, BIT(P_PRODUCT) },
+    { ROUTE_STOCK,       "GET",  "/stock",       0, BIT(P_PRODUCT) | BIT(P_READ_PAUSE_MS) },
     { ROUTE_STOCK_RESET, "POST", "/stock/reset", 1,
       BIT(P_COUNT) | BIT(P_PRODUCT) | BIT(P_BUCKETS) },
     { ROUTE_LOCKS,       "GET",  "/locks",       0, 0 },
@@ -404,20 +406,29 @@ static int request_read(struct request *r, const struct config *cfg, struct sale
     return 0;
 }
 
+/* A fault switch given to a server started without --allow-faults: 400. */
+static int switches_allowed(struct request *r, const struct config *cfg)
+{
+    int i;
+
+    for (i = 0; i < P_MAX; i++)
+        if ((SWITCHES & BIT(i)) && r->param[i] && !cfg->allow_faults)
+            return request_fail(r, 400, "bad_request", (enum param_id)i,
+                                "%s is a fault switch, and this server was started "
+                                "without --allow-faults", param_names[i]);
+    return 0;
+}
+
 int request_sale(struct request *r, const struct config *cfg, struct sale_args *out)
 {
     const char *name = r->param[P_LOCK] ? r->param[P_LOCK] : cfg->lock;
     long long reentry, wait_ms, hold_ms, late_ms, crash, lose, fence, consumer_crash;
     long long release_pause_ms, allow_deadlock, clock_skew_ms, check_pause_ms, lose_lock;
     char shown[48];
-    int i;
 
     memset(out, 0, sizeof *out);
-    for (i = 0; i < P_MAX; i++)
-        if (((FAULTS | BIT(P_LOSE_CLAIM)) & BIT(i)) && r->param[i] && !cfg->allow_faults)
-            return request_fail(r, 400, "bad_request", (enum param_id)i,
-                                "%s is a fault switch, and this server was started "
-                                "without --allow-faults", param_names[i]);
+    if (switches_allowed(r, cfg) != 0)
+        return r->status;
     if ((out->ops = lock_find(name)) == NULL) {
         r->list_strategies = 1;
         return request_fail(r, 400, "bad_request", P_LOCK, "unknown strategy '%s'",
@@ -498,6 +509,20 @@ int request_order(struct request *r, struct order_args *out)
     out->qty = (int)qty;
     out->one_per_user = (int)one;
     out->lose_claim = (int)lose_claim;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the stock */
+
+int request_stock(struct request *r, const struct config *cfg, int *read_pause_ms)
+{
+    long long ms;
+
+    *read_pause_ms = 0;
+    if (switches_allowed(r, cfg) != 0 ||
+        request_int(r, P_READ_PAUSE_MS, 0, cfg->max_wait_ms, 0, &ms) != 0)
+        return r->status;
+    *read_pause_ms = (int)ms;
     return 0;
 }
 

@@ -77,6 +77,7 @@ enum param_id {
     P_BUCKETS,                                      /* POST /stock/reset's */
     P_CHECK_PAUSE_MS, P_LOSE_LOCK,                  /* fault switches */
     P_LOSE_CLAIM,                                   /* POST /order's fault switch */
+    P_READ_PAUSE_MS,                                /* GET /stock's fault switch */
     P_MAX
 };
 
@@ -181,6 +182,14 @@ struct order_args {
  * one_per_user 0 or 1 and 1 only with a user, lose_claim 0 or 1. 0, or the
  * status. */
 int request_order(struct request *r, struct order_args *out);
+
+/* ---------------------------------------------------------------- the stock */
+
+/* GET /stock's fault switch read_pause_ms (0 when absent): a pause between
+ * its read of the Redis stock and its read of MariaDB's count, within
+ * --max-wait-ms and only on a server started with --allow-faults. 0, or
+ * the status. */
+int request_stock(struct request *r, const struct config *cfg, int *read_pause_ms);
 /* ---------------------------------------------------------------- a synchronizer */
 
 struct sync_args;

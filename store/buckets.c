@@ -24,6 +24,7 @@
 #include "../clients/db.h"
 #include "../core/ctx.h"
 #include "../core/util.h"
+#include "../core/wait.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -329,8 +330,8 @@ static json_t *redis_sum(struct lock_ctx *ctx, const struct stock_buckets *sb)
     return sum;
 }
 
-int buckets_stock(struct lock_ctx *ctx, const struct product *p, long long *total,
-                  json_t **split, json_t **redis)
+int buckets_stock(struct lock_ctx *ctx, const struct product *p, int pause_ms,
+                  long long *total, json_t **split, json_t **redis)
 {
     struct stock_buckets sb;
     long long count;
@@ -338,21 +339,30 @@ int buckets_stock(struct lock_ctx *ctx, const struct product *p, long long *tota
     int i, rc;
 
     *split = *redis = NULL;
-    if ((rc = stock_buckets_get(ctx, p, &sb, 0)) != LL_OK || sb.k == 1)
+    if ((rc = stock_buckets_get(ctx, p, &sb, 0)) != LL_OK)
         return rc;
-    *total = 0;
-    *split = json_array();
-    for (i = 0; i < sb.k; i++) {
-        if ((rc = stock_read(ctx, &sb.b[i], &count)) != LL_OK) {
-            json_decref(*split);
-            *split = NULL;
-            return rc;
+    *redis = sb.k == 1 ? redis_stock_json(ctx, p) : redis_sum(ctx, &sb);
+    if (pause_ms > 0)
+        sleep_us((int64_t)pause_ms * 1000);
+    ctx->err = 0;               /* a Redis failure is the answer's "redis" */
+    if (sb.k == 1) {
+        rc = stock_read(ctx, p, total);
+    } else {
+        *total = 0;
+        *split = json_array();
+        for (i = 0; i < sb.k && rc == LL_OK; i++) {
+            if ((rc = stock_read(ctx, &sb.b[i], &count)) != LL_OK)
+                break;
+            *total += count;
+            snprintf(wh, sizeof wh, "%03d", i + 1);
+            json_array_append_new(*split, json_pack("{s:s,s:I}", "warehouse", wh,
+                                                    "count", (json_int_t)count));
         }
-        *total += count;
-        snprintf(wh, sizeof wh, "%03d", i + 1);
-        json_array_append_new(*split, json_pack("{s:s,s:I}", "warehouse", wh,
-                                                "count", (json_int_t)count));
     }
-    *redis = redis_sum(ctx, &sb);
-    return LL_OK;
+    if (rc != LL_OK) {
+        json_decref(*split);
+        json_decref(*redis);
+        *split = *redis = NULL;
+    }
+    return rc;
 }

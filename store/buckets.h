@@ -12,7 +12,7 @@
  * different buckets on different slots. struct product's code is that
  * name, its id the bucket's row.
  *
- * The reset of a product's buckets and the reading of their sum, in both
+ * The reset of a product's buckets and the reading of its stock, in both
  * stores, are here too (buckets_reset_*, buckets_stock), for the server.
  */
 #ifndef LOCKLAB_BUCKETS_H
@@ -73,11 +73,16 @@ int buckets_reset_begin(struct lock_ctx *ctx, const struct product *p, int k,
 int buckets_reset_end(struct lock_ctx *ctx, const struct buckets_reset *br, long long count,
                       json_t *body);
 
-/* GET /stock of p in K > 1 buckets: *total their counts' sum, *split
- * [{"warehouse","count"}] and *redis the sum of their Redis stocks (each
- * bucket's under "buckets"); *split = NULL when K = 1 (the server's own
- * answer stands). */
-int buckets_stock(struct lock_ctx *ctx, const struct product *p, long long *total,
-                  json_t **split, json_t **redis);
+/* GET /stock of p, in its K buckets or one: *redis the Redis stock (p's
+ * own, or the sum of the buckets', each under "buckets"; never NULL once
+ * read, a failure in it is its own) read first, then *total MariaDB's
+ * count (the sum of the buckets') and *split [{"warehouse","count"}] (NULL
+ * when K = 1). MariaDB's count only falls, so read in this order a
+ * "reconciled" (MariaDB had every sale Redis made) never stands beside a
+ * count MariaDB had not yet reached when Redis was read. pause_ms is the
+ * fault ?read_pause_ms, a pause between the two reads. On a failure
+ * *redis and *split are NULL. */
+int buckets_stock(struct lock_ctx *ctx, const struct product *p, int pause_ms,
+                  long long *total, json_t **split, json_t **redis);
 
 #endif /* LOCKLAB_BUCKETS_H */

@@ -98,6 +98,7 @@ expect 400 "hold_ms"                      "/check/lock?lock=mysql-for-update&hol
 expect 400 "hold_ms=0"                    "/check/lock?hold_ms=0"
 expect 400 "crash"                        "/check/lock?lock=mysql-lock-table&crash=1"
 expect 400 "lose_answer"                  "/check/lock?lock=mysql-update&lose_answer=1"
+expect 400 "read_pause_ms on GET /stock"  "/stock?read_pause_ms=10"
 
 echo "== every method on the purchase; admin routes"
 HEAD=1 expect 405 "HEAD /check/lock"      "/check/lock?lock=mysql-update" -I
